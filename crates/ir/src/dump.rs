@@ -1,0 +1,134 @@
+use crate::{Graph, Op, ValueDef};
+use std::fmt::Write;
+
+/// Attributes of an op in a compact, stable text form.
+fn attrs(op: &Op) -> String {
+    let conv = |a: &crate::ConvAttrs| {
+        format!(
+            "k={:?} s={:?} p={:?} d={:?} g={}",
+            a.kernel, a.strides, a.pads, a.dilations, a.group
+        )
+    };
+    match op {
+        Op::Unary(u) => match u {
+            crate::UnaryOp::HardSigmoid { alpha, beta } => format!("alpha={alpha} beta={beta}"),
+            crate::UnaryOp::LeakyRelu { alpha } | crate::UnaryOp::Elu { alpha } => {
+                format!("alpha={alpha}")
+            }
+            crate::UnaryOp::Gelu { tanh } => format!("tanh={tanh}"),
+            _ => String::new(),
+        },
+        Op::Binary(crate::BinaryOp::Mod { fmod }) => format!("fmod={fmod}"),
+        Op::Binary(_)
+        | Op::Where
+        | Op::Identity
+        | Op::MatMul
+        | Op::QLinearMatMul
+        | Op::MatMulInteger => String::new(),
+        Op::QLinearAdd | Op::QLinearMul | Op::QLinearSigmoid => String::new(),
+        Op::Clip { min, max } => format!("min={min:?} max={max:?}"),
+        Op::Cast { to } => format!("to={to}"),
+        Op::Conv(a) | Op::QLinearConv(a) | Op::ConvInteger(a) => conv(a),
+        Op::Pool(p) => format!(
+            "k={:?} s={:?} p={:?} d={:?} ceil={} include_pad={}",
+            p.kernel, p.strides, p.pads, p.dilations, p.ceil_mode, p.count_include_pad
+        ),
+        Op::GlobalPool(_) => String::new(),
+        Op::Gemm {
+            alpha,
+            beta,
+            trans_a,
+            trans_b,
+        } => format!("alpha={alpha} beta={beta} ta={trans_a} tb={trans_b}"),
+        Op::BatchNorm { epsilon } => format!("eps={epsilon}"),
+        Op::LayerNorm { axis, epsilon } => format!("axis={axis} eps={epsilon}"),
+        Op::Softmax { axis } | Op::LogSoftmax { axis } => format!("axis={axis}"),
+        Op::Reduce { axes, keepdims, .. } => format!("axes={axes:?} keepdims={keepdims}"),
+        Op::ArgMax { axis, keepdims } => format!("axis={axis} keepdims={keepdims}"),
+        Op::Reshape { shape } | Op::Expand { shape } => format!("shape={shape:?}"),
+        Op::Transpose { perm } => format!("perm={perm:?}"),
+        Op::Concat { axis } | Op::Gather { axis } | Op::QLinearConcat { axis } => {
+            format!("axis={axis}")
+        }
+        Op::Split { axis, sizes } => format!("axis={axis} sizes={sizes:?}"),
+        Op::Slice { axes } => axes
+            .iter()
+            .map(|a| format!("{}:{}:{}:{}", a.axis, a.start, a.end, a.step))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Op::Pad { pads, mode, value } => format!("pads={pads:?} mode={mode:?} value={value}"),
+        Op::Tile { repeats } => format!("repeats={repeats:?}"),
+        Op::Lstm(a) | Op::Gru(a) => format!(
+            "hidden={} dir={:?} lbr={} batch_first={}",
+            a.hidden_size, a.direction, a.linear_before_reset, a.batch_first
+        ),
+        Op::QuantizeLinear { axis, to } => format!("axis={axis} to={to}"),
+        Op::DequantizeLinear { axis } => format!("axis={axis}"),
+        Op::QLinearGlobalAveragePool { channels_last } => format!("channels_last={channels_last}"),
+        Op::QGemm {
+            alpha,
+            trans_a,
+            trans_b,
+        } => format!("alpha={alpha} ta={trans_a} tb={trans_b}"),
+        Op::QLinearLeakyRelu { alpha } => format!("alpha={alpha}"),
+    }
+}
+
+/// Stable text form of a graph: inputs, constants (type only), then one line per node.
+/// Used by `pimkit dump` and by snapshot tests, so its format changes only on purpose.
+pub fn dump(g: &Graph) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "graph {} {{", g.name);
+    for &i in &g.inputs {
+        let v = g.value(i);
+        let _ = writeln!(s, "  input %{}: {}", v.name, v.ty);
+    }
+    for v in &g.values {
+        if let ValueDef::Const(d) = &v.def {
+            let _ = writeln!(
+                s,
+                "  const %{}: {}{}",
+                v.name,
+                v.ty,
+                if d.is_none() { " (shape only)" } else { "" }
+            );
+        }
+    }
+    for n in &g.nodes {
+        let outs: Vec<String> = n
+            .outputs
+            .iter()
+            .map(|&o| format!("%{}: {}", g.value(o).name, g.value(o).ty))
+            .collect();
+        let ins: Vec<String> = n
+            .inputs
+            .iter()
+            .map(|i| {
+                i.map(|v| format!("%{}", g.value(v).name))
+                    .unwrap_or_else(|| "_".into())
+            })
+            .collect();
+        let a = attrs(&n.op);
+        let _ = writeln!(
+            s,
+            "  {} = {}[{}]({}){}",
+            outs.join(", "),
+            n.op.name(),
+            n.name,
+            ins.join(", "),
+            if a.is_empty() {
+                String::new()
+            } else {
+                format!(" {{{a}}}")
+            }
+        );
+    }
+    let outs: Vec<String> = g
+        .outputs
+        .iter()
+        .map(|&o| format!("%{}", g.value(o).name))
+        .collect();
+    let _ = writeln!(s, "  return {}", outs.join(", "));
+    s.push_str("}\n");
+    s
+}

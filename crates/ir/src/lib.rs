@@ -1,0 +1,27 @@
+//! pimkit's graph IR: the one representation every engine reads.
+//!
+//! A [`Graph`] holds typed values and nodes in arenas (indexed by [`ValueId`] and
+//! [`NodeId`]). Nodes are kept in topological order. Every op is a variant of the
+//! closed [`Op`] enum, so a `match` over it in an engine is checked for completeness.
+//! Shapes are static; constants may be shape-only (no data) so that huge models can be
+//! mapped without allocating their weights.
+
+mod dtype;
+mod dump;
+mod error;
+mod graph;
+mod infer;
+mod op;
+mod stats;
+mod tensor;
+mod verify;
+
+pub use dtype::DType;
+pub use dump::dump;
+pub use error::{IrError, Result};
+pub use graph::{Graph, Node, NodeId, Value, ValueDef, ValueId};
+pub use infer::{broadcast_shapes, conv_output_hw, infer_types};
+pub use op::*;
+pub use stats::{GraphStats, NodeCost, node_cost};
+pub use tensor::{Tensor, TensorData, TensorType, numel};
+pub use verify::verify;

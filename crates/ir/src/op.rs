@@ -1,0 +1,463 @@
+//! The closed set of operators. Converters fold constant operands (shapes, axes, pads,
+//! clip bounds) into attributes, so every op here has static semantics and every
+//! remaining input is a tensor that flows through the graph.
+
+use crate::DType;
+use serde::{Deserialize, Serialize};
+
+/// Elementwise one-input math.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum UnaryOp {
+    Relu,
+    Sigmoid,
+    Tanh,
+    Exp,
+    Log,
+    Sqrt,
+    Neg,
+    Abs,
+    Reciprocal,
+    Erf,
+    Floor,
+    Ceil,
+    Round,
+    Sign,
+    Sin,
+    Cos,
+    Not,
+    Softplus,
+    /// ONNX HardSigmoid: max(0, min(1, alpha*x + beta)).
+    HardSigmoid {
+        alpha: f32,
+        beta: f32,
+    },
+    HardSwish,
+    LeakyRelu {
+        alpha: f32,
+    },
+    Elu {
+        alpha: f32,
+    },
+    /// ONNX Gelu (opset 20); `tanh` selects the tanh approximation.
+    Gelu {
+        tanh: bool,
+    },
+    /// x * sigmoid(x): not an ONNX op, built by the zoo and by fusion-free importers never.
+    Silu,
+    IsNaN,
+}
+
+impl UnaryOp {
+    pub fn name(&self) -> &'static str {
+        match self {
+            UnaryOp::Relu => "Relu",
+            UnaryOp::Sigmoid => "Sigmoid",
+            UnaryOp::Tanh => "Tanh",
+            UnaryOp::Exp => "Exp",
+            UnaryOp::Log => "Log",
+            UnaryOp::Sqrt => "Sqrt",
+            UnaryOp::Neg => "Neg",
+            UnaryOp::Abs => "Abs",
+            UnaryOp::Reciprocal => "Reciprocal",
+            UnaryOp::Erf => "Erf",
+            UnaryOp::Floor => "Floor",
+            UnaryOp::Ceil => "Ceil",
+            UnaryOp::Round => "Round",
+            UnaryOp::Sign => "Sign",
+            UnaryOp::Sin => "Sin",
+            UnaryOp::Cos => "Cos",
+            UnaryOp::Not => "Not",
+            UnaryOp::Softplus => "Softplus",
+            UnaryOp::HardSigmoid { .. } => "HardSigmoid",
+            UnaryOp::HardSwish => "HardSwish",
+            UnaryOp::LeakyRelu { .. } => "LeakyRelu",
+            UnaryOp::Elu { .. } => "Elu",
+            UnaryOp::Gelu { .. } => "Gelu",
+            UnaryOp::Silu => "Silu",
+            UnaryOp::IsNaN => "IsNaN",
+        }
+    }
+}
+
+/// Elementwise two-input ops with numpy broadcasting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Max,
+    Min,
+    /// ONNX Mod; `fmod` selects C fmod semantics (sign of the dividend).
+    Mod {
+        fmod: bool,
+    },
+    Equal,
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+    And,
+    Or,
+    Xor,
+}
+
+impl BinaryOp {
+    pub fn name(&self) -> &'static str {
+        match self {
+            BinaryOp::Add => "Add",
+            BinaryOp::Sub => "Sub",
+            BinaryOp::Mul => "Mul",
+            BinaryOp::Div => "Div",
+            BinaryOp::Pow => "Pow",
+            BinaryOp::Max => "Max",
+            BinaryOp::Min => "Min",
+            BinaryOp::Mod { .. } => "Mod",
+            BinaryOp::Equal => "Equal",
+            BinaryOp::Less => "Less",
+            BinaryOp::LessOrEqual => "LessOrEqual",
+            BinaryOp::Greater => "Greater",
+            BinaryOp::GreaterOrEqual => "GreaterOrEqual",
+            BinaryOp::And => "And",
+            BinaryOp::Or => "Or",
+            BinaryOp::Xor => "Xor",
+        }
+    }
+    /// Comparison and logic ops produce bool.
+    pub fn yields_bool(&self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Equal
+                | BinaryOp::Less
+                | BinaryOp::LessOrEqual
+                | BinaryOp::Greater
+                | BinaryOp::GreaterOrEqual
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+        )
+    }
+}
+
+/// Convolution geometry shared by Conv, QLinearConv and ConvInteger. Spatial rank is
+/// `kernel.len()` (1 or 2 in practice; any rank is accepted). `pads` is ONNX order:
+/// all begins then all ends. auto_pad is resolved by the importer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvAttrs {
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub pads: Vec<usize>,
+    pub dilations: Vec<usize>,
+    pub group: usize,
+}
+
+impl ConvAttrs {
+    /// Plain convolution with unit strides/dilations and symmetric padding `pad`.
+    pub fn simple(kernel: Vec<usize>, stride: usize, pad: usize, group: usize) -> Self {
+        let r = kernel.len();
+        ConvAttrs {
+            kernel,
+            strides: vec![stride; r],
+            pads: vec![pad; 2 * r],
+            dilations: vec![1; r],
+            group,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PoolKind {
+    Max,
+    Avg,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolAttrs {
+    pub kind: PoolKind,
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub pads: Vec<usize>,
+    pub dilations: Vec<usize>,
+    pub ceil_mode: bool,
+    pub count_include_pad: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReduceKind {
+    Mean,
+    Sum,
+    Max,
+    Min,
+    Prod,
+    SumSquare,
+    L2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PadMode {
+    Constant,
+    Reflect,
+    Edge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RnnDirection {
+    Forward,
+    Reverse,
+    Bidirectional,
+}
+
+impl RnnDirection {
+    pub fn num_directions(self) -> usize {
+        if self == RnnDirection::Bidirectional {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// LSTM / GRU attributes (ONNX layout 0: [seq, batch, feature]); default activations only
+/// (sigmoid, tanh, tanh), which is what PyTorch exports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RnnAttrs {
+    pub hidden_size: usize,
+    pub direction: RnnDirection,
+    /// GRU only: apply the reset gate after the recurrent matmul (PyTorch exports 1).
+    pub linear_before_reset: bool,
+    /// ONNX `layout` attribute: true for batch-first [batch, seq, feature].
+    pub batch_first: bool,
+}
+
+/// Resolved Slice: one entry per sliced axis, already clamped to the input's extent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SliceAxis {
+    pub axis: usize,
+    pub start: i64,
+    pub end: i64,
+    pub step: i64,
+}
+
+/// The operator set. Input conventions (index: meaning) follow ONNX after constant
+/// operands have been folded into attributes; optional inputs are `None` in the node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    /// 0: x
+    Unary(UnaryOp),
+    /// 0: a, 1: b (broadcast)
+    Binary(BinaryOp),
+    /// 0: condition (bool), 1: x, 2: y
+    Where,
+    /// 0: x
+    Clip {
+        min: Option<f32>,
+        max: Option<f32>,
+    },
+    /// 0: x
+    Cast {
+        to: DType,
+    },
+    Identity,
+    /// 0: x, 1: w, 2: bias?
+    Conv(ConvAttrs),
+    /// 0: x
+    Pool(PoolAttrs),
+    /// 0: x; average or max over all spatial axes, keeping them as 1.
+    GlobalPool(PoolKind),
+    /// 0: a, 1: b, 2: c?
+    Gemm {
+        alpha: f32,
+        beta: f32,
+        trans_a: bool,
+        trans_b: bool,
+    },
+    /// 0: a, 1: b (numpy matmul)
+    MatMul,
+    /// 0: x, 1: scale, 2: bias, 3: mean, 4: var
+    BatchNorm {
+        epsilon: f32,
+    },
+    /// 0: x, 1: scale, 2: bias?; normalizes axes [axis..rank)
+    LayerNorm {
+        axis: usize,
+        epsilon: f32,
+    },
+    /// 0: x
+    Softmax {
+        axis: usize,
+    },
+    /// 0: x
+    LogSoftmax {
+        axis: usize,
+    },
+    /// 0: x; axes sorted, deduplicated, non-negative
+    Reduce {
+        kind: ReduceKind,
+        axes: Vec<usize>,
+        keepdims: bool,
+    },
+    /// 0: x
+    ArgMax {
+        axis: usize,
+        keepdims: bool,
+    },
+    /// 0: x; target shape fully resolved (no -1 or 0)
+    Reshape {
+        shape: Vec<usize>,
+    },
+    /// 0: x
+    Transpose {
+        perm: Vec<usize>,
+    },
+    /// 0..n: inputs
+    Concat {
+        axis: usize,
+    },
+    /// 0: x; one output per size
+    Split {
+        axis: usize,
+        sizes: Vec<usize>,
+    },
+    /// 0: x
+    Slice {
+        axes: Vec<SliceAxis>,
+    },
+    /// 0: data, 1: indices (i64 or i32; negative indices allowed)
+    Gather {
+        axis: usize,
+    },
+    /// 0: x; output shape fully resolved
+    Expand {
+        shape: Vec<usize>,
+    },
+    /// 0: x; ONNX pads order (begins then ends)
+    Pad {
+        pads: Vec<usize>,
+        mode: PadMode,
+        value: f32,
+    },
+    /// 0: x
+    Tile {
+        repeats: Vec<usize>,
+    },
+    /// 0: x, 1: w, 2: r, 3: b?, 4: sequence_lens? (unsupported), 5: initial_h?, 6: initial_c?
+    /// outputs: y, y_h, y_c
+    Lstm(RnnAttrs),
+    /// 0: x, 1: w, 2: r, 3: b?, 4: sequence_lens?, 5: initial_h?; outputs: y, y_h
+    Gru(RnnAttrs),
+    /// 0: x (f32), 1: scale, 2: zero_point? (its dtype is the output dtype); per-axis when
+    /// scale is 1-D
+    QuantizeLinear {
+        axis: usize,
+        to: DType,
+    },
+    /// 0: x (i8/u8/i32), 1: scale, 2: zero_point?
+    DequantizeLinear {
+        axis: usize,
+    },
+    /// 0: a, 1: a_scale, 2: a_zp, 3: b, 4: b_scale, 5: b_zp, 6: y_scale, 7: y_zp
+    QLinearMatMul,
+    /// 0: x, 1: x_scale, 2: x_zp, 3: w, 4: w_scale, 5: w_zp, 6: y_scale, 7: y_zp, 8: bias? (i32)
+    QLinearConv(ConvAttrs),
+    /// 0: a, 1: b, 2: a_zp?, 3: b_zp?; output i32
+    MatMulInteger,
+    /// 0: x, 1: w, 2: x_zp?, 3: w_zp?; output i32
+    ConvInteger(ConvAttrs),
+    /// com.microsoft: 0: a, 1: a_scale, 2: a_zp, 3: b, 4: b_scale, 5: b_zp, 6: y_scale, 7: y_zp
+    QLinearAdd,
+    /// com.microsoft: same inputs as QLinearAdd
+    QLinearMul,
+    /// com.microsoft: 0: y_scale, 1: y_zp, then (x, x_scale, x_zp) triples
+    QLinearConcat {
+        axis: usize,
+    },
+    /// com.microsoft: 0: x, 1: x_scale, 2: x_zp, 3: y_scale, 4: y_zp
+    QLinearGlobalAveragePool {
+        channels_last: bool,
+    },
+    /// com.microsoft: 0: a, 1: a_scale, 2: a_zp, 3: b, 4: b_scale, 5: b_zp, 6: c? (i32),
+    /// 7: y_scale?, 8: y_zp?; without y_scale the output is f32
+    QGemm {
+        alpha: f32,
+        trans_a: bool,
+        trans_b: bool,
+    },
+    /// com.microsoft: 0: x, 1: x_scale, 2: x_zp, 3: y_scale, 4: y_zp
+    QLinearSigmoid,
+    /// com.microsoft: same inputs as QLinearSigmoid
+    QLinearLeakyRelu {
+        alpha: f32,
+    },
+}
+
+impl Op {
+    /// The op's name as it appears in dumps (the ONNX op type where there is one).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Unary(u) => u.name(),
+            Op::Binary(b) => b.name(),
+            Op::Where => "Where",
+            Op::Clip { .. } => "Clip",
+            Op::Cast { .. } => "Cast",
+            Op::Identity => "Identity",
+            Op::Conv(_) => "Conv",
+            Op::Pool(p) => match p.kind {
+                PoolKind::Max => "MaxPool",
+                PoolKind::Avg => "AveragePool",
+            },
+            Op::GlobalPool(PoolKind::Max) => "GlobalMaxPool",
+            Op::GlobalPool(PoolKind::Avg) => "GlobalAveragePool",
+            Op::Gemm { .. } => "Gemm",
+            Op::MatMul => "MatMul",
+            Op::BatchNorm { .. } => "BatchNormalization",
+            Op::LayerNorm { .. } => "LayerNormalization",
+            Op::Softmax { .. } => "Softmax",
+            Op::LogSoftmax { .. } => "LogSoftmax",
+            Op::Reduce { kind, .. } => match kind {
+                ReduceKind::Mean => "ReduceMean",
+                ReduceKind::Sum => "ReduceSum",
+                ReduceKind::Max => "ReduceMax",
+                ReduceKind::Min => "ReduceMin",
+                ReduceKind::Prod => "ReduceProd",
+                ReduceKind::SumSquare => "ReduceSumSquare",
+                ReduceKind::L2 => "ReduceL2",
+            },
+            Op::ArgMax { .. } => "ArgMax",
+            Op::Reshape { .. } => "Reshape",
+            Op::Transpose { .. } => "Transpose",
+            Op::Concat { .. } => "Concat",
+            Op::Split { .. } => "Split",
+            Op::Slice { .. } => "Slice",
+            Op::Gather { .. } => "Gather",
+            Op::Expand { .. } => "Expand",
+            Op::Pad { .. } => "Pad",
+            Op::Tile { .. } => "Tile",
+            Op::Lstm(_) => "LSTM",
+            Op::Gru(_) => "GRU",
+            Op::QuantizeLinear { .. } => "QuantizeLinear",
+            Op::DequantizeLinear { .. } => "DequantizeLinear",
+            Op::QLinearMatMul => "QLinearMatMul",
+            Op::QLinearConv(_) => "QLinearConv",
+            Op::MatMulInteger => "MatMulInteger",
+            Op::ConvInteger(_) => "ConvInteger",
+            Op::QLinearAdd => "QLinearAdd",
+            Op::QLinearMul => "QLinearMul",
+            Op::QLinearConcat { .. } => "QLinearConcat",
+            Op::QLinearGlobalAveragePool { .. } => "QLinearGlobalAveragePool",
+            Op::QGemm { .. } => "QGemm",
+            Op::QLinearSigmoid => "QLinearSigmoid",
+            Op::QLinearLeakyRelu { .. } => "QLinearLeakyRelu",
+        }
+    }
+
+    /// Number of outputs the op produces given its attributes.
+    pub fn num_outputs(&self) -> usize {
+        match self {
+            Op::Split { sizes, .. } => sizes.len(),
+            Op::Lstm(_) => 3,
+            Op::Gru(_) => 2,
+            _ => 1,
+        }
+    }
+}

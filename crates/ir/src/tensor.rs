@@ -1,0 +1,234 @@
+use crate::DType;
+use half::f16;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Number of elements of a shape (1 for a scalar).
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Static type of a value: element type and shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TensorType {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl TensorType {
+    pub fn new(dtype: DType, shape: impl Into<Vec<usize>>) -> Self {
+        TensorType {
+            dtype,
+            shape: shape.into(),
+        }
+    }
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+    pub fn bytes(&self) -> usize {
+        self.numel() * self.dtype.size()
+    }
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[", self.dtype)?;
+        for (i, d) in self.shape.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+/// Dense row-major element storage, one variant per [`DType`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum TensorData {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+    I8(Vec<i8>),
+    U8(Vec<u8>),
+    Bool(Vec<bool>),
+}
+
+impl TensorData {
+    pub fn dtype(&self) -> DType {
+        match self {
+            TensorData::F32(_) => DType::F32,
+            TensorData::F16(_) => DType::F16,
+            TensorData::I64(_) => DType::I64,
+            TensorData::I32(_) => DType::I32,
+            TensorData::I8(_) => DType::I8,
+            TensorData::U8(_) => DType::U8,
+            TensorData::Bool(_) => DType::Bool,
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            TensorData::F32(v) => v.len(),
+            TensorData::F16(v) => v.len(),
+            TensorData::I64(v) => v.len(),
+            TensorData::I32(v) => v.len(),
+            TensorData::I8(v) => v.len(),
+            TensorData::U8(v) => v.len(),
+            TensorData::Bool(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// All-zero storage of `n` elements.
+    pub fn zeros(dtype: DType, n: usize) -> TensorData {
+        match dtype {
+            DType::F32 => TensorData::F32(vec![0.0; n]),
+            DType::F16 => TensorData::F16(vec![f16::ZERO; n]),
+            DType::I64 => TensorData::I64(vec![0; n]),
+            DType::I32 => TensorData::I32(vec![0; n]),
+            DType::I8 => TensorData::I8(vec![0; n]),
+            DType::U8 => TensorData::U8(vec![0; n]),
+            DType::Bool => TensorData::Bool(vec![false; n]),
+        }
+    }
+}
+
+/// A tensor with data: the type of constants, interpreter values and .npy files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    pub shape: Vec<usize>,
+    pub data: TensorData,
+}
+
+macro_rules! typed_ctor {
+    ($ctor:ident, $get:ident, $variant:ident, $t:ty) => {
+        pub fn $ctor(shape: impl Into<Vec<usize>>, data: Vec<$t>) -> Tensor {
+            let shape = shape.into();
+            assert_eq!(
+                numel(&shape),
+                data.len(),
+                "tensor data length does not match shape {shape:?}"
+            );
+            Tensor {
+                shape,
+                data: TensorData::$variant(data),
+            }
+        }
+        pub fn $get(&self) -> Option<&[$t]> {
+            match &self.data {
+                TensorData::$variant(v) => Some(v),
+                _ => None,
+            }
+        }
+    };
+}
+
+impl Tensor {
+    /// Checked constructor: `None` when the data length does not match the shape.
+    pub fn new(shape: Vec<usize>, data: TensorData) -> Option<Tensor> {
+        (numel(&shape) == data.len()).then_some(Tensor { shape, data })
+    }
+    typed_ctor!(from_f32, as_f32, F32, f32);
+    typed_ctor!(from_f16, as_f16, F16, f16);
+    typed_ctor!(from_i64, as_i64, I64, i64);
+    typed_ctor!(from_i32, as_i32, I32, i32);
+    typed_ctor!(from_i8, as_i8, I8, i8);
+    typed_ctor!(from_u8, as_u8, U8, u8);
+    typed_ctor!(from_bool, as_bool, Bool, bool);
+
+    pub fn zeros(dtype: DType, shape: impl Into<Vec<usize>>) -> Tensor {
+        let shape = shape.into();
+        let data = TensorData::zeros(dtype, numel(&shape));
+        Tensor { shape, data }
+    }
+    pub fn scalar_f32(v: f32) -> Tensor {
+        Tensor::from_f32(vec![], vec![v])
+    }
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+    pub fn ty(&self) -> TensorType {
+        TensorType::new(self.dtype(), self.shape.clone())
+    }
+    pub fn numel(&self) -> usize {
+        self.data.len()
+    }
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Every element converted to f64 (bool as 0/1). Used for constant folding and
+    /// quantization parameters, never on hot paths.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match &self.data {
+            TensorData::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::F16(v) => v.iter().map(|&x| x.to_f64()).collect(),
+            TensorData::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I8(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U8(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+        }
+    }
+
+    /// Every element as i64 (floats truncated). For shape-like tensors.
+    pub fn to_i64_vec(&self) -> Vec<i64> {
+        match &self.data {
+            TensorData::I64(v) => v.clone(),
+            TensorData::I32(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::I8(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::U8(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::F32(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::F16(v) => v.iter().map(|&x| x.to_f64() as i64).collect(),
+        }
+    }
+
+    /// Every element as f32 (for float math in the interpreter).
+    pub fn to_f32_vec(&self) -> Vec<f32> {
+        match &self.data {
+            TensorData::F32(v) => v.clone(),
+            TensorData::F16(v) => v.iter().map(|&x| x.to_f32()).collect(),
+            _ => self.to_f64_vec().into_iter().map(|x| x as f32).collect(),
+        }
+    }
+
+    /// Every element as i32 (8-bit and 32-bit integer tensors).
+    pub fn to_i32_vec(&self) -> Vec<i32> {
+        match &self.data {
+            TensorData::I32(v) => v.clone(),
+            TensorData::I8(v) => v.iter().map(|&x| x as i32).collect(),
+            TensorData::U8(v) => v.iter().map(|&x| x as i32).collect(),
+            _ => self.to_i64_vec().into_iter().map(|x| x as i32).collect(),
+        }
+    }
+
+    /// Build a tensor of `dtype` from f64 values (rounding toward zero for integers,
+    /// saturating). Used by constant folding and casts.
+    pub fn from_f64_as(dtype: DType, shape: Vec<usize>, v: &[f64]) -> Tensor {
+        let data = match dtype {
+            DType::F32 => TensorData::F32(v.iter().map(|&x| x as f32).collect()),
+            DType::F16 => TensorData::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
+            DType::I64 => TensorData::I64(v.iter().map(|&x| x as i64).collect()),
+            DType::I32 => TensorData::I32(v.iter().map(|&x| x as i32).collect()),
+            DType::I8 => TensorData::I8(v.iter().map(|&x| x as i8).collect()),
+            DType::U8 => TensorData::U8(v.iter().map(|&x| x as u8).collect()),
+            DType::Bool => TensorData::Bool(v.iter().map(|&x| x != 0.0).collect()),
+        };
+        Tensor { shape, data }
+    }
+
+    /// Same data, new shape (same element count required).
+    pub fn reshaped(mut self, shape: Vec<usize>) -> Option<Tensor> {
+        if numel(&shape) != self.numel() {
+            return None;
+        }
+        self.shape = shape;
+        Some(self)
+    }
+}

@@ -1,0 +1,140 @@
+use crate::{Graph, IrError, Result, ValueDef, infer_types};
+
+/// Check every structural invariant of a graph and return all violations at once, each
+/// naming the node or value: ids in range, topological order, each value defined once,
+/// constant data matching its declared type, and stored types equal to re-inferred ones.
+pub fn verify(g: &Graph) -> Result<()> {
+    let mut problems = Vec::new();
+    let nv = g.values.len();
+    let mut defined = vec![false; nv];
+    for &i in &g.inputs {
+        if i.idx() >= nv {
+            problems.push(format!("graph input id {} out of range", i.0));
+            continue;
+        }
+        if g.values[i.idx()].def != ValueDef::Input {
+            problems.push(format!(
+                "graph input '{}' is not marked as an input",
+                g.values[i.idx()].name
+            ));
+        }
+    }
+    for (i, v) in g.values.iter().enumerate() {
+        match &v.def {
+            ValueDef::Input => {
+                if !g.inputs.iter().any(|x| x.idx() == i) {
+                    problems.push(format!(
+                        "value '{}' is marked as an input but is not listed in the graph inputs",
+                        v.name
+                    ));
+                }
+                defined[i] = true;
+            }
+            ValueDef::Const(data) => {
+                if let Some(t) = data
+                    && t.ty() != v.ty
+                {
+                    problems.push(format!(
+                        "constant '{}' declares {} but holds {}",
+                        v.name,
+                        v.ty,
+                        t.ty()
+                    ));
+                }
+                defined[i] = true;
+            }
+            ValueDef::Node { node, index } => {
+                let ok = g
+                    .nodes
+                    .get(node.idx())
+                    .and_then(|n| n.outputs.get(*index))
+                    .is_some_and(|o| o.idx() == i);
+                if !ok {
+                    problems.push(format!(
+                        "value '{}' claims to be output {index} of node #{} but is not",
+                        v.name, node.0
+                    ));
+                }
+            }
+        }
+    }
+    for n in &g.nodes {
+        let mut ok = true;
+        for (k, inp) in n.inputs.iter().enumerate() {
+            if let Some(v) = inp {
+                if v.idx() >= nv {
+                    problems.push(format!(
+                        "node '{}' ({}): input {k} refers to missing value #{}",
+                        n.name,
+                        n.op.name(),
+                        v.0
+                    ));
+                    ok = false;
+                } else if !defined[v.idx()] {
+                    problems.push(format!(
+                        "node '{}' ({}): input {k} '{}' is used before it is defined (nodes not in topological order or a cycle)",
+                        n.name,
+                        n.op.name(),
+                        g.values[v.idx()].name
+                    ));
+                    ok = false;
+                }
+            }
+        }
+        if ok {
+            let tys: Vec<_> = n
+                .inputs
+                .iter()
+                .map(|i| i.map(|v| &g.values[v.idx()].ty))
+                .collect();
+            match infer_types(&n.name, &n.op, &tys) {
+                Ok(out) => {
+                    if out.len() != n.outputs.len() {
+                        problems.push(format!(
+                            "node '{}' ({}): has {} outputs, op produces {}",
+                            n.name,
+                            n.op.name(),
+                            n.outputs.len(),
+                            out.len()
+                        ));
+                    }
+                    for (o, t) in n.outputs.iter().zip(out) {
+                        if o.idx() < nv && g.values[o.idx()].ty != t {
+                            problems.push(format!(
+                                "node '{}' ({}): output '{}' is typed {} but infers to {}",
+                                n.name,
+                                n.op.name(),
+                                g.values[o.idx()].name,
+                                g.values[o.idx()].ty,
+                                t
+                            ));
+                        }
+                    }
+                }
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        for o in &n.outputs {
+            if o.idx() < nv {
+                if defined[o.idx()] {
+                    problems.push(format!(
+                        "node '{}': output '{}' is defined twice",
+                        n.name,
+                        g.values[o.idx()].name
+                    ));
+                }
+                defined[o.idx()] = true;
+            }
+        }
+    }
+    for &o in &g.outputs {
+        if o.idx() >= nv || !defined[o.idx()] {
+            problems.push(format!("graph output #{} is never defined", o.0));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(IrError::Verify(problems))
+    }
+}
