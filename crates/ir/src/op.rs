@@ -42,8 +42,6 @@ pub enum UnaryOp {
     Gelu {
         tanh: bool,
     },
-    /// x * sigmoid(x): not an ONNX op, built by the zoo and by fusion-free importers never.
-    Silu,
     IsNaN,
 }
 
@@ -73,7 +71,6 @@ impl UnaryOp {
             UnaryOp::LeakyRelu { .. } => "LeakyRelu",
             UnaryOp::Elu { .. } => "Elu",
             UnaryOp::Gelu { .. } => "Gelu",
-            UnaryOp::Silu => "Silu",
             UnaryOp::IsNaN => "IsNaN",
         }
     }
