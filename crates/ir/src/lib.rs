@@ -11,6 +11,7 @@ mod dump;
 mod error;
 mod graph;
 mod infer;
+pub mod npy;
 mod op;
 mod stats;
 mod tensor;

@@ -1,0 +1,128 @@
+use crate::error::user;
+use crate::model::{load_model, sanitize};
+use pimkit_ir::{Graph, Tensor};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Path to an .onnx file or zoo:NAME[?k=v&...]
+    pub model: String,
+    /// Input tensor as NAME=FILE.npy (repeatable); a lone input may be given as FILE.npy
+    #[arg(long = "input", short = 'i')]
+    pub inputs: Vec<String>,
+    /// Fill every input not given with deterministic random data from this seed
+    #[arg(long)]
+    pub random: Option<u64>,
+    /// Write each output as DIR/<output name>.npy
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Print the output summary as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Resolve `--input` arguments against the graph's inputs.
+pub fn parse_inputs(
+    g: &Graph,
+    args: &[String],
+    random: Option<u64>,
+) -> anyhow::Result<HashMap<String, Tensor>> {
+    let names: Vec<String> = g.inputs.iter().map(|&v| g.value(v).name.clone()).collect();
+    let mut out = HashMap::new();
+    for a in args {
+        let (name, file) = match a.split_once('=') {
+            Some((n, f)) => (n.to_string(), f.to_string()),
+            None if names.len() == 1 => (names[0].clone(), a.clone()),
+            None => {
+                return Err(user(format!(
+                    "--input {a}: the model has {} inputs ({}); write NAME=FILE.npy",
+                    names.len(),
+                    names.join(", ")
+                )));
+            }
+        };
+        if !names.contains(&name) {
+            return Err(user(format!(
+                "--input {a}: the model has no input '{name}' (inputs: {})",
+                names.join(", ")
+            )));
+        }
+        let t = pimkit_ir::npy::read_npy(Path::new(&file)).map_err(user)?;
+        out.insert(name, t);
+    }
+    if let Some(seed) = random {
+        for (k, v) in pimkit_interp::random_inputs(g, seed) {
+            out.entry(k).or_insert(v);
+        }
+    }
+    let missing: Vec<String> = g
+        .inputs
+        .iter()
+        .filter(|&&v| !out.contains_key(&g.value(v).name))
+        .map(|&v| format!("{} ({})", g.value(v).name, g.ty(v)))
+        .collect();
+    if !missing.is_empty() {
+        return Err(user(format!(
+            "missing input(s): {}; pass --input NAME=FILE.npy or --random SEED",
+            missing.join(", ")
+        )));
+    }
+    Ok(out)
+}
+
+/// min, max, mean of a tensor as f64 (for summaries).
+pub fn summary(t: &Tensor) -> (f64, f64, f64) {
+    let v = t.to_f64_vec();
+    if v.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    (lo, hi, v.iter().sum::<f64>() / v.len() as f64)
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let g = load_model(&a.model)?;
+    let inputs = parse_inputs(&g, &a.inputs, a.random)?;
+    let t0 = std::time::Instant::now();
+    let outs = pimkit_interp::run(&g, &inputs).map_err(user)?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| user(format!("{}: {e}", dir.display())))?;
+    }
+    let mut rows = Vec::new();
+    let mut table = pimkit_report::Table::new(
+        "outputs",
+        &["name", "dtype", "shape", "min", "max", "mean", "file"],
+    );
+    for (&id, t) in g.outputs.iter().zip(&outs) {
+        let name = &g.value(id).name;
+        let file = match &a.out {
+            Some(dir) => {
+                let p = dir.join(format!("{}.npy", sanitize(name)));
+                pimkit_ir::npy::write_npy(&p, t).map_err(user)?;
+                p.display().to_string()
+            }
+            None => String::new(),
+        };
+        let (lo, hi, mean) = summary(t);
+        table.push(vec![
+            name.clone(),
+            t.dtype().to_string(),
+            format!("{:?}", t.shape),
+            format!("{lo:.6}"),
+            format!("{hi:.6}"),
+            format!("{mean:.6}"),
+            file.clone(),
+        ]);
+        rows.push(serde_json::json!({"name": name, "dtype": t.dtype().to_string(), "shape": t.shape, "min": lo, "max": hi, "mean": mean, "file": file}));
+    }
+    if a.json {
+        return crate::output::print_json(&serde_json::json!({"outputs": rows, "time_ms": ms}));
+    }
+    print!("{}", table.to_terminal());
+    println!("reference interpreter: {ms:.1} ms");
+    Ok(())
+}

@@ -1,0 +1,9 @@
+pub mod dump;
+pub mod exec;
+pub mod info;
+pub mod lower;
+pub mod puma;
+pub mod report;
+pub mod vpu;
+pub mod xbar;
+pub mod zoo;

@@ -1,0 +1,123 @@
+//! `pimkit report`: every engine's section for a model in one HTML page + JSON + SVG/CSV.
+
+use crate::error::user;
+use crate::model::{load_model, model_label};
+use pimkit_ir::{Graph, node_cost};
+use pimkit_report::{Report, Section, Table, plot};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Model (path or zoo:NAME); default: the built-in set
+    pub model: Option<String>,
+    /// Output directory
+    #[arg(short = 'o', long, default_value = "pimkit-report")]
+    pub out: PathBuf,
+}
+
+/// The models reported on when none is given: one real CNN for the model section.
+pub const DEFAULT_MODELS: &[&str] = &["zoo:mobilenet_v2"];
+
+/// Graph summary, per-node MACs and bytes, and a reference-interpreter run.
+pub fn model_section(spec: &str, g: &Graph) -> Section {
+    let label = model_label(spec);
+    let mut s = Section::new(format!("model-{label}"), format!("Model {spec}"));
+    let info = crate::cmd::info::info(g);
+    s.text(format!(
+        "{} nodes, {} parameters ({} bytes), {} MACs.",
+        info.nodes,
+        crate::output::si(info.params as f64),
+        crate::output::si(info.param_bytes as f64),
+        crate::output::si(info.macs as f64)
+    ));
+    for t in crate::cmd::info::tables(&info) {
+        s.table(t);
+    }
+    let mut nodes = Table::new(
+        "per-node cost (MACs; bytes read and written once each)",
+        &["node", "op", "output", "MACs", "read B", "write B"],
+    );
+    let mut by_op: std::collections::BTreeMap<String, u64> = Default::default();
+    for n in &g.nodes {
+        let c = node_cost(g, n);
+        *by_op.entry(n.op.name().to_string()).or_default() += c.macs;
+        let out = n
+            .outputs
+            .first()
+            .map(|&o| g.ty(o).to_string())
+            .unwrap_or_default();
+        nodes.push(vec![
+            n.name.clone(),
+            n.op.name().into(),
+            out,
+            c.macs.to_string(),
+            c.read_bytes.to_string(),
+            c.write_bytes.to_string(),
+        ]);
+    }
+    let (labels, vals): (Vec<String>, Vec<f64>) = by_op
+        .iter()
+        .filter(|(_, m)| **m > 0)
+        .map(|(k, v)| (k.clone(), *v as f64))
+        .unzip();
+    s.svg(
+        format!("{label}-macs-per-op.svg"),
+        "MACs per operator type",
+        plot::bar_chart("MACs per operator type", "MACs", &labels, &vals),
+    );
+    s.table(nodes);
+    let mut json = serde_json::to_value(&info).unwrap_or_default();
+    if g.is_shape_only() {
+        s.note("Shape-only model (no weight data): the reference run is skipped.");
+    } else {
+        let inputs = pimkit_interp::random_inputs(g, 0);
+        let t0 = std::time::Instant::now();
+        match pimkit_interp::run(g, &inputs) {
+            Ok(outs) => {
+                let ms = t0.elapsed().as_secs_f64() * 1e3;
+                let mut t = Table::new(
+                    "reference run (random inputs, seed 0)",
+                    &["output", "shape", "min", "max", "mean"],
+                );
+                for (&id, o) in g.outputs.iter().zip(&outs) {
+                    let (lo, hi, mean) = crate::cmd::exec::summary(o);
+                    t.push(vec![
+                        g.value(id).name.clone(),
+                        format!("{:?}", o.shape),
+                        format!("{lo:.5}"),
+                        format!("{hi:.5}"),
+                        format!("{mean:.5}"),
+                    ]);
+                }
+                s.text(format!("Reference interpreter: {ms:.1} ms on this host."));
+                s.table(t);
+                json["reference_ms"] = serde_json::json!(ms);
+            }
+            Err(e) => {
+                s.note(format!("Reference run failed: {e}"));
+            }
+        }
+    }
+    s.json = json;
+    s
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let specs: Vec<String> = match &a.model {
+        Some(m) => vec![m.clone()],
+        None => DEFAULT_MODELS.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut report = Report::new(format!("pimkit report: {}", specs.join(", ")));
+    let pb = crate::output::progress(specs.len() as u64, "model sections");
+    for spec in &specs {
+        let g = load_model(spec)?;
+        report.sections.push(model_section(spec, &g));
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    report
+        .write_dir(&a.out)
+        .map_err(|e| user(format!("cannot write report to {}: {e}", a.out.display())))?;
+    println!("wrote {}", a.out.join("index.html").display());
+    Ok(())
+}

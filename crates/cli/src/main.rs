@@ -1,0 +1,81 @@
+//! `pimkit`: the command line over the pimkit libraries. Each subcommand lives in
+//! `cmd/<name>.rs`; this file parses arguments and maps errors to exit statuses.
+
+mod cmd;
+mod error;
+mod model;
+mod output;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "pimkit", version, about = "Compile, map and simulate neural networks for processing-in-memory", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Inputs, outputs, op counts, parameters and MACs of a model
+    Info(cmd::info::Args),
+    /// Run the reference interpreter on a model
+    Exec(cmd::exec::Args),
+    /// Print the graph IR in its stable text form
+    Dump(cmd::dump::Args),
+    /// The built-in model zoo
+    #[command(subcommand)]
+    Zoo(cmd::zoo::ZooCmd),
+    /// Run every engine on a model and write an HTML/JSON/SVG/CSV report
+    Report(cmd::report::Args),
+    /// Lower a model to parallel loop nests (Torch-PIM candidate space)
+    Lower(cmd::lower::LowerArgs),
+    /// Time every loop nest natively on the host
+    Profile(cmd::lower::ProfileArgs),
+    /// RRAM crossbar mapping (RNC)
+    #[command(subcommand)]
+    Xbar(cmd::xbar::XbarCmd),
+    /// PUMA memristor-crossbar accelerator: compile and simulate
+    #[command(subcommand)]
+    Puma(cmd::puma::PumaCmd),
+    /// Near-memory vector units (QUINN): run quantized models, rooflines
+    #[command(subcommand)]
+    Vpu(cmd::vpu::VpuCmd),
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    match cli.cmd {
+        Command::Info(a) => cmd::info::run(a),
+        Command::Exec(a) => cmd::exec::run(a),
+        Command::Dump(a) => cmd::dump::run(a),
+        Command::Zoo(c) => cmd::zoo::run(c),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Lower(a) => cmd::lower::run_lower(a),
+        Command::Profile(a) => cmd::lower::run_profile(a),
+        Command::Xbar(c) => cmd::xbar::run(c),
+        Command::Puma(c) => cmd::puma::run(c),
+        Command::Vpu(c) => cmd::vpu::run(c),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse(); // usage errors exit 2 (clap's convention, same as ours)
+    // A panic is a bug in pimkit: report it as an internal error, never as a crash dump.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("pimkit: internal error (this is a bug, please report it): {info}");
+    }));
+    match std::panic::catch_unwind(|| dispatch(cli)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("pimkit: error: {}", chain.join(": "));
+            if error::is_user_error(&e) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(_) => ExitCode::from(1),
+    }
+}

@@ -1,0 +1,38 @@
+//! Printing helpers shared by the subcommands.
+
+use serde::Serialize;
+
+/// Print a value as pretty JSON on stdout.
+pub fn print_json<T: Serialize>(v: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+/// Human-friendly large counts: 1.82 G, 11.7 M, 950 k.
+pub fn si(n: f64) -> String {
+    let a = n.abs();
+    if a >= 1e9 {
+        format!("{:.2} G", n / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2} M", n / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.1} k", n / 1e3)
+    } else {
+        format!("{n}")
+    }
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn progress(len: u64, msg: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{msg:24} [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    pb.set_message(msg.to_string());
+    pb
+}

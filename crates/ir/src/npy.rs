@@ -1,0 +1,144 @@
+//! Tensors in and out as numpy `.npy` files, the ecosystem's exchange format.
+
+use crate::{Tensor, TensorData};
+use half::f16;
+use npyz::WriterBuilder;
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NpyError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path}: unsupported .npy dtype '{dtype}' (pimkit reads float32/16/64, int64/32/8, uint8 and bool)"
+    )]
+    DType { path: String, dtype: String },
+    #[error(
+        "{path}: Fortran-order arrays are not supported; save with np.save(path, np.ascontiguousarray(a))"
+    )]
+    Fortran { path: String },
+    #[error("{path}: {msg}")]
+    Bad { path: String, msg: String },
+}
+
+/// Read a C-order `.npy` file. float64 arrays (numpy's default) are converted to float32,
+/// the precision every pimkit engine computes in.
+pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
+    let p = path.display().to_string();
+    let io = |source| NpyError::Io {
+        path: p.clone(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(io)?;
+    if npy.order() == npyz::Order::Fortran && npy.shape().len() > 1 {
+        return Err(NpyError::Fortran { path: p });
+    }
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => {
+            return Err(NpyError::DType {
+                path: p,
+                dtype: format!("{other:?}"),
+            });
+        }
+    };
+    // Endianness '<' or '|' (native little-endian machines); '>' is rejected by npyz reads below.
+    let data = match &descr[1..] {
+        "f4" => TensorData::F32(npy.into_vec::<f32>().map_err(io)?),
+        "f8" => TensorData::F32(
+            npy.into_vec::<f64>()
+                .map_err(io)?
+                .into_iter()
+                .map(|x| x as f32)
+                .collect(),
+        ),
+        "f2" => TensorData::F16(npy.into_vec::<f16>().map_err(io)?),
+        "i8" => TensorData::I64(npy.into_vec::<i64>().map_err(io)?),
+        "i4" => TensorData::I32(npy.into_vec::<i32>().map_err(io)?),
+        "i1" => TensorData::I8(npy.into_vec::<i8>().map_err(io)?),
+        "u1" => TensorData::U8(npy.into_vec::<u8>().map_err(io)?),
+        "b1" => TensorData::Bool(npy.into_vec::<bool>().map_err(io)?),
+        _ => {
+            return Err(NpyError::DType {
+                path: p,
+                dtype: descr,
+            });
+        }
+    };
+    Tensor::new(shape, data).ok_or_else(|| NpyError::Bad {
+        path: p,
+        msg: "data length does not match the header shape".into(),
+    })
+}
+
+fn write_typed<T: npyz::AutoSerialize + Copy>(
+    path: &Path,
+    shape: &[usize],
+    data: &[T],
+) -> std::io::Result<()> {
+    let file = BufWriter::new(std::fs::File::create(path)?);
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(&shape)
+        .writer(file)
+        .begin_nd()?;
+    w.extend(data.iter().copied())?;
+    w.finish()
+}
+
+/// Write a tensor as a C-order little-endian `.npy` file.
+pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
+    let r = match &t.data {
+        TensorData::F32(v) => write_typed(path, &t.shape, v),
+        TensorData::F16(v) => write_typed(path, &t.shape, v),
+        TensorData::I64(v) => write_typed(path, &t.shape, v),
+        TensorData::I32(v) => write_typed(path, &t.shape, v),
+        TensorData::I8(v) => write_typed(path, &t.shape, v),
+        TensorData::U8(v) => write_typed(path, &t.shape, v),
+        TensorData::Bool(v) => write_typed(path, &t.shape, v),
+    };
+    r.map_err(|source| NpyError::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_every_dtype() {
+        let dir = std::env::temp_dir().join(format!("pimkit-npy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cases = vec![
+            Tensor::from_f32(vec![2, 3], vec![1.0, -2.5, 3.0, 0.0, 1e-8, 7.0]),
+            Tensor::from_f16(vec![2], vec![f16::from_f32(1.5), f16::from_f32(-2.0)]),
+            Tensor::from_i64(vec![3], vec![-1, 0, i64::MAX]),
+            Tensor::from_i32(vec![1, 2], vec![i32::MIN, 5]),
+            Tensor::from_i8(vec![2], vec![-128, 127]),
+            Tensor::from_u8(vec![], vec![200]),
+            Tensor::from_bool(vec![2, 1], vec![true, false]),
+        ];
+        for (i, t) in cases.into_iter().enumerate() {
+            let p = dir.join(format!("{i}.npy"));
+            write_npy(&p, &t).unwrap();
+            assert_eq!(read_npy(&p).unwrap(), t);
+        }
+    }
+
+    #[test]
+    fn missing_file_names_path() {
+        let e = read_npy(Path::new("/nonexistent/x.npy"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/nonexistent/x.npy"), "{e}");
+    }
+}
