@@ -1,0 +1,41 @@
+"""Fixtures for the CLI's error-handling tests (crates/cli/tests/fixtures). Run once; commit output."""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+import os
+
+out = os.path.join(os.path.dirname(__file__), "..", "crates", "cli", "tests", "fixtures")
+os.makedirs(out, exist_ok=True)
+
+def save(model, name):
+    onnx.save(model, os.path.join(out, name))
+
+# A model with an operator pimkit does not know.
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+g = helper.make_graph([helper.make_node("FooBar", ["x"], ["y"], name="mystery_node")], "unknown", [x], [y])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "unknown_op.onnx")
+
+# A small valid model: y:0 = relu(x @ W + b), with an output name that needs sanitizing.
+w = helper.make_tensor("W", TensorProto.FLOAT, [4, 3], np.linspace(-1, 1, 12).astype(np.float32).tolist())
+b = helper.make_tensor("b", TensorProto.FLOAT, [3], [0.1, -0.2, 0.3])
+yo = helper.make_tensor_value_info("y:0/out", TensorProto.FLOAT, [1, 3])
+nodes = [
+    helper.make_node("MatMul", ["x", "W"], ["mm"], name="fc"),
+    helper.make_node("Add", ["mm", "b"], ["pre"], name="bias"),
+    helper.make_node("Relu", ["pre"], ["y:0/out"], name="act"),
+]
+g = helper.make_graph(nodes, "mlp", [x], [yo], initializer=[w, b])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+save(m, "mlp.onnx")
+xin = np.array([[1.0, -2.0, 0.5, 3.0]], dtype=np.float32)
+np.save(os.path.join(out, "mlp_x.npy"), xin)
+np.save(os.path.join(out, "mlp_y.npy"), np.maximum(xin @ np.linspace(-1, 1, 12).astype(np.float32).reshape(4, 3) + np.array([0.1, -0.2, 0.3], np.float32), 0))
+np.save(os.path.join(out, "wrong_shape.npy"), np.zeros((2, 4), np.float32))
+np.save(os.path.join(out, "wrong_dtype.npy"), np.zeros((1, 4), np.int32))
+with open(os.path.join(out, "garbage.onnx"), "wb") as f:
+    f.write(bytes(range(256)) * 4)
+data = open(os.path.join(out, "mlp.onnx"), "rb").read()
+with open(os.path.join(out, "truncated.onnx"), "wb") as f:
+    f.write(data[: len(data) // 2])
+print("wrote fixtures to", out)
