@@ -184,74 +184,118 @@ pub fn line_chart(
     }
 }
 
-/// Vertical bar chart, one bar per label (labels shortened to 18 characters).
+/// Compact tick label: 1.5k, 20M, 3.2G, or plain for small magnitudes.
+pub fn fmt_tick(v: f64) -> String {
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = if x.fract().abs() < 1e-9 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    };
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    format!("{s}{suffix}")
+}
+
+/// Vertical bar chart, one bar per label (labels shortened to 24 characters), drawn as
+/// plain SVG so that bars and labels line up exactly.
 pub fn bar_chart(title: &str, y_label: &str, labels: &[String], values: &[f64]) -> String {
+    use std::fmt::Write;
     let n = labels.len().min(values.len());
     if n == 0 {
         return message_svg(title, "no data to plot");
     }
-    let ymax = values[..n]
+    let clean: Vec<f64> = values[..n]
         .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
-    let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
-    let width = W.max(40 + 18 * n as u32).min(4000);
-    let mut buf = String::new();
-    let res: Result<(), String> = (|| {
-        let root = SVGBackend::with_string(&mut buf, (width, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(110)
-            .y_label_area_size(70)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)
-            .map_err(|e| e.to_string())?;
-        let short: Vec<String> = labels
+        .map(|v| if v.is_finite() { v.max(0.0) } else { 0.0 })
+        .collect();
+    let vmax = clean.iter().copied().fold(0.0f64, f64::max);
+    // A "nice" axis top: 1, 2 or 5 times a power of ten.
+    let top = if vmax <= 0.0 {
+        1.0
+    } else {
+        let p = 10f64.powf(vmax.log10().floor());
+        [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
             .iter()
-            .map(|l| l.chars().take(18).collect())
-            .collect();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .y_desc(y_label)
-            .x_labels(n.min(60))
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => short.get(*i).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
-            .x_label_style(
-                ("sans-serif", 11)
-                    .into_font()
-                    .transform(FontTransform::Rotate90),
-            )
-            .draw()
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series((0..n).map(|i| {
-                let v = if values[i].is_finite() {
-                    values[i].max(0.0)
-                } else {
-                    0.0
-                };
-                let mut bar = Rectangle::new(
-                    [
-                        (SegmentValue::Exact(i), 0.0),
-                        (SegmentValue::Exact(i + 1), v),
-                    ],
-                    palette(0).filled(),
-                );
-                bar.set_margin(0, 0, 2, 2);
-                bar
-            }))
-            .map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())
-    })();
-    match res {
-        Ok(()) => buf,
-        Err(e) => message_svg(title, &format!("plot failed: {e}")),
+            .map(|m| m * p)
+            .find(|&t| t >= vmax)
+            .unwrap_or(10.0 * p)
+    };
+    let (left, right, top_m, bottom) = (80.0, 20.0, 50.0, 150.0);
+    let bar_w = (700.0 / n as f64).clamp(6.0, 60.0);
+    let width = (left + right + bar_w * n as f64).max(420.0);
+    let height = 480.0;
+    let plot_h = height - top_m - bottom;
+    let esc = crate::html::escape;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{:.1}\" y=\"28\" font-size=\"18\" text-anchor=\"middle\">{}</text>\n",
+        width / 2.0,
+        esc(title)
+    );
+    for k in 0..=5 {
+        let v = top * k as f64 / 5.0;
+        let y = top_m + plot_h * (1.0 - k as f64 / 5.0);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\">{}</text>",
+            width - right,
+            left - 6.0,
+            y + 4.0,
+            fmt_tick(v)
+        );
     }
+    let _ = writeln!(
+        s,
+        "<text x=\"18\" y=\"{:.1}\" font-size=\"13\" text-anchor=\"middle\" transform=\"rotate(-90 18 {:.1})\">{}</text>",
+        top_m + plot_h / 2.0,
+        top_m + plot_h / 2.0,
+        esc(y_label)
+    );
+    let c = palette(0);
+    for (i, (&v, l)) in clean.iter().zip(labels).enumerate() {
+        let h = plot_h * v / top;
+        let x = left + bar_w * i as f64;
+        let short: String = l.chars().take(24).collect();
+        let (lx, ly) = (x + bar_w / 2.0 + 4.0, top_m + plot_h + 8.0);
+        let _ = writeln!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"rgb({},{},{})\"><title>{}: {}</title></rect><text x=\"{lx:.1}\" y=\"{ly:.1}\" font-size=\"11\" text-anchor=\"end\" transform=\"rotate(-60 {lx:.1} {ly:.1})\">{}</text>",
+            x + bar_w * 0.1,
+            top_m + plot_h - h,
+            bar_w * 0.8,
+            c.0,
+            c.1,
+            c.2,
+            esc(l),
+            fmt_tick(v),
+            esc(&short)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<line x1=\"{left}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"black\"/><line x1=\"{left}\" y1=\"{top_m}\" x2=\"{left}\" y2=\"{:.1}\" stroke=\"black\"/>\n</svg>",
+        top_m + plot_h,
+        width - right,
+        top_m + plot_h,
+        top_m + plot_h
+    );
+    s
 }
 
 #[cfg(test)]
@@ -289,5 +333,8 @@ mod tests {
             &[3.0, 5.0],
         );
         assert!(svg.contains("n1"));
+        assert_eq!(fmt_tick(20_000_000.0), "20M");
+        assert_eq!(fmt_tick(1500.0), "1.5k");
+        assert_eq!(fmt_tick(0.25), "0.25");
     }
 }
