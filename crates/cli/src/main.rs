@@ -33,6 +33,10 @@ enum Command {
     Lower(cmd::lower::LowerArgs),
     /// Time every loop nest natively on the host
     Profile(cmd::lower::ProfileArgs),
+    /// Decide host vs PIM per loop nest and estimate hybrid time (Torch-PIM)
+    Offload(cmd::offload::OffloadArgs),
+    /// Measure host bandwidths, context-switch cost and caches (cached per machine)
+    Calibrate(cmd::offload::CalibrateArgs),
     /// RRAM crossbar mapping (RNC)
     #[command(subcommand)]
     Xbar(cmd::xbar::XbarCmd),
@@ -53,6 +57,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Report(a) => cmd::report::run(a),
         Command::Lower(a) => cmd::lower::run_lower(a),
         Command::Profile(a) => cmd::lower::run_profile(a),
+        Command::Offload(a) => cmd::offload::run_offload(a),
+        Command::Calibrate(a) => cmd::offload::run_calibrate(a),
         Command::Xbar(c) => cmd::xbar::run(c),
         Command::Puma(c) => cmd::puma::run(c),
         Command::Vpu(c) => cmd::vpu::run(c),
