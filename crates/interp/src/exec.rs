@@ -1,0 +1,199 @@
+//! The execution loop: bind inputs and constants, run nodes in order, free values after
+//! their last use, check every node's outputs against the types the graph declares.
+
+use crate::error::{InterpError, OpError};
+use crate::ops;
+use pimkit_ir::{Graph, NodeId, Tensor, TensorType, ValueDef};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+/// What an op kernel sees: its inputs (None = omitted optional input) and the output
+/// types the graph declares.
+pub(crate) struct Ctx<'a> {
+    pub ins: Vec<Option<&'a Tensor>>,
+    pub out_tys: Vec<&'a TensorType>,
+}
+
+impl<'a> Ctx<'a> {
+    /// Required input `i`.
+    pub fn input(&self, i: usize) -> Result<&'a Tensor, OpError> {
+        self.opt(i)
+            .ok_or_else(|| OpError::Invalid(format!("required input {i} is missing")))
+    }
+    /// Optional input `i`.
+    pub fn opt(&self, i: usize) -> Option<&'a Tensor> {
+        self.ins.get(i).copied().flatten()
+    }
+    /// Declared type of output `i`.
+    pub fn out_ty(&self, i: usize) -> &'a TensorType {
+        self.out_tys[i]
+    }
+}
+
+/// Run `g` on `inputs` (keyed by graph input name); returns the outputs in
+/// `g.outputs` order.
+pub fn run(g: &Graph, inputs: &HashMap<String, Tensor>) -> Result<Vec<Tensor>, InterpError> {
+    run_observed(g, inputs, &mut |_, _| {})
+}
+
+fn describe_inputs(g: &Graph) -> String {
+    let parts: Vec<String> = g
+        .inputs
+        .iter()
+        .map(|&i| format!("'{}': {}", g.value(i).name, g.value(i).ty))
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        format!("[{}]", parts.join(", "))
+    }
+}
+
+/// Like [`run`], calling `observe(node, outputs)` after every node (for layer-by-layer
+/// comparisons and activation statistics).
+pub fn run_observed(
+    g: &Graph,
+    inputs: &HashMap<String, Tensor>,
+    observe: &mut dyn FnMut(NodeId, &[Tensor]),
+) -> Result<Vec<Tensor>, InterpError> {
+    pimkit_ir::verify(g)?;
+    let n = g.values.len();
+    let mut vals: Vec<Option<Cow<'_, Tensor>>> = vec![None; n];
+
+    for name in inputs.keys() {
+        if !g.inputs.iter().any(|&i| &g.value(i).name == name) {
+            return Err(InterpError::UnknownInput {
+                name: name.clone(),
+                expected: describe_inputs(g),
+            });
+        }
+    }
+    for &id in &g.inputs {
+        let v = g.value(id);
+        let t = inputs
+            .get(&v.name)
+            .ok_or_else(|| InterpError::MissingInput {
+                name: v.name.clone(),
+                expected: describe_inputs(g),
+            })?;
+        if t.dtype() != v.ty.dtype || t.shape != v.ty.shape || t.numel() != v.ty.numel() {
+            return Err(InterpError::InputMismatch {
+                name: v.name.clone(),
+                expected: v.ty.to_string(),
+                got: format!("{}{:?}", t.dtype(), t.shape),
+            });
+        }
+        vals[id.idx()] = Some(Cow::Borrowed(t));
+    }
+    for (i, v) in g.values.iter().enumerate() {
+        if let ValueDef::Const(Some(t)) = &v.def {
+            vals[i] = Some(Cow::Borrowed(t));
+        }
+    }
+
+    // Remaining reads per value; graph outputs are never freed.
+    let mut uses = vec![0usize; n];
+    for node in &g.nodes {
+        for v in node.inputs.iter().flatten() {
+            uses[v.idx()] += 1;
+        }
+    }
+    for o in &g.outputs {
+        uses[o.idx()] += usize::MAX / 2;
+    }
+
+    for (ni, node) in g.nodes.iter().enumerate() {
+        let outs = {
+            let mut ins = Vec::with_capacity(node.inputs.len());
+            for inp in &node.inputs {
+                match inp {
+                    None => ins.push(None),
+                    Some(v) => match &vals[v.idx()] {
+                        Some(t) => ins.push(Some(t.as_ref())),
+                        None => {
+                            let val = g.value(*v);
+                            return Err(match val.def {
+                                ValueDef::Const(None) => InterpError::ShapeOnly {
+                                    name: val.name.clone(),
+                                },
+                                _ => InterpError::Node {
+                                    node: node.name.clone(),
+                                    op: node.op.name().into(),
+                                    msg: format!("input '{}' has no value", val.name),
+                                },
+                            });
+                        }
+                    },
+                }
+            }
+            let ctx = Ctx {
+                ins,
+                out_tys: node.outputs.iter().map(|&o| g.ty(o)).collect(),
+            };
+            ops::eval(&node.op, &ctx).map_err(|e| match e {
+                OpError::Unsupported(msg) => InterpError::Unsupported {
+                    node: node.name.clone(),
+                    op: node.op.name().into(),
+                    msg,
+                },
+                OpError::Invalid(msg) => InterpError::Node {
+                    node: node.name.clone(),
+                    op: node.op.name().into(),
+                    msg,
+                },
+            })?
+        };
+        if outs.len() != node.outputs.len() {
+            return Err(InterpError::Node {
+                node: node.name.clone(),
+                op: node.op.name().into(),
+                msg: format!(
+                    "interpreter bug: produced {} outputs, the graph declares {}",
+                    outs.len(),
+                    node.outputs.len()
+                ),
+            });
+        }
+        for (k, (t, &o)) in outs.iter().zip(&node.outputs).enumerate() {
+            let ty = g.ty(o);
+            if t.dtype() != ty.dtype || t.shape != ty.shape || t.numel() != ty.numel() {
+                return Err(InterpError::Node {
+                    node: node.name.clone(),
+                    op: node.op.name().into(),
+                    msg: format!(
+                        "interpreter bug: output {k} is {}{:?}, the graph declares {ty}",
+                        t.dtype(),
+                        t.shape
+                    ),
+                });
+            }
+        }
+        observe(NodeId(ni as u32), &outs);
+        for v in node.inputs.iter().flatten() {
+            uses[v.idx()] -= 1;
+            if uses[v.idx()] == 0 && matches!(g.value(*v).def, ValueDef::Node { .. }) {
+                vals[v.idx()] = None;
+            }
+        }
+        for (t, &o) in outs.into_iter().zip(&node.outputs) {
+            vals[o.idx()] = Some(Cow::Owned(t));
+        }
+    }
+
+    g.outputs
+        .iter()
+        .map(|&o| match &vals[o.idx()] {
+            Some(t) => Ok(t.clone().into_owned()),
+            None => Err(match g.value(o).def {
+                ValueDef::Const(None) => InterpError::ShapeOnly {
+                    name: g.value(o).name.clone(),
+                },
+                _ => InterpError::Node {
+                    node: g.value(o).name.clone(),
+                    op: "output".into(),
+                    msg: "graph output was never computed".into(),
+                },
+            }),
+        })
+        .collect()
+}

@@ -1,0 +1,33 @@
+//! pimkit's reference interpreter: the one implementation of op semantics every engine
+//! is checked against.
+//!
+//! * Float ops compute in f32 as onnxruntime does (f16 tensors are widened to f32,
+//!   computed, and rounded back).
+//! * Quantized ops are bit-exact with onnxruntime's CPU kernels: int32 accumulation with
+//!   wrap-around, then [`quant::requant_f32`] (f32 multiply, round half to even).
+//! * Nothing panics on user input: missing or mistyped inputs, shape-only constants and
+//!   unsupported attribute combinations are [`InterpError`]s that name what is wrong.
+//!
+//! ```
+//! use pimkit_ir::{DType, Graph, Op, Tensor, TensorType, UnaryOp};
+//! use std::collections::HashMap;
+//! let mut g = Graph::new("relu");
+//! let x = g.add_input("x", TensorType::new(DType::F32, vec![3]));
+//! let y = g.op("y", Op::Unary(UnaryOp::Relu), &[x]).unwrap();
+//! g.outputs.push(y);
+//! let inputs = HashMap::from([("x".to_string(), Tensor::from_f32(vec![3], vec![-1.0, 0.0, 2.0]))]);
+//! let out = pimkit_interp::run(&g, &inputs).unwrap();
+//! assert_eq!(out[0].as_f32().unwrap(), &[0.0, 0.0, 2.0]);
+//! ```
+
+mod elem;
+mod erf;
+mod error;
+mod exec;
+mod ops;
+pub mod quant;
+mod random;
+
+pub use error::InterpError;
+pub use exec::{run, run_observed};
+pub use random::random_inputs;

@@ -1,0 +1,269 @@
+//! Float convolution (any spatial rank): im2col + matrixmultiply sgemm per group, with
+//! a direct kernel for 2-D depthwise convolution and no im2col at all for 1x1/stride-1
+//! convolutions. The geometry and the generic im2col are shared with the quantized
+//! convolutions in `qconv.rs`.
+
+use crate::elem::{float_tensor, floats, sgemm, strides};
+use crate::error::{OpError, OpResult};
+use pimkit_ir::{ConvAttrs, Tensor, conv_output_hw};
+use rayon::prelude::*;
+use std::cell::RefCell;
+
+/// Resolved convolution geometry.
+pub(crate) struct Geom {
+    pub n: usize,
+    pub cin: usize,
+    pub m: usize,
+    pub group: usize,
+    /// Input channels per group.
+    pub cg: usize,
+    /// Output channels per group.
+    pub mg: usize,
+    pub in_sp: Vec<usize>,
+    pub out_sp: Vec<usize>,
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    /// Leading pads per spatial axis.
+    pub pad_begin: Vec<usize>,
+    pub dilations: Vec<usize>,
+    pub in_vol: usize,
+    pub out_vol: usize,
+    pub k_vol: usize,
+}
+
+impl Geom {
+    pub fn new(xs: &[usize], ws: &[usize], a: &ConvAttrs) -> OpResult<Geom> {
+        let r = a.kernel.len();
+        let bad = |m: &str| Err(OpError::Invalid(m.to_string()));
+        if xs.len() != r + 2 || ws.len() != r + 2 || a.group == 0 {
+            return bad("input/weight rank does not match the kernel rank");
+        }
+        if a.strides.len() != r || a.dilations.len() != r || a.pads.len() != 2 * r {
+            return bad("strides/dilations/pads do not match the kernel rank");
+        }
+        let (n, cin, m) = (xs[0], xs[1], ws[0]);
+        if cin % a.group != 0
+            || m % a.group != 0
+            || ws[1] * a.group != cin
+            || ws[2..] != a.kernel[..]
+        {
+            return bad("weight shape does not match input channels, group and kernel");
+        }
+        let in_sp = xs[2..].to_vec();
+        let out_sp = conv_output_hw(&in_sp, &a.kernel, &a.strides, &a.pads, &a.dilations, false)
+            .ok_or_else(|| OpError::Invalid("kernel does not fit the padded input".into()))?;
+        Ok(Geom {
+            n,
+            cin,
+            m,
+            group: a.group,
+            cg: cin / a.group,
+            mg: m / a.group,
+            in_vol: in_sp.iter().product(),
+            out_vol: out_sp.iter().product(),
+            k_vol: a.kernel.iter().product(),
+            in_sp,
+            out_sp,
+            kernel: a.kernel.clone(),
+            strides: a.strides.clone(),
+            pad_begin: a.pads[..r].to_vec(),
+            dilations: a.dilations.clone(),
+        })
+    }
+
+    pub fn out_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.n, self.m];
+        s.extend(&self.out_sp);
+        s
+    }
+
+    /// True when the im2col matrix of one group is the input itself.
+    pub fn is_pointwise(&self) -> bool {
+        self.k_vol == 1
+            && self.strides.iter().all(|&s| s == 1)
+            && self.pad_begin.iter().all(|&p| p == 0)
+            && self.in_sp == self.out_sp
+    }
+
+    /// Per spatial axis i: `tab[i][k * out_sp[i] + o]` = input coordinate read by output
+    /// position o and kernel tap k, or -1 when it falls in the padding.
+    fn coord_tables(&self) -> Vec<Vec<isize>> {
+        (0..self.kernel.len())
+            .map(|i| {
+                let mut t = Vec::with_capacity(self.kernel[i] * self.out_sp[i]);
+                for k in 0..self.kernel[i] {
+                    for o in 0..self.out_sp[i] {
+                        let c = (o * self.strides[i] + k * self.dilations[i]) as isize
+                            - self.pad_begin[i] as isize;
+                        t.push(if c >= 0 && (c as usize) < self.in_sp[i] {
+                            c
+                        } else {
+                            -1
+                        });
+                    }
+                }
+                t
+            })
+            .collect()
+    }
+}
+
+/// Write the im2col matrix `[cg * k_vol, out_vol]` of `x` (the `cg` input channels of
+/// one group of one image, each `in_vol` long) into `col`; padding reads `pad`.
+pub(crate) fn im2col<T: Copy>(x: &[T], g: &Geom, pad: T, col: &mut [T]) {
+    let r = g.kernel.len();
+    let tabs = g.coord_tables();
+    let istr = strides(&g.in_sp);
+    let (ov, kv) = (g.out_vol, g.k_vol);
+    let olast = g.out_sp[r - 1];
+    let nouter = ov / olast.max(1);
+    let mut ks = vec![0usize; r];
+    for c in 0..g.cg {
+        let xc = &x[c * g.in_vol..(c + 1) * g.in_vol];
+        for kidx in 0..kv {
+            let mut rem = kidx;
+            for i in (0..r).rev() {
+                ks[i] = rem % g.kernel[i];
+                rem /= g.kernel[i];
+            }
+            let row = &mut col[(c * kv + kidx) * ov..][..ov];
+            let last = &tabs[r - 1][ks[r - 1] * olast..][..olast];
+            for outer in 0..nouter {
+                let mut rem = outer;
+                let mut base = 0isize;
+                let mut valid = true;
+                for i in (0..r - 1).rev() {
+                    let o = rem % g.out_sp[i];
+                    rem /= g.out_sp[i];
+                    let cc = tabs[i][ks[i] * g.out_sp[i] + o];
+                    valid &= cc >= 0;
+                    base += cc * istr[i] as isize;
+                }
+                let dst = &mut row[outer * olast..][..olast];
+                if !valid {
+                    dst.fill(pad);
+                    continue;
+                }
+                for (d, &cc) in dst.iter_mut().zip(last) {
+                    *d = if cc < 0 {
+                        pad
+                    } else {
+                        xc[(base + cc) as usize]
+                    };
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    static COL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Multiply-accumulate of the direct kernels: plain f32, wrapping i32.
+pub(crate) trait Mac: Copy + Send + Sync {
+    fn mac(self, w: Self, x: Self) -> Self;
+}
+impl Mac for f32 {
+    #[inline]
+    fn mac(self, w: f32, x: f32) -> f32 {
+        self + w * x
+    }
+}
+impl Mac for i32 {
+    #[inline]
+    fn mac(self, w: i32, x: i32) -> i32 {
+        self.wrapping_add(w.wrapping_mul(x))
+    }
+}
+
+/// Direct 2-D depthwise kernel for one output channel: `out += conv(x, w)` where x is
+/// one input plane and w one kernel plane. Taps in the padding are skipped (they
+/// contribute zero: for quantized data x is already zero-point-subtracted).
+pub(crate) fn depthwise2d_plane<T: Mac>(x: &[T], w: &[T], g: &Geom, out: &mut [T]) {
+    let (ih, iw) = (g.in_sp[0] as isize, g.in_sp[1] as isize);
+    let (oh, ow) = (g.out_sp[0], g.out_sp[1]);
+    let (kh, kw) = (g.kernel[0], g.kernel[1]);
+    let (sh, sw) = (g.strides[0] as isize, g.strides[1] as isize);
+    let (dh, dw) = (g.dilations[0] as isize, g.dilations[1] as isize);
+    let (ph, pw) = (g.pad_begin[0] as isize, g.pad_begin[1] as isize);
+    for oy in 0..oh {
+        let orow = &mut out[oy * ow..(oy + 1) * ow];
+        for ky in 0..kh {
+            let iy = oy as isize * sh - ph + ky as isize * dh;
+            if iy < 0 || iy >= ih {
+                continue;
+            }
+            let xrow = &x[(iy * iw) as usize..((iy + 1) * iw) as usize];
+            for kx in 0..kw {
+                let wv = w[ky * kw + kx];
+                let off = kx as isize * dw - pw;
+                // ox range with 0 <= ox*sw + off < iw
+                let lo = if off >= 0 { 0 } else { ((-off) + sw - 1) / sw };
+                let hi = if iw - off <= 0 {
+                    0
+                } else {
+                    ((iw - off + sw - 1) / sw).min(ow as isize)
+                };
+                for ox in lo..hi.max(lo) {
+                    let o = &mut orow[ox as usize];
+                    *o = o.mac(wv, xrow[(ox * sw + off) as usize]);
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn conv(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    a: &ConvAttrs,
+) -> OpResult<Tensor> {
+    let g = Geom::new(&x.shape, &w.shape, a)?;
+    let xf = floats(x);
+    let wf = floats(w);
+    let (ov, kv) = (g.out_vol, g.k_vol);
+    let mut out = vec![0f32; g.n * g.m * ov];
+    let depthwise2d = g.cg == 1 && g.group == g.cin && g.kernel.len() == 2;
+    for n in 0..g.n {
+        let out_n = &mut out[n * g.m * ov..(n + 1) * g.m * ov];
+        if depthwise2d {
+            let xn = &xf[n * g.cin * g.in_vol..(n + 1) * g.cin * g.in_vol];
+            out_n.par_chunks_mut(ov).enumerate().for_each(|(oc, o)| {
+                let ic = oc / g.mg;
+                depthwise2d_plane(
+                    &xn[ic * g.in_vol..(ic + 1) * g.in_vol],
+                    &wf[oc * kv..(oc + 1) * kv],
+                    &g,
+                    o,
+                );
+            });
+            continue;
+        }
+        for grp in 0..g.group {
+            let xs = &xf[(n * g.cin + grp * g.cg) * g.in_vol..][..g.cg * g.in_vol];
+            let ws = &wf[grp * g.mg * g.cg * kv..][..g.mg * g.cg * kv];
+            let os = &mut out_n[grp * g.mg * ov..][..g.mg * ov];
+            let kk = g.cg * kv;
+            if g.is_pointwise() {
+                sgemm(g.mg, kk, ov, 1.0, ws, kk, 1, xs, ov, 1, 0.0, os);
+            } else {
+                COL.with(|buf| {
+                    let mut col = buf.borrow_mut();
+                    col.resize(kk * ov, 0.0);
+                    im2col(xs, &g, 0.0, &mut col);
+                    sgemm(g.mg, kk, ov, 1.0, ws, kk, 1, &col, ov, 1, 0.0, os);
+                });
+            }
+        }
+    }
+    if let Some(b) = bias {
+        let bf = floats(b);
+        out.par_chunks_mut(ov).enumerate().for_each(|(i, o)| {
+            let bv = bf[i % g.m];
+            o.iter_mut().for_each(|v| *v += bv);
+        });
+    }
+    Ok(float_tensor(x.dtype(), g.out_shape(), out))
+}

@@ -1,0 +1,250 @@
+//! LSTM (gates i, o, f, c in ONNX order) and GRU (gates z, r, h; linear_before_reset
+//! both ways), forward / reverse / bidirectional, optional initial states, layout 0
+//! ([seq, batch, feature]) or batch_first. Default activations (sigmoid, tanh, tanh),
+//! no peepholes, no sequence_lens: what PyTorch exports.
+
+use crate::elem::{float_tensor, floats, sgemm};
+use crate::error::{OpResult, unsupported};
+use crate::exec::Ctx;
+use crate::ops::elementwise::sigmoid_f32;
+use pimkit_ir::{RnnAttrs, RnnDirection, Tensor};
+
+struct Dims {
+    seq: usize,
+    batch: usize,
+    feat: usize,
+    hid: usize,
+    dirs: usize,
+}
+
+/// X as [seq, batch, feat] contiguous.
+fn seq_major(x: &[f32], d: &Dims, batch_first: bool) -> Vec<f32> {
+    if !batch_first {
+        return x.to_vec();
+    }
+    let mut out = vec![0f32; x.len()];
+    for b in 0..d.batch {
+        for t in 0..d.seq {
+            let src = &x[(b * d.seq + t) * d.feat..][..d.feat];
+            out[(t * d.batch + b) * d.feat..][..d.feat].copy_from_slice(src);
+        }
+    }
+    out
+}
+
+/// Initial state for direction `dir` as [batch, hid] (zeros when absent).
+fn init_state(t: Option<&Tensor>, d: &Dims, dir: usize, batch_first: bool) -> Vec<f32> {
+    let mut s = vec![0f32; d.batch * d.hid];
+    if let Some(t) = t {
+        let v = floats(t);
+        for b in 0..d.batch {
+            let off = if batch_first {
+                (b * d.dirs + dir) * d.hid
+            } else {
+                (dir * d.batch + b) * d.hid
+            };
+            s[b * d.hid..(b + 1) * d.hid].copy_from_slice(&v[off..off + d.hid]);
+        }
+    }
+    s
+}
+
+/// Y in [seq, dirs, batch, hid] -> requested layout; states in [dirs, batch, hid] -> layout.
+fn finish(x: &Tensor, d: &Dims, bf: bool, y: Vec<f32>, states: Vec<Vec<f32>>) -> Vec<Tensor> {
+    let h = d.hid;
+    let mut outs = Vec::new();
+    if bf {
+        let mut yb = vec![0f32; y.len()];
+        for t in 0..d.seq {
+            for dir in 0..d.dirs {
+                for b in 0..d.batch {
+                    let src = ((t * d.dirs + dir) * d.batch + b) * h;
+                    let dst = ((b * d.seq + t) * d.dirs + dir) * h;
+                    yb[dst..dst + h].copy_from_slice(&y[src..src + h]);
+                }
+            }
+        }
+        outs.push(float_tensor(x.dtype(), vec![d.batch, d.seq, d.dirs, h], yb));
+    } else {
+        outs.push(float_tensor(x.dtype(), vec![d.seq, d.dirs, d.batch, h], y));
+    }
+    for s in states {
+        if bf {
+            let mut sb = vec![0f32; s.len()];
+            for dir in 0..d.dirs {
+                for b in 0..d.batch {
+                    let src = (dir * d.batch + b) * h;
+                    let dst = (b * d.dirs + dir) * h;
+                    sb[dst..dst + h].copy_from_slice(&s[src..src + h]);
+                }
+            }
+            outs.push(float_tensor(x.dtype(), vec![d.batch, d.dirs, h], sb));
+        } else {
+            outs.push(float_tensor(x.dtype(), vec![d.dirs, d.batch, h], s));
+        }
+    }
+    outs
+}
+
+fn dims(c: &Ctx, a: &RnnAttrs) -> OpResult<Dims> {
+    let x = c.input(0)?;
+    if !x.dtype().is_float() || x.rank() != 3 {
+        return unsupported(format!(
+            "RNN input must be a 3-D float tensor, got {}",
+            x.ty()
+        ));
+    }
+    if c.opt(4).is_some() {
+        return unsupported("sequence_lens is not supported (static full-length sequences only)");
+    }
+    let (seq, batch) = if a.batch_first {
+        (x.shape[1], x.shape[0])
+    } else {
+        (x.shape[0], x.shape[1])
+    };
+    Ok(Dims {
+        seq,
+        batch,
+        feat: x.shape[2],
+        hid: a.hidden_size,
+        dirs: a.direction.num_directions(),
+    })
+}
+
+/// Time steps of direction `dir` in processing order.
+fn steps(a: &RnnAttrs, dir: usize, seq: usize) -> Vec<usize> {
+    let reverse = a.direction == RnnDirection::Reverse || (dir == 1);
+    if reverse {
+        (0..seq).rev().collect()
+    } else {
+        (0..seq).collect()
+    }
+}
+
+/// Input projections of one direction: [seq*batch, gates*hid] = X W^T + bias.
+fn project(xs: &[f32], w: &[f32], bias: &[f32], d: &Dims, gh: usize) -> Vec<f32> {
+    let rows = d.seq * d.batch;
+    let mut out = vec![0f32; rows * gh];
+    for r in 0..rows {
+        out[r * gh..(r + 1) * gh].copy_from_slice(bias);
+    }
+    sgemm(
+        rows, d.feat, gh, 1.0, xs, d.feat, 1, w, 1, d.feat, 1.0, &mut out,
+    );
+    out
+}
+
+pub(crate) fn lstm(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
+    let d = dims(c, a)?;
+    let (h, gh) = (d.hid, 4 * d.hid);
+    let x = c.input(0)?;
+    let xs = seq_major(&floats(x), &d, a.batch_first);
+    let (w, r) = (floats(c.input(1)?), floats(c.input(2)?));
+    let b = c.opt(3).map(floats);
+    let mut y = vec![0f32; d.seq * d.dirs * d.batch * h];
+    let mut yh = vec![0f32; d.dirs * d.batch * h];
+    let mut yc = vec![0f32; d.dirs * d.batch * h];
+    for dir in 0..d.dirs {
+        let wd = &w[dir * gh * d.feat..(dir + 1) * gh * d.feat];
+        let rd = &r[dir * gh * h..(dir + 1) * gh * h];
+        // LSTM gates add Wb and Rb unconditionally: fold both into the projection.
+        let bias: Vec<f32> = match &b {
+            Some(b) => (0..gh)
+                .map(|i| b[dir * 2 * gh + i] + b[dir * 2 * gh + gh + i])
+                .collect(),
+            None => vec![0.0; gh],
+        };
+        let xw = project(&xs, wd, &bias, &d, gh);
+        let mut hs = init_state(c.opt(5), &d, dir, a.batch_first);
+        let mut cs = init_state(c.opt(6), &d, dir, a.batch_first);
+        let mut g = vec![0f32; d.batch * gh];
+        for t in steps(a, dir, d.seq) {
+            g.copy_from_slice(&xw[t * d.batch * gh..(t + 1) * d.batch * gh]);
+            sgemm(d.batch, h, gh, 1.0, &hs, h, 1, rd, 1, h, 1.0, &mut g);
+            for bi in 0..d.batch {
+                let gb = &g[bi * gh..(bi + 1) * gh];
+                for j in 0..h {
+                    let i_g = sigmoid_f32(gb[j]);
+                    let o_g = sigmoid_f32(gb[h + j]);
+                    let f_g = sigmoid_f32(gb[2 * h + j]);
+                    let c_g = gb[3 * h + j].tanh();
+                    let cv = f_g * cs[bi * h + j] + i_g * c_g;
+                    cs[bi * h + j] = cv;
+                    hs[bi * h + j] = o_g * cv.tanh();
+                }
+            }
+            y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
+        }
+        yh[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&hs);
+        yc[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&cs);
+    }
+    Ok(finish(x, &d, a.batch_first, y, vec![yh, yc]))
+}
+
+pub(crate) fn gru(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
+    let d = dims(c, a)?;
+    let (h, gh) = (d.hid, 3 * d.hid);
+    let x = c.input(0)?;
+    let xs = seq_major(&floats(x), &d, a.batch_first);
+    let (w, r) = (floats(c.input(1)?), floats(c.input(2)?));
+    let b = c.opt(3).map(floats);
+    let mut y = vec![0f32; d.seq * d.dirs * d.batch * h];
+    let mut yh = vec![0f32; d.dirs * d.batch * h];
+    for dir in 0..d.dirs {
+        let wd = &w[dir * gh * d.feat..(dir + 1) * gh * d.feat];
+        let rd = &r[dir * gh * h..(dir + 1) * gh * h];
+        let (wb, rb): (Vec<f32>, Vec<f32>) = match &b {
+            Some(b) => (
+                b[dir * 2 * gh..dir * 2 * gh + gh].to_vec(),
+                b[dir * 2 * gh + gh..(dir + 1) * 2 * gh].to_vec(),
+            ),
+            None => (vec![0.0; gh], vec![0.0; gh]),
+        };
+        let xw = project(&xs, wd, &wb, &d, gh);
+        let mut hs = init_state(c.opt(5), &d, dir, a.batch_first);
+        let mut hr = vec![0f32; d.batch * gh];
+        let mut rh = vec![0f32; d.batch * h];
+        let mut rhr = vec![0f32; d.batch * h];
+        let rh_w = &rd[2 * h * h..3 * h * h];
+        for t in steps(a, dir, d.seq) {
+            // H_{t-1} R^T + Rb for all three gates.
+            for bi in 0..d.batch {
+                hr[bi * gh..(bi + 1) * gh].copy_from_slice(&rb);
+            }
+            sgemm(d.batch, h, gh, 1.0, &hs, h, 1, rd, 1, h, 1.0, &mut hr);
+            let xt = &xw[t * d.batch * gh..(t + 1) * d.batch * gh];
+            let mut z = vec![0f32; d.batch * h];
+            for bi in 0..d.batch {
+                for j in 0..h {
+                    let (xg, hg) = (&xt[bi * gh..], &hr[bi * gh..]);
+                    z[bi * h + j] = sigmoid_f32(xg[j] + hg[j]);
+                    rh[bi * h + j] = sigmoid_f32(xg[h + j] + hg[h + j]);
+                }
+            }
+            if !a.linear_before_reset {
+                // (r . H_{t-1}) Rh^T + Rbh
+                let rprod: Vec<f32> = rh.iter().zip(&hs).map(|(r, hv)| r * hv).collect();
+                for bi in 0..d.batch {
+                    rhr[bi * h..(bi + 1) * h].copy_from_slice(&rb[2 * h..3 * h]);
+                }
+                sgemm(d.batch, h, h, 1.0, &rprod, h, 1, rh_w, 1, h, 1.0, &mut rhr);
+            }
+            for bi in 0..d.batch {
+                for j in 0..h {
+                    let xg = xt[bi * gh + 2 * h + j];
+                    let pre = if a.linear_before_reset {
+                        xg + rh[bi * h + j] * hr[bi * gh + 2 * h + j]
+                    } else {
+                        xg + rhr[bi * h + j]
+                    };
+                    let cand = pre.tanh();
+                    let zv = z[bi * h + j];
+                    hs[bi * h + j] = (1.0 - zv) * cand + zv * hs[bi * h + j];
+                }
+            }
+            y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
+        }
+        yh[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&hs);
+    }
+    Ok(finish(x, &d, a.batch_first, y, vec![yh]))
+}

@@ -1,0 +1,51 @@
+//! Deterministic random inputs for a graph, in ranges that make sense per dtype.
+
+use half::f16;
+use pimkit_ir::{DType, Graph, Tensor, TensorData};
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::HashMap;
+
+/// One tensor per graph input, deterministic in `seed` and the input's position:
+/// floats uniform in [-1, 1); u8 over [0, 255]; i8 over [-128, 127]; i32 in
+/// [-1000, 1000]; i64 in [0, 8) (i64 inputs are usually indices or token ids, so they
+/// stay small and non-negative); bool fair coin.
+pub fn random_inputs(g: &Graph, seed: u64) -> HashMap<String, Tensor> {
+    let mut out = HashMap::new();
+    for (pos, &id) in g.inputs.iter().enumerate() {
+        let v = g.value(id);
+        // Each input gets its own stream so adding an input does not change the others.
+        let mut rng =
+            Pcg64Mcg::seed_from_u64(seed ^ (pos as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let n = v.ty.numel();
+        let data = match v.ty.dtype {
+            DType::F32 => TensorData::F32((0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()),
+            DType::F16 => TensorData::F16(
+                (0..n)
+                    .map(|_| f16::from_f32(rng.random_range(-1.0f32..1.0)))
+                    .collect(),
+            ),
+            DType::I64 => TensorData::I64((0..n).map(|_| rng.random_range(0i64..8)).collect()),
+            DType::I32 => {
+                TensorData::I32((0..n).map(|_| rng.random_range(-1000i32..=1000)).collect())
+            }
+            DType::I8 => TensorData::I8(
+                (0..n)
+                    .map(|_| rng.random_range(i8::MIN..=i8::MAX))
+                    .collect(),
+            ),
+            DType::U8 => TensorData::U8((0..n).map(|_| rng.random_range(0u8..=255)).collect()),
+            DType::Bool => {
+                TensorData::Bool((0..n).map(|_| rng.random_range(0u8..2) == 1).collect())
+            }
+        };
+        out.insert(
+            v.name.clone(),
+            Tensor {
+                shape: v.ty.shape.clone(),
+                data,
+            },
+        );
+    }
+    out
+}
