@@ -1,0 +1,108 @@
+//! Lowering from the graph IR to loop nests, decomposed the way Torch-MLIR lowers ATen
+//! to linalg (DecomposeComplexOps + TorchToLinalg) with no elementwise fusion, so each
+//! linalg op is one nest: a reduction is fill + generic, an elementwise op is one
+//! generic with broadcasting folded into its indexing maps, a matmul is fill + matmul.
+//! See docs/loops.md for the per-op rules and nest counts.
+
+mod builder;
+mod elementwise;
+mod linalg;
+mod norm;
+mod quant;
+mod reduce;
+mod shape;
+
+pub(crate) use builder::{Lowerer, NB};
+
+use crate::error::{LoopsError, Result};
+use crate::ir::Program;
+use pimkit_ir::{Graph, Op};
+
+/// Lower a graph to a tensor-level loop program (not yet bufferized).
+pub(crate) fn lower_graph(g: &Graph) -> Result<Program> {
+    let mut l = Lowerer::new(g);
+    let fused = elementwise::find_rsqrt_pairs(g);
+    for (ni, node) in g.nodes.iter().enumerate() {
+        l.begin_node(ni);
+        let outs = if fused.skip.contains(&ni) {
+            // A Sqrt folded into the following Reciprocal (aten.rsqrt): no nest here.
+            Vec::new()
+        } else if let Some(&src) = fused.rsqrt.get(&ni) {
+            vec![elementwise::lower_rsqrt(&mut l, src)?]
+        } else {
+            lower_node(&mut l, node)?
+        };
+        if !fused.skip.contains(&ni) {
+            l.bind_outputs(node, outs)?;
+        }
+    }
+    l.finish()
+}
+
+fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
+    use Op::*;
+    let one = |t: usize| Ok(vec![t]);
+    match &node.op {
+        Unary(u) => one(elementwise::unary(l, node, *u)?),
+        Binary(b) => one(elementwise::binary(l, node, *b)?),
+        Where => one(elementwise::where_(l, node)?),
+        Clip { min, max } => one(elementwise::clip(l, node, *min, *max)?),
+        Cast { to } => one(elementwise::cast(l, node, *to)?),
+        Identity => one(shape::identity(l, node)?),
+        Reshape { shape } => one(shape::reshape(l, node, Some(shape))?),
+        Transpose { perm } => one(shape::transpose(l, node, perm)?),
+        Concat { axis } => one(shape::concat(l, node, *axis)?),
+        Split { axis, sizes } => shape::split(l, node, *axis, sizes),
+        Slice { axes } => one(shape::slice(l, node, axes)?),
+        Gather { axis } => one(shape::gather(l, node, *axis)?),
+        Expand { .. } => one(shape::expand(l, node)?),
+        Pad { pads, mode, value } => one(shape::pad_node(l, node, pads, *mode, *value)?),
+        Tile { repeats } => one(shape::tile(l, node, repeats)?),
+        Reduce {
+            kind,
+            axes,
+            keepdims,
+        } => one(reduce::reduce_node(l, node, *kind, axes, *keepdims)?),
+        ArgMax { axis, keepdims } => one(reduce::argmax(l, node, *axis, *keepdims)?),
+        Softmax { axis } => one(norm::softmax(l, node, *axis, false)?),
+        LogSoftmax { axis } => one(norm::softmax(l, node, *axis, true)?),
+        LayerNorm { axis, epsilon } => one(norm::layer_norm(l, node, *axis, *epsilon)?),
+        BatchNorm { epsilon } => one(norm::batch_norm(l, node, *epsilon)?),
+        GlobalPool(kind) => one(reduce::global_pool(l, node, *kind)?),
+        MatMul => one(linalg::matmul(l, node)?),
+        Gemm {
+            alpha,
+            beta,
+            trans_a,
+            trans_b,
+        } => one(linalg::gemm(l, node, *alpha, *beta, *trans_a, *trans_b)?),
+        Conv(a) => one(linalg::conv(l, node, a)?),
+        Pool(p) => one(linalg::pool(l, node, p)?),
+        QuantizeLinear { axis, to } => one(quant::quantize(l, node, *axis, *to)?),
+        DequantizeLinear { axis } => one(quant::dequantize(l, node, *axis)?),
+        QLinearMatMul => one(quant::qlinear_matmul(l, node)?),
+        QLinearConv(a) => one(quant::qlinear_conv(l, node, a)?),
+        MatMulInteger => one(quant::matmul_integer(l, node)?),
+        ConvInteger(a) => one(quant::conv_integer(l, node, a)?),
+        QLinearAdd => one(quant::qlinear_binary(l, node, false)?),
+        QLinearMul => one(quant::qlinear_binary(l, node, true)?),
+        QLinearConcat { axis } => one(quant::qlinear_concat(l, node, *axis)?),
+        QLinearGlobalAveragePool { channels_last } => {
+            one(quant::qlinear_gap(l, node, *channels_last)?)
+        }
+        QGemm {
+            alpha,
+            trans_a,
+            trans_b,
+        } => one(quant::qgemm(l, node, *alpha, *trans_a, *trans_b)?),
+        QLinearSigmoid => one(quant::qlinear_unary(l, node, None)?),
+        QLinearLeakyRelu { alpha } => one(quant::qlinear_unary(l, node, Some(*alpha))?),
+        Lstm(_) | Gru(_) => Err(LoopsError::Unsupported {
+            node: node.name.clone(),
+            op: node.op.name().into(),
+            msg: "recurrent ops have no loop-nest lowering yet (their time loop would enclose \
+                  the nests); unroll the sequence in the model or use another engine"
+                .into(),
+        }),
+    }
+}
