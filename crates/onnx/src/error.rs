@@ -1,0 +1,65 @@
+use pimkit_ir::IrError;
+use std::path::PathBuf;
+
+/// Everything that can go wrong while importing or exporting an ONNX model. Each message
+/// names the file, node, attribute or tensor it is about and, where possible, what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum OnnxError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("file {file} is not a valid ONNX model: {msg}")]
+    Parse { file: String, msg: String },
+    #[error(
+        "unsupported operator '{op}' (domain '{domain}', opset {opset}) at node '{node}': \
+         pimkit supports {supported}; see docs/onnx.md, or re-export the model so that it \
+         avoids this operator"
+    )]
+    UnsupportedOp {
+        op: String,
+        domain: String,
+        opset: i64,
+        node: String,
+        supported: String,
+    },
+    #[error("node '{node}' ({op}): attribute '{attr}': {msg}")]
+    Attribute {
+        node: String,
+        op: String,
+        attr: String,
+        msg: String,
+    },
+    #[error("node '{node}' ({op}): {msg}")]
+    Node {
+        node: String,
+        op: String,
+        msg: String,
+    },
+    #[error("tensor '{tensor}': external data file {path}: {msg}")]
+    ExternalData {
+        tensor: String,
+        path: PathBuf,
+        msg: String,
+    },
+    #[error("tensor '{tensor}': {msg}")]
+    Tensor { tensor: String, msg: String },
+    #[error("node '{node}': {source}")]
+    Ir {
+        node: String,
+        #[source]
+        source: Box<IrError>,
+    },
+    #[error("invalid model: {0}")]
+    Model(String),
+    #[error("the imported graph failed verification: {0}")]
+    Verify(#[source] Box<IrError>),
+    #[error("cannot export: {0}")]
+    Export(String),
+    #[error("internal error while processing the model (please report it): {0}")]
+    Internal(String),
+}
+
+pub type Result<T> = std::result::Result<T, OnnxError>;

@@ -1,0 +1,394 @@
+//! pimkit Graph -> ONNX ModelProto (ir_version 10, ai.onnx opset 21, com.microsoft 1).
+//! Attribute-folded operands (shapes, axes, pads, clip bounds, split sizes) are written
+//! back as initializers so that onnxruntime and the importer read the same model.
+
+use crate::error::{OnnxError, Result};
+use crate::proto::{
+    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    TensorShapeProto, TypeProto, ValueInfoProto,
+    attribute_proto::AttributeType,
+    tensor_shape_proto::{Dimension, dimension},
+    type_proto,
+};
+use crate::tensor::{encode, onnx_code};
+use pimkit_ir::{
+    BinaryOp, ConvAttrs, DType, Graph, Op, PadMode, PoolKind, RnnDirection, Tensor, TensorType,
+    UnaryOp, ValueDef,
+};
+use prost::Message;
+use std::collections::HashSet;
+use std::path::Path;
+
+pub const IR_VERSION: i64 = 10;
+pub const OPSET: i64 = 21;
+pub const MS_OPSET: i64 = 1;
+
+/// Serialize a graph as ONNX ModelProto bytes.
+pub fn export(g: &Graph) -> Result<Vec<u8>> {
+    Ok(to_model_proto(g)?.encode_to_vec())
+}
+
+/// Write a graph to an .onnx file.
+pub fn save(g: &Graph, path: &Path) -> Result<()> {
+    let bytes = export(g)?;
+    std::fs::write(path, bytes).map_err(|source| OnnxError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn attr(name: &str, t: AttributeType) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(t as i32),
+        ..Default::default()
+    }
+}
+fn a_int(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        i: Some(v),
+        ..attr(name, AttributeType::Int)
+    }
+}
+fn a_float(name: &str, v: f32) -> AttributeProto {
+    AttributeProto {
+        f: Some(v),
+        ..attr(name, AttributeType::Float)
+    }
+}
+fn a_ints(name: &str, v: &[usize]) -> AttributeProto {
+    AttributeProto {
+        ints: v.iter().map(|&x| x as i64).collect(),
+        ..attr(name, AttributeType::Ints)
+    }
+}
+fn a_str(name: &str, v: &str) -> AttributeProto {
+    AttributeProto {
+        s: Some(v.as_bytes().to_vec()),
+        ..attr(name, AttributeType::String)
+    }
+}
+fn conv_attrs(a: &ConvAttrs) -> Vec<AttributeProto> {
+    vec![
+        a_ints("kernel_shape", &a.kernel),
+        a_ints("strides", &a.strides),
+        a_ints("pads", &a.pads),
+        a_ints("dilations", &a.dilations),
+        a_int("group", a.group as i64),
+    ]
+}
+
+fn value_info(name: &str, ty: &TensorType) -> ValueInfoProto {
+    let shape = TensorShapeProto {
+        dim: ty
+            .shape
+            .iter()
+            .map(|&d| Dimension {
+                value: Some(dimension::Value::DimValue(d as i64)),
+                ..Default::default()
+            })
+            .collect(),
+    };
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(onnx_code(ty.dtype)),
+                shape: Some(shape),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Builder for one node: extra operand initializers get fresh names.
+struct Emit<'a> {
+    names: &'a mut HashSet<String>,
+    inits: &'a mut Vec<TensorProto>,
+    node: &'a str,
+}
+
+impl Emit<'_> {
+    fn init(&mut self, what: &str, t: Tensor) -> String {
+        let mut name = format!("{}_{what}", self.node);
+        let mut k = 1;
+        while self.names.contains(&name) {
+            name = format!("{}_{what}_{k}", self.node);
+            k += 1;
+        }
+        self.names.insert(name.clone());
+        self.inits.push(encode(&name, &t));
+        name
+    }
+    fn ints(&mut self, what: &str, v: impl IntoIterator<Item = i64>) -> String {
+        let v: Vec<i64> = v.into_iter().collect();
+        self.init(what, Tensor::from_i64(vec![v.len()], v))
+    }
+}
+
+fn scalar_as(dt: DType, v: f32) -> Tensor {
+    Tensor::from_f64_as(dt, vec![], &[v as f64])
+}
+
+pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
+    if g.is_shape_only() {
+        return Err(OnnxError::Export(
+            "cannot export a shape-only graph (its constants carry no data); load or build it with weights".into(),
+        ));
+    }
+    let mut names: HashSet<String> = HashSet::new();
+    for v in &g.values {
+        if v.name.is_empty() || !names.insert(v.name.clone()) {
+            return Err(OnnxError::Export(format!(
+                "value name '{}' is empty or used twice; ONNX needs unique value names",
+                v.name
+            )));
+        }
+    }
+    let mut inits = Vec::new();
+    for v in &g.values {
+        if let ValueDef::Const(Some(t)) = &v.def {
+            inits.push(encode(&v.name, t));
+        }
+    }
+    let outputs: HashSet<_> = g.outputs.iter().copied().collect();
+    let mut nodes = Vec::new();
+    let mut value_infos = Vec::new();
+    for n in &g.nodes {
+        let mut e = Emit {
+            names: &mut names,
+            inits: &mut inits,
+            node: &n.name,
+        };
+        let mut inputs: Vec<String> = n
+            .inputs
+            .iter()
+            .map(|i| i.map(|v| g.value(v).name.clone()).unwrap_or_default())
+            .collect();
+        let x_dtype = n
+            .inputs
+            .first()
+            .copied()
+            .flatten()
+            .map(|v| g.ty(v).dtype)
+            .unwrap_or(DType::F32);
+        let mut domain = "";
+        let mut attrs = Vec::new();
+        let op_type = n.op.name();
+        match &n.op {
+            Op::Unary(u) => match u {
+                UnaryOp::HardSigmoid { alpha, beta } => {
+                    attrs = vec![a_float("alpha", *alpha), a_float("beta", *beta)]
+                }
+                UnaryOp::LeakyRelu { alpha } | UnaryOp::Elu { alpha } => {
+                    attrs = vec![a_float("alpha", *alpha)]
+                }
+                UnaryOp::Gelu { tanh } => {
+                    attrs = vec![a_str("approximate", if *tanh { "tanh" } else { "none" })]
+                }
+                _ => {}
+            },
+            Op::Binary(BinaryOp::Mod { fmod }) => attrs = vec![a_int("fmod", *fmod as i64)],
+            Op::Binary(_) | Op::Where | Op::Identity | Op::MatMul | Op::GlobalPool(_) => {}
+            Op::QLinearMatMul | Op::MatMulInteger => {}
+            Op::Clip { min, max } => {
+                inputs.truncate(1);
+                for (what, b) in [("min", min), ("max", max)] {
+                    let name = b
+                        .map(|v| e.init(what, scalar_as(x_dtype, v)))
+                        .unwrap_or_default();
+                    inputs.push(name);
+                }
+            }
+            Op::Cast { to } => attrs = vec![a_int("to", onnx_code(*to) as i64)],
+            Op::Conv(a) | Op::QLinearConv(a) | Op::ConvInteger(a) => attrs = conv_attrs(a),
+            Op::Pool(p) => {
+                attrs = vec![
+                    a_ints("kernel_shape", &p.kernel),
+                    a_ints("strides", &p.strides),
+                    a_ints("pads", &p.pads),
+                    a_ints("dilations", &p.dilations),
+                    a_int("ceil_mode", p.ceil_mode as i64),
+                ];
+                if p.kind == PoolKind::Avg {
+                    attrs.push(a_int("count_include_pad", p.count_include_pad as i64));
+                }
+            }
+            Op::Gemm {
+                alpha,
+                beta,
+                trans_a,
+                trans_b,
+            } => {
+                attrs = vec![
+                    a_float("alpha", *alpha),
+                    a_float("beta", *beta),
+                    a_int("transA", *trans_a as i64),
+                    a_int("transB", *trans_b as i64),
+                ]
+            }
+            Op::BatchNorm { epsilon } => attrs = vec![a_float("epsilon", *epsilon)],
+            Op::LayerNorm { axis, epsilon } => {
+                attrs = vec![a_int("axis", *axis as i64), a_float("epsilon", *epsilon)]
+            }
+            Op::Softmax { axis } | Op::LogSoftmax { axis } => {
+                attrs = vec![a_int("axis", *axis as i64)]
+            }
+            Op::Reduce { axes, keepdims, .. } => {
+                attrs = vec![a_int("keepdims", *keepdims as i64)];
+                if axes.is_empty() {
+                    attrs.push(a_int("noop_with_empty_axes", 1));
+                } else {
+                    inputs.push(e.ints("axes", axes.iter().map(|&a| a as i64)));
+                }
+            }
+            Op::ArgMax { axis, keepdims } => {
+                attrs = vec![
+                    a_int("axis", *axis as i64),
+                    a_int("keepdims", *keepdims as i64),
+                ]
+            }
+            Op::Reshape { shape } => {
+                if shape.contains(&0) {
+                    attrs = vec![a_int("allowzero", 1)];
+                }
+                inputs.push(e.ints("shape", shape.iter().map(|&d| d as i64)));
+            }
+            Op::Expand { shape } => inputs.push(e.ints("shape", shape.iter().map(|&d| d as i64))),
+            Op::Tile { repeats } => {
+                inputs.push(e.ints("repeats", repeats.iter().map(|&d| d as i64)))
+            }
+            Op::Transpose { perm } => attrs = vec![a_ints("perm", perm)],
+            Op::Concat { axis } | Op::Gather { axis } | Op::QLinearConcat { axis } => {
+                attrs = vec![a_int("axis", *axis as i64)]
+            }
+            Op::Split { axis, sizes } => {
+                attrs = vec![a_int("axis", *axis as i64)];
+                inputs.push(e.ints("split", sizes.iter().map(|&d| d as i64)));
+            }
+            Op::Slice { axes } => {
+                // A clamped end of -1 with a negative step means "before index 0": ONNX
+                // would read -1 as the last index, so write the most negative value.
+                let ends = axes.iter().map(|s| {
+                    if s.step < 0 && s.end < 0 {
+                        i64::MIN
+                    } else {
+                        s.end
+                    }
+                });
+                inputs.push(e.ints("starts", axes.iter().map(|s| s.start)));
+                inputs.push(e.ints("ends", ends));
+                inputs.push(e.ints("axes", axes.iter().map(|s| s.axis as i64)));
+                inputs.push(e.ints("steps", axes.iter().map(|s| s.step)));
+            }
+            Op::Pad { pads, mode, value } => {
+                let m = match mode {
+                    PadMode::Constant => "constant",
+                    PadMode::Reflect => "reflect",
+                    PadMode::Edge => "edge",
+                };
+                attrs = vec![a_str("mode", m)];
+                inputs.push(e.ints("pads", pads.iter().map(|&d| d as i64)));
+                inputs.push(e.init("value", scalar_as(x_dtype, *value)));
+            }
+            Op::Lstm(a) | Op::Gru(a) => {
+                let dir = match a.direction {
+                    RnnDirection::Forward => "forward",
+                    RnnDirection::Reverse => "reverse",
+                    RnnDirection::Bidirectional => "bidirectional",
+                };
+                attrs = vec![
+                    a_int("hidden_size", a.hidden_size as i64),
+                    a_str("direction", dir),
+                    a_int("layout", a.batch_first as i64),
+                ];
+                if matches!(n.op, Op::Gru(_)) {
+                    attrs.push(a_int("linear_before_reset", a.linear_before_reset as i64));
+                }
+            }
+            Op::QuantizeLinear { axis, to } => {
+                attrs = vec![a_int("axis", *axis as i64)];
+                if n.inputs.get(2).copied().flatten().is_none() && *to != DType::U8 {
+                    attrs.push(a_int("output_dtype", onnx_code(*to) as i64));
+                }
+            }
+            Op::DequantizeLinear { axis } => attrs = vec![a_int("axis", *axis as i64)],
+            Op::QLinearAdd | Op::QLinearMul | Op::QLinearSigmoid => domain = crate::convert::MS,
+            Op::QLinearLeakyRelu { alpha } => {
+                domain = crate::convert::MS;
+                attrs = vec![a_float("alpha", *alpha)];
+            }
+            Op::QLinearGlobalAveragePool { channels_last } => {
+                domain = crate::convert::MS;
+                attrs = vec![a_int("channels_last", *channels_last as i64)];
+            }
+            Op::QGemm {
+                alpha,
+                trans_a,
+                trans_b,
+            } => {
+                domain = crate::convert::MS;
+                attrs = vec![
+                    a_float("alpha", *alpha),
+                    a_int("transA", *trans_a as i64),
+                    a_int("transB", *trans_b as i64),
+                ];
+            }
+        }
+        if matches!(n.op, Op::QLinearConcat { .. }) {
+            domain = crate::convert::MS;
+        }
+        while inputs.last().is_some_and(|s| s.is_empty()) {
+            inputs.pop();
+        }
+        for &o in &n.outputs {
+            if !outputs.contains(&o) {
+                value_infos.push(value_info(&g.value(o).name, g.ty(o)));
+            }
+        }
+        nodes.push(NodeProto {
+            name: Some(n.name.clone()),
+            op_type: Some(op_type.into()),
+            domain: Some(domain.into()),
+            input: inputs,
+            output: n.outputs.iter().map(|&o| g.value(o).name.clone()).collect(),
+            attribute: attrs,
+            ..Default::default()
+        });
+    }
+    let graph = GraphProto {
+        name: Some(g.name.clone()),
+        node: nodes,
+        initializer: inits,
+        input: g
+            .inputs
+            .iter()
+            .map(|&i| value_info(&g.value(i).name, g.ty(i)))
+            .collect(),
+        output: g
+            .outputs
+            .iter()
+            .map(|&o| value_info(&g.value(o).name, g.ty(o)))
+            .collect(),
+        value_info: value_infos,
+        ..Default::default()
+    };
+    Ok(ModelProto {
+        ir_version: Some(IR_VERSION),
+        producer_name: Some("pimkit".into()),
+        producer_version: Some(env!("CARGO_PKG_VERSION").into()),
+        opset_import: vec![
+            OperatorSetIdProto {
+                domain: Some(String::new()),
+                version: Some(OPSET),
+            },
+            OperatorSetIdProto {
+                domain: Some(crate::convert::MS.into()),
+                version: Some(MS_OPSET),
+            },
+        ],
+        graph: Some(graph),
+        ..Default::default()
+    })
+}

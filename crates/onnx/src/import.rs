@@ -1,0 +1,358 @@
+//! ModelProto -> pimkit Graph.
+
+use crate::attr::Attrs;
+use crate::convert::{ConstEntry, Ctx, NodeIn, registry, supported_in};
+use crate::error::{OnnxError, Result};
+use crate::proto::{ModelProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto};
+use crate::tensor::{DOUBLE, dtype_from_onnx, proto_type};
+use pimkit_ir::{Graph, Op, TensorType, ValueDef, ValueId, verify};
+use prost::Message;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// How to import a model.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Keep only constant types, not weight data (external data files are not read).
+    pub shape_only: bool,
+    /// Values for symbolic input dims (`dim_param`); unnamed or unlisted ones become 1.
+    pub dims: HashMap<String, usize>,
+}
+
+/// A loaded graph plus notes about lossy conversions (f64 -> f32, defaulted dims).
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub graph: Graph,
+    pub notes: Vec<String>,
+}
+
+pub fn load(path: &Path) -> Result<Graph> {
+    load_with(path, &LoadOptions::default())
+}
+
+pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Graph> {
+    load_file_notes(path, opts).map(|l| l.graph)
+}
+
+/// Like [`load_with`], also returning import notes.
+pub fn load_file_notes(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
+    let bytes = std::fs::read(path).map_err(|source| OnnxError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let dir = path.parent().map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    load_bytes_named(&bytes, dir, opts, &path.display().to_string())
+}
+
+pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>, opts: &LoadOptions) -> Result<Graph> {
+    load_bytes_named(bytes, base_dir, opts, "<bytes>").map(|l| l.graph)
+}
+
+fn load_bytes_named(
+    bytes: &[u8],
+    base_dir: Option<&Path>,
+    opts: &LoadOptions,
+    file: &str,
+) -> Result<Loaded> {
+    let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Parse {
+        file: file.to_string(),
+        msg: e.to_string(),
+    })?;
+    if model.graph.is_none() {
+        return Err(OnnxError::Parse {
+            file: file.to_string(),
+            msg: "it contains no graph (truncated or not an ONNX file?)".into(),
+        });
+    }
+    // Last line of defence for "never panic": IR helpers may index or multiply on
+    // adversarial shapes that slipped past validation.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load_model_notes(&model, base_dir, opts)
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into());
+        Err(OnnxError::Internal(format!("{file}: {msg}")))
+    })
+}
+
+/// Import an already decoded model.
+pub fn load_model(
+    model: &ModelProto,
+    base_dir: Option<&Path>,
+    opts: &LoadOptions,
+) -> Result<Graph> {
+    load_model_notes(model, base_dir, opts).map(|l| l.graph)
+}
+
+fn input_type(
+    vi: &ValueInfoProto,
+    opts: &LoadOptions,
+    notes: &mut Vec<String>,
+) -> Result<TensorType> {
+    let name = vi.name();
+    let Some(type_proto::Value::TensorType(tt)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref())
+    else {
+        return Err(OnnxError::Model(format!(
+            "graph input '{name}' is not a tensor"
+        )));
+    };
+    let dtype = dtype_from_onnx(tt.elem_type(), &format!("graph input '{name}'"))?;
+    if tt.elem_type() == DOUBLE {
+        notes.push(format!("graph input '{name}': double imported as f32"));
+    }
+    let shape = tt.shape.as_ref().ok_or_else(|| {
+        OnnxError::Model(format!(
+            "graph input '{name}' has no shape; pimkit needs static ranks"
+        ))
+    })?;
+    let mut dims = Vec::new();
+    for (i, d) in shape.dim.iter().enumerate() {
+        let v = match &d.value {
+            Some(dimension::Value::DimValue(v)) => *v,
+            Some(dimension::Value::DimParam(p)) => match opts.dims.get(p) {
+                Some(&v) => v as i64,
+                None => {
+                    notes.push(format!("graph input '{name}': symbolic dim '{p}' set to 1"));
+                    1
+                }
+            },
+            None => {
+                notes.push(format!("graph input '{name}': unknown dim {i} set to 1"));
+                1
+            }
+        };
+        dims.push(v);
+    }
+    let shape = crate::tensor::checked_shape(&dims, &format!("graph input '{name}'"))?;
+    Ok(TensorType::new(dtype, shape))
+}
+
+pub fn load_model_notes(
+    model: &ModelProto,
+    base_dir: Option<&Path>,
+    opts: &LoadOptions,
+) -> Result<Loaded> {
+    let gp = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| OnnxError::Model("the model contains no graph".into()))?;
+    let mut opsets: HashMap<String, i64> = HashMap::new();
+    for o in &model.opset_import {
+        let d = match o.domain() {
+            "ai.onnx" => "",
+            d => d,
+        };
+        opsets.insert(d.to_string(), o.version());
+    }
+    let mut ctx = Ctx {
+        g: Graph::new(gp.name()),
+        opts,
+        base_dir,
+        inits: &gp.initializer,
+        values: HashMap::new(),
+        consts: HashMap::new(),
+        used: HashSet::new(),
+        const_order: HashMap::new(),
+        init_index: HashMap::new(),
+        notes: Vec::new(),
+    };
+    if !gp.sparse_initializer.is_empty() {
+        return Err(OnnxError::Model(
+            "sparse initializers are not supported".into(),
+        ));
+    }
+    for (i, tp) in gp.initializer.iter().enumerate() {
+        if tp.name().is_empty() {
+            return Err(OnnxError::Model(format!("initializer #{i} has no name")));
+        }
+        let ty = proto_type(tp)?;
+        if tp.data_type() == DOUBLE {
+            ctx.notes.push(format!(
+                "initializer '{}': double converted to f32",
+                tp.name()
+            ));
+        }
+        ctx.init_index.insert(tp.name().to_string(), i);
+        ctx.consts.insert(
+            tp.name().to_string(),
+            ConstEntry {
+                ty,
+                data: None,
+                init: Some(i),
+            },
+        );
+    }
+    // Old exporters list initializers among the inputs too: those are constants.
+    for vi in &gp.input {
+        if ctx.consts.contains_key(vi.name()) {
+            continue;
+        }
+        if ctx.values.contains_key(vi.name()) {
+            return Err(OnnxError::Model(format!(
+                "graph input '{}' is listed twice",
+                vi.name()
+            )));
+        }
+        let ty = input_type(vi, opts, &mut ctx.notes)?;
+        let id = ctx.g.add_input(vi.name(), ty);
+        ctx.values.insert(vi.name().to_string(), id);
+    }
+    for n in &gp.node {
+        ctx.used
+            .extend(n.input.iter().filter(|s| !s.is_empty()).cloned());
+    }
+    ctx.used
+        .extend(gp.output.iter().map(|o| o.name().to_string()));
+
+    let reg = registry();
+    let names: Vec<String> = gp
+        .node
+        .iter()
+        .enumerate()
+        .map(|(i, n)| match n.name() {
+            "" => format!("{}_{i}", n.op_type()),
+            s => s.to_string(),
+        })
+        .collect();
+    for (np, name) in gp.node.iter().zip(&names) {
+        let domain = match np.domain() {
+            "ai.onnx" => "",
+            d => d,
+        };
+        let opset = opsets.get(domain).copied().unwrap_or(1);
+        let n = NodeIn {
+            name,
+            op_type: np.op_type(),
+            domain,
+            opset,
+            attrs: Attrs {
+                node: name,
+                op: np.op_type(),
+                list: &np.attribute,
+            },
+            inputs: np
+                .input
+                .iter()
+                .map(|s| (!s.is_empty()).then_some(s.as_str()))
+                .collect(),
+            outputs: np.output.iter().map(|s| s.as_str()).collect(),
+        };
+        if n.domain.is_empty() && crate::fold::try_fold(&mut ctx, &n)? {
+            continue;
+        }
+        let conv = reg
+            .get(&(domain, n.op_type))
+            .ok_or_else(|| OnnxError::UnsupportedOp {
+                op: n.op_type.to_string(),
+                domain: np.domain().to_string(),
+                opset,
+                node: name.clone(),
+                supported: supported_in(&reg, domain),
+            })?;
+        conv(&mut ctx, &n)?;
+    }
+    bind_outputs(&mut ctx, gp)?;
+    let notes = std::mem::take(&mut ctx.notes);
+    let mut g = ctx.g;
+    reorder_consts(&mut g, &ctx.const_order);
+    verify(&g).map_err(|e| OnnxError::Verify(Box::new(e)))?;
+    Ok(Loaded { graph: g, notes })
+}
+
+/// Graph outputs; an output that is a graph input or a constant gets an Identity node so
+/// that every output is produced by a node.
+fn bind_outputs(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
+    for o in &gp.output {
+        let name = o.name();
+        let id = if let Some(&id) = ctx.values.get(name) {
+            if matches!(ctx.g.value(id).def, ValueDef::Node { .. }) {
+                id
+            } else if ctx.is_input_value(id) {
+                identity(ctx, id, &format!("{name}:out"))?
+            } else {
+                ctx.g.values[id.idx()].name = format!("{name}:const");
+                identity(ctx, id, name)?
+            }
+        } else if ctx.consts.contains_key(name) {
+            let entry = ctx.consts.remove(name).unwrap_or_else(|| unreachable!());
+            let cname = format!("{name}:const");
+            ctx.consts.insert(cname.clone(), entry);
+            if let Some(&i) = ctx.init_index.get(name) {
+                ctx.init_index.insert(cname.clone(), i);
+            }
+            let c = ctx.materialize(&cname)?;
+            identity(ctx, c, name)?
+        } else {
+            return Err(OnnxError::Model(format!(
+                "graph output '{name}' is not produced by any node"
+            )));
+        };
+        ctx.g.outputs.push(id);
+    }
+    Ok(())
+}
+
+fn identity(ctx: &mut Ctx, src: ValueId, out: &str) -> Result<ValueId> {
+    let node = format!("Identity_{out}");
+    ctx.g
+        .add_node_named(
+            node.clone(),
+            Op::Identity,
+            vec![Some(src)],
+            vec![out.to_string()],
+        )
+        .map(|v| v[0])
+        .map_err(|e| OnnxError::Ir {
+            node,
+            source: Box::new(e),
+        })
+}
+
+/// Reorder constant values so that they appear in initializer order (then creation
+/// order): the graph dump then matches the model regardless of first-use order.
+fn reorder_consts(g: &mut Graph, order: &HashMap<ValueId, usize>) {
+    let slots: Vec<usize> = (0..g.values.len())
+        .filter(|&i| matches!(g.values[i].def, ValueDef::Const(_)))
+        .collect();
+    let mut sorted = slots.clone();
+    sorted.sort_by_key(|&i| {
+        (
+            order.get(&ValueId(i as u32)).copied().unwrap_or(usize::MAX),
+            i,
+        )
+    });
+    if sorted == slots {
+        return;
+    }
+    // Value now at slot slots[k] is the old value sorted[k].
+    let mut map: Vec<u32> = (0..g.values.len() as u32).collect();
+    let mut values: Vec<Option<pimkit_ir::Value>> = std::mem::take(&mut g.values)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut new_values: Vec<Option<pimkit_ir::Value>> = vec![None; values.len()];
+    for (k, &slot) in slots.iter().enumerate() {
+        map[sorted[k]] = slot as u32;
+    }
+    for (old, v) in values.iter_mut().enumerate() {
+        new_values[map[old] as usize] = v.take();
+    }
+    g.values = new_values.into_iter().flatten().collect();
+    let m = |v: &mut ValueId| *v = ValueId(map[v.idx()]);
+    for n in &mut g.nodes {
+        n.inputs.iter_mut().flatten().for_each(m);
+        n.outputs.iter_mut().for_each(m);
+    }
+    g.inputs.iter_mut().for_each(m);
+    g.outputs.iter_mut().for_each(m);
+}
