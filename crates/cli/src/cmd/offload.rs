@@ -1,17 +1,197 @@
-//! Placeholder owned by the offload engine: `pimkit offload` and `pimkit calibrate`.
+//! `pimkit offload` (Torch-PIM offload rule, PIM model, hybrid time) and `pimkit calibrate`
+//! (host bandwidths, T_ctx, caches; cached per machine). Library: pimkit-offload.
+
+use crate::error::user;
+use crate::model::{load_model_with, model_label};
+use crate::output::print_json;
+use pimkit_offload::{CounterMode, Granularity, HostCalib, Options, PimArch, host, report};
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct OffloadArgs {
+    /// Model: path.onnx or zoo:NAME[?k=v&...]
     pub model: String,
+    /// PIM core counts (default: the arch file's, 32,64,128)
+    #[arg(long, value_delimiter = ',')]
+    pub cores: Vec<u32>,
+    /// Counter backend: perf (hardware events), model (footprint/cache model), auto
+    #[arg(long, value_enum, default_value = "auto")]
+    pub counters: CounterMode,
+    /// Granularity shown in the terminal tables (JSON always has all three)
+    #[arg(long, default_value = "all")]
+    pub granularity: String,
+    /// Timed runs per nest (median); 1 = one timed and one counted/warm-up execution
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// Size sweep like Table 4: PARAM=V1,V2,... (zoo models only)
+    #[arg(long)]
+    pub sweep: Option<String>,
+    /// Write the CPU-PIM C program with offload markers and its runtime here
+    #[arg(long)]
+    pub emit: Option<PathBuf>,
+    /// Print JSON instead of tables
+    #[arg(long)]
+    pub json: bool,
+    /// θ in GB/s (default 0.12 · B_cpu)
+    #[arg(long)]
+    pub theta: Option<f64>,
+    /// σ (default 0.4)
+    #[arg(long)]
+    pub sigma: Option<f64>,
+    /// PIM architecture TOML (default: arch/pim-general.toml, built in)
+    #[arg(long)]
+    pub arch: Option<PathBuf>,
+    /// Host calibration file (default: $XDG_CACHE_HOME/pimkit/host.toml; measured if missing)
+    #[arg(long)]
+    pub host: Option<PathBuf>,
+    /// Use the reference host values instead of measuring (reproducible figures)
+    #[arg(long)]
+    pub host_fixed: bool,
 }
 
 #[derive(clap::Args, Debug)]
-pub struct CalibrateArgs {}
-
-pub fn run_offload(_a: OffloadArgs) -> anyhow::Result<()> {
-    anyhow::bail!("pimkit offload is not available in this build")
+pub struct CalibrateArgs {
+    /// Where to cache the calibration (default: $XDG_CACHE_HOME/pimkit/host.toml)
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// Measure again even if the file exists
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn run_calibrate(_a: CalibrateArgs) -> anyhow::Result<()> {
-    anyhow::bail!("pimkit calibrate is not available in this build")
+fn load_host(path: Option<&PathBuf>, fixed: bool, force: bool) -> anyhow::Result<HostCalib> {
+    if fixed {
+        return Ok(HostCalib::fixed_reference());
+    }
+    let p = path.cloned().unwrap_or_else(host::default_cache_path);
+    host::load_or_calibrate(&p, force).map_err(conv)
+}
+
+fn conv(e: pimkit_offload::OffloadError) -> anyhow::Error {
+    if e.is_user() { user(e) } else { anyhow::Error::new(e) }
+}
+
+pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
+    let arch = match &a.arch {
+        Some(p) => PimArch::load(p).map_err(conv)?,
+        None => PimArch::default(),
+    };
+    let gran: Option<Granularity> = match a.granularity.as_str() {
+        "all" => None,
+        "loop" => Some(Granularity::Loop),
+        "op" => Some(Granularity::Op),
+        "bb" => Some(Granularity::Bb),
+        g => return Err(user(format!("--granularity '{g}': use loop, op, bb or all"))),
+    };
+    if a.runs == 0 {
+        return Err(user("--runs must be at least 1"));
+    }
+    let hostc = load_host(a.host.as_ref(), a.host_fixed, false)?;
+    let opts = Options {
+        cores: if a.cores.is_empty() { arch.cores.clone() } else { a.cores.clone() },
+        counters: a.counters,
+        runs: a.runs,
+        theta_gbs: a.theta,
+        sigma: a.sigma,
+        arch,
+    };
+    if opts.cores.contains(&0) {
+        return Err(user("--cores: core counts must be positive"));
+    }
+    let g = load_model_with(&a.model, &[])?;
+    let prog = pimkit_loops::lower(&g).map_err(|e| conv(e.into()))?;
+    let analysis = pimkit_offload::run_program(&prog, &hostc, &opts).map_err(conv)?;
+    let mut emitted = None;
+    if let Some(dir) = &a.emit {
+        let place: Vec<bool> = analysis.nests.iter().map(|n| n.offload).collect();
+        emitted = Some(pimkit_offload::reinsert::emit_and_check(&prog, &place, dir).map_err(conv)?);
+    }
+    let mut sweep_runs = vec![];
+    if let Some(sw) = &a.sweep {
+        let (param, vals) = sw
+            .split_once('=')
+            .ok_or_else(|| user(format!("--sweep '{sw}': expected PARAM=V1,V2,...")))?;
+        if !a.model.starts_with("zoo:") {
+            return Err(user("--sweep needs a zoo:NAME model (it rebuilds the model per size)"));
+        }
+        for v in vals.split(',').filter(|v| !v.is_empty()) {
+            let g = load_model_with(&a.model, &[(param.to_string(), v.to_string())])?;
+            let p = pimkit_loops::lower(&g).map_err(|e| conv(e.into()))?;
+            sweep_runs.push((v.to_string(), pimkit_offload::run_program(&p, &hostc, &opts).map_err(conv)?));
+        }
+    }
+    if a.json {
+        let mut v = serde_json::to_value(&analysis)?;
+        if let Some(e) = &emitted {
+            v["emit"] = serde_json::to_value(e)?;
+        }
+        if !sweep_runs.is_empty() {
+            v["sweep"] = serde_json::to_value(&sweep_runs)?;
+        }
+        return print_json(&v);
+    }
+    print!("{}", report::nest_table(&analysis).to_terminal());
+    println!();
+    print!("{}", report::cores_table(&analysis).to_terminal());
+    println!();
+    let mut gt = report::granularity_table(&analysis);
+    if let Some(g) = gran {
+        gt.rows.retain(|r| r[1] == g.name() || r[1] == "loop");
+    }
+    print!("{}", gt.to_terminal());
+    println!();
+    if let Some(p) = &analysis.profiling {
+        println!(
+            "{}: counters {}, θ = {:.2} GB/s, σ = {:.2}, T_ctx = {:.2} µs; profiling cost {:.2}x one CPU-only execution ({} executions)",
+            model_label(&a.model),
+            analysis.counter_source,
+            analysis.thresholds.theta_gbs,
+            analysis.thresholds.sigma,
+            analysis.params.rule.t_ctx_ns / 1e3,
+            p.multiple,
+            p.executions
+        );
+    }
+    if let Some(e) = &emitted {
+        println!(
+            "emitted {} (segments {}, transitions {} = model {}, bytes {} = model {})",
+            e.dir.display(),
+            e.segments,
+            e.runtime_transitions,
+            e.model_n_region,
+            e.runtime_bytes,
+            e.model_bytes
+        );
+    }
+    if !sweep_runs.is_empty() {
+        let param = a.sweep.as_deref().and_then(|s| s.split_once('=')).map_or("n", |x| x.0);
+        print!("{}", report::sweep_table(param, &sweep_runs).to_terminal());
+    }
+    Ok(())
+}
+
+pub fn run_calibrate(a: CalibrateArgs) -> anyhow::Result<()> {
+    let p = a.path.clone().unwrap_or_else(host::default_cache_path);
+    let h = load_host(Some(&p), false, a.force)?;
+    if a.json {
+        return print_json(&h);
+    }
+    println!("host calibration ({}): {}", h.source, p.display());
+    println!("  CPU: {} ({})", h.cpu_model, h.vendor);
+    println!("  B_cpu (read) {:.2} GB/s, store {:.2} GB/s", h.b_read_gbs, h.b_store_gbs);
+    println!("  θ = 0.12 · B_cpu = {:.2} GB/s, σ = 0.40", host::THETA_RATIO * h.b_read_gbs);
+    println!("  T_ctx {:.2} µs", h.t_ctx_ns / 1e3);
+    println!(
+        "  caches: L1D {} KiB, L2 {} KiB, LLC {} KiB, line {} B",
+        h.l1d_bytes >> 10,
+        h.l2_bytes >> 10,
+        h.llc_bytes >> 10,
+        h.line_bytes
+    );
+    for (b, g) in &h.store_curve {
+        println!("  cold store of {:>8} B: {:.2} GB/s", b, g);
+    }
+    Ok(())
 }

@@ -1,0 +1,89 @@
+//! The PIM architecture file (`arch/pim-general.toml`): core counts, clock, caches, DRAM
+//! and bank parameters, synchronization cost and the switch constant T_sw. The defaults
+//! (and their sources) live in the TOML file, which is compiled in.
+
+use crate::error::{OffloadError, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The default architecture file, compiled in.
+pub const DEFAULT_TOML: &str = include_str!("../../../arch/pim-general.toml");
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PimArch {
+    pub name: String,
+    pub cores: Vec<u32>,
+    pub f_ghz: f64,
+    pub ipc: f64,
+    pub i_min: f64,
+    pub l1d_bytes: u64,
+    pub line_bytes: u64,
+    pub dram_latency_ns: f64,
+    pub mlp: f64,
+    pub bank_gbs: f64,
+    pub sync_base_ns: f64,
+    pub sync_per_core_ns: f64,
+    pub t_sw_ns: f64,
+}
+
+impl Default for PimArch {
+    fn default() -> Self {
+        PimArch::from_toml(DEFAULT_TOML, Path::new("arch/pim-general.toml"))
+            .expect("the built-in arch/pim-general.toml parses")
+    }
+}
+
+impl PimArch {
+    pub fn from_toml(text: &str, path: &Path) -> Result<PimArch> {
+        let a: PimArch = toml::from_str(text).map_err(|e| OffloadError::Arch {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        a.validate(path)?;
+        Ok(a)
+    }
+    pub fn load(path: &Path) -> Result<PimArch> {
+        let text = std::fs::read_to_string(path).map_err(|e| OffloadError::Arch {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        Self::from_toml(&text, path)
+    }
+    fn validate(&self, path: &Path) -> Result<()> {
+        let bad = |msg: &str| {
+            Err(OffloadError::Arch {
+                path: path.to_path_buf(),
+                msg: msg.to_string(),
+            })
+        };
+        if self.cores.is_empty() || self.cores.contains(&0) {
+            return bad("`cores` must list at least one positive core count");
+        }
+        for (k, v) in [
+            ("f_ghz", self.f_ghz),
+            ("ipc", self.ipc),
+            ("i_min", self.i_min),
+            ("mlp", self.mlp),
+            ("bank_gbs", self.bank_gbs),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return bad(&format!("`{k}` must be a positive number, got {v}"));
+            }
+        }
+        for (k, v) in [
+            ("dram_latency_ns", self.dram_latency_ns),
+            ("sync_base_ns", self.sync_base_ns),
+            ("sync_per_core_ns", self.sync_per_core_ns),
+            ("t_sw_ns", self.t_sw_ns),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return bad(&format!("`{k}` must be a non-negative number, got {v}"));
+            }
+        }
+        if self.line_bytes == 0 || self.l1d_bytes < self.line_bytes {
+            return bad("`line_bytes` must be positive and `l1d_bytes` at least one line");
+        }
+        Ok(())
+    }
+}

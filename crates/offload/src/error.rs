@@ -1,0 +1,55 @@
+//! Errors of the offload engine. Each says what it is about and what to do.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OffloadError {
+    #[error(transparent)]
+    Loops(#[from] pimkit_loops::LoopsError),
+    #[error("architecture file '{path}': {msg}")]
+    Arch { path: PathBuf, msg: String },
+    #[error("host calibration file '{path}': {msg}; delete it or run `pimkit calibrate --force`")]
+    Calib { path: PathBuf, msg: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bad option value (core list, sweep, granularity).
+    #[error("{0}")]
+    Usage(String),
+    #[error(
+        "counter backend 'perf' is not available: {0}; use `--counters model` (or `auto`) on machines without a hardware PMU"
+    )]
+    Perf(String),
+    #[error("reinsertion: {0}")]
+    Reinsert(String),
+}
+
+impl OffloadError {
+    /// True when the user can fix it (bad file, bad flag, backend not available).
+    pub fn is_user(&self) -> bool {
+        matches!(
+            self,
+            OffloadError::Arch { .. }
+                | OffloadError::Calib { .. }
+                | OffloadError::Usage(_)
+                | OffloadError::Perf(_)
+        ) || matches!(
+            self,
+            OffloadError::Loops(
+                pimkit_loops::LoopsError::Unsupported { .. } | pimkit_loops::LoopsError::Node { .. }
+            )
+        )
+    }
+}
+
+pub type Result<T> = std::result::Result<T, OffloadError>;
+
+pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> OffloadError + '_ {
+    move |source| OffloadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}

@@ -1,0 +1,97 @@
+//! pimkit-offload: the Torch-PIM offload engine (torch-pim.txt §4.3-5.4). A lowered
+//! program (pimkit-loops) is timed natively on the host, its counters come from perf or
+//! from a footprint/cache model, the two-stage rule (equations 1-7) places each nest,
+//! and equations (8)-(9) with a PIM-side model give the hybrid time per core count, at
+//! loop / operator / basic-block granularity, next to the best placement (oracle).
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let g: pimkit_ir::Graph = unimplemented!();
+//! let opts = pimkit_offload::Options::default();
+//! let host = pimkit_offload::host::HostCalib::fixed_reference();
+//! let a = pimkit_offload::run_graph(&g, &host, &opts)?;
+//! println!("{}", pimkit_offload::report::terminal(&a));
+//! # Ok(()) }
+//! ```
+
+pub mod analysis;
+pub mod arch;
+pub mod cache;
+pub mod cli;
+pub mod counters;
+mod error;
+pub mod host;
+pub mod movement;
+pub mod perf;
+pub mod pim;
+pub mod plan;
+mod probes;
+pub mod reinsert;
+pub mod report;
+pub mod rule;
+pub mod timing;
+pub mod workload;
+
+pub use analysis::{Analysis, analyze};
+pub use arch::PimArch;
+pub use counters::{CounterMode, CounterSource, Counters};
+pub use error::{OffloadError, Result};
+pub use host::{HostCalib, Thresholds};
+pub use plan::Granularity;
+pub use report::report_section;
+pub use workload::Workload;
+
+use pimkit_loops::Program;
+
+/// Options of one offload analysis.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub cores: Vec<u32>,
+    pub counters: CounterMode,
+    pub runs: usize,
+    pub theta_gbs: Option<f64>,
+    pub sigma: Option<f64>,
+    pub arch: PimArch,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let arch = PimArch::default();
+        Options {
+            cores: arch.cores.clone(),
+            counters: CounterMode::Auto,
+            runs: 1,
+            theta_gbs: None,
+            sigma: None,
+            arch,
+        }
+    }
+}
+
+/// Lower, time (and count) on the host, then analyze.
+pub fn run_graph(g: &pimkit_ir::Graph, host: &HostCalib, o: &Options) -> Result<Analysis> {
+    let p = pimkit_loops::lower(g)?;
+    run_program(&p, host, o)
+}
+
+/// Time (and count) a lowered program on the host, then analyze.
+pub fn run_program(p: &Program, host: &HostCalib, o: &Options) -> Result<Analysis> {
+    let source = counters::resolve(o.counters, &host.vendor)?;
+    let run = timing::host_run(p, o.runs, source, &host.vendor)?;
+    let ctr = match &run.perf {
+        Some(raw) if source == CounterSource::Perf => timing::perf_counters(&host.vendor, raw, host.line_bytes),
+        _ => counters::model_counters(p, host, &run.t_cpu_ns),
+    };
+    let w = Workload::new(p, &run.t_cpu_ns, &ctr, &o.arch);
+    let mut a = analyze(&w, host, &o.arch, Thresholds::new(host, o.theta_gbs, o.sigma), &o.cores);
+    a.profiling = Some(run.cost);
+    Ok(a)
+}
+
+/// Analyze with given per-nest host times (no execution): model counters. For tests,
+/// fixtures and docs on a noisy machine.
+pub fn analyze_with_times(p: &Program, t_cpu_ns: &[f64], host: &HostCalib, o: &Options) -> Analysis {
+    let ctr = counters::model_counters(p, host, t_cpu_ns);
+    let w = Workload::new(p, t_cpu_ns, &ctr, &o.arch);
+    analyze(&w, host, &o.arch, Thresholds::new(host, o.theta_gbs, o.sigma), &o.cores)
+}

@@ -1,0 +1,120 @@
+//! Hardware counter backend (cargo feature `perf`). The event table follows torch-pim.txt
+//! Table 1 on Intel and the AMD Zen 4/5 equivalents of torch-pim.md §3.3; raw configs use
+//! the x86 layout (event bits 0-7 plus 32-35 on AMD, umask 8-15, cmask 24-31).
+
+use crate::error::Result;
+
+/// One raw event: (name, config).
+pub type RawEvent = (&'static str, u64);
+
+const fn raw(event: u64, umask: u64, cmask: u64) -> u64 {
+    (event & 0xFF) | ((event >> 8) << 32) | (umask << 8) | (cmask << 24)
+}
+
+/// Intel events of Table 1: off-core reads, store-bound cycles, three backend terms.
+pub const INTEL: [RawEvent; 5] = [
+    ("offcore_requests.all_data_rd", raw(0xB0, 0x08, 0)),
+    ("exe_activity.bound_on_stores", raw(0xA6, 0x40, 0)),
+    ("cycle_activity.stalls_total", raw(0xA3, 0x04, 4)),
+    ("exe_activity.1_ports_util", raw(0xA6, 0x02, 0)),
+    ("exe_activity.2_ports_util", raw(0xA6, 0x04, 0)),
+];
+
+/// AMD Zen 4/5 equivalents (torch-pim.md §3.3): DRAM/IO fills, store-queue token stalls,
+/// no-retire cycles, and retired-op cycles with cmask 1 and 2 (their difference
+/// approximates "exactly one port busy").
+pub const AMD: [RawEvent; 5] = [
+    ("ls_any_fills_from_sys.dram_io_all", raw(0x44, 0x48, 0)),
+    ("de_dispatch_stall.store_queue_rsrc", raw(0xAE, 0x04, 0)),
+    ("ex_no_retire.all", raw(0xD6, 0x1B, 0)),
+    ("ex_ret_ops.cmask1", raw(0xC1, 0, 1)),
+    ("ex_ret_ops.cmask2", raw(0xC1, 0, 2)),
+];
+
+/// The event set for a CPU vendor string from /proc/cpuinfo.
+pub fn events_for(vendor: &str) -> Option<&'static [RawEvent; 5]> {
+    match vendor {
+        "GenuineIntel" => Some(&INTEL),
+        "AuthenticAMD" | "HygonGenuine" => Some(&AMD),
+        _ => None,
+    }
+}
+
+/// StoreBound = c_store / c_backend, c_backend = c_store + the backend terms (eq. 7).
+pub fn store_bound(vendor: &str, v: &[u64; 5]) -> f64 {
+    let c_store = v[1] as f64;
+    let backend = if vendor == "GenuineIntel" {
+        v[2] as f64 + v[3] as f64 + v[4] as f64
+    } else {
+        // AMD: no-retire cycles plus cycles retiring exactly one op (cmask1 - cmask2).
+        v[2] as f64 + v[3].saturating_sub(v[4]) as f64
+    };
+    let d = c_store + backend;
+    if d > 0.0 { c_store / d } else { 0.0 }
+}
+
+#[cfg(not(feature = "perf"))]
+pub fn probe(_vendor: &str) -> Result<()> {
+    Err(crate::counters::perf_unavailable(
+        "pimkit was built without the `perf` cargo feature (rebuild with `--features pimkit-offload/perf`)",
+    ))
+}
+
+#[cfg(feature = "perf")]
+pub use imp::{CounterGroup, probe};
+
+#[cfg(feature = "perf")]
+mod imp {
+    use super::*;
+    use crate::counters::perf_unavailable;
+    use perf_event::events::Raw;
+    use perf_event::{Builder, Counter, Group};
+
+    /// One group of the five raw events, enabled around each nest.
+    pub struct CounterGroup {
+        group: Group,
+        counters: Vec<Counter>,
+    }
+
+    impl CounterGroup {
+        pub fn new(vendor: &str) -> Result<CounterGroup> {
+            let ev = events_for(vendor)
+                .ok_or_else(|| perf_unavailable(format!("no event table for CPU vendor '{vendor}'")))?;
+            let mut group = Group::new().map_err(|e| perf_unavailable(format!("perf_event_open: {e}")))?;
+            let mut counters = vec![];
+            for (name, cfg) in ev.iter() {
+                let c = group
+                    .add(&Builder::new(Raw::new(*cfg)))
+                    .map_err(|e| perf_unavailable(format!("event {name}: {e}")))?;
+                counters.push(c);
+            }
+            Ok(CounterGroup { group, counters })
+        }
+        /// Run `f` with the group counting; the five deltas, or an error when the group was
+        /// multiplexed (time_running < time_enabled).
+        pub fn measure(&mut self, f: impl FnOnce()) -> Result<[u64; 5]> {
+            self.group.reset().map_err(|e| perf_unavailable(e.to_string()))?;
+            self.group.enable().map_err(|e| perf_unavailable(e.to_string()))?;
+            f();
+            self.group.disable().map_err(|e| perf_unavailable(e.to_string()))?;
+            let d = self.group.read().map_err(|e| perf_unavailable(e.to_string()))?;
+            if let (Some(en), Some(run)) = (d.time_enabled(), d.time_running())
+                && run < en
+            {
+                return Err(perf_unavailable("the event group was multiplexed; free hardware counters"));
+            }
+            let mut v = [0u64; 5];
+            for (k, c) in self.counters.iter().enumerate() {
+                v[k] = d.get(c).map(|x| x.value()).unwrap_or(0);
+            }
+            Ok(v)
+        }
+    }
+
+    /// Open the vendor's group once and count an empty region.
+    pub fn probe(vendor: &str) -> Result<()> {
+        let mut g = CounterGroup::new(vendor)?;
+        g.measure(|| {})?;
+        Ok(())
+    }
+}

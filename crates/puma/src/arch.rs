@@ -1,0 +1,349 @@
+//! Architecture description (arch/puma.toml): hierarchy, widths, latencies and
+//! energies. Every default cites its source in the TOML file.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The default architecture file, embedded.
+pub const DEFAULT_TOML: &str = include_str!("../../../arch/puma.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArchError {
+    #[error("cannot read architecture file {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("architecture TOML is invalid: {0}")]
+    Toml(String),
+    #[error("architecture field `{field}` = {value}: {msg}")]
+    Invalid {
+        field: &'static str,
+        value: String,
+        msg: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConstSet {
+    Head,
+    Paper,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MvmuCfg {
+    pub xbar_size: usize,
+    pub bits_per_cell: u32,
+    pub dac_bits: u32,
+    pub adc_bits: u32,
+    pub adcs_per_mvmu: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixedCfg {
+    pub bits: u32,
+    pub frac_bits: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreCfg {
+    pub mvmus: usize,
+    pub alu_lanes: u64,
+    pub data_mem_words: usize,
+    pub instr_mem_entries: usize,
+    pub mvm_blocking: bool,
+    pub pipeline_fill_cycles: u64,
+    pub branch_penalty_cycles: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TileCfg {
+    pub cores: usize,
+    pub shared_mem_words: usize,
+    pub instr_mem_entries: usize,
+    pub max_transfer_words: usize,
+    pub receive_fifo_depth: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeCfg {
+    pub tiles: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetCfg {
+    pub latency_cycles: u64,
+    pub inter_node_latency_cycles: u64,
+    pub flits_per_packet: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    pub mvm_step_cycles: f64,
+    pub alu_cycles: u64,
+    pub set_cycles_per_word: u64,
+    pub copy_cycles: u64,
+    pub scalar_cycles: u64,
+    pub edram_cycles: u64,
+    pub bus_cycles: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Energy {
+    pub xbar_pj: f64,
+    pub adc_pj: f64,
+    pub dac_pj: f64,
+    pub snh_pj: f64,
+    pub shift_add_pj: f64,
+    pub alu_simple_pj: f64,
+    pub alu_mul_pj: f64,
+    pub alu_div_pj: f64,
+    pub transcendental_pj: f64,
+    pub xbar_in_read_pj: f64,
+    pub xbar_in_write_pj: f64,
+    pub xbar_out_pj: f64,
+    pub data_mem_pj: f64,
+    pub core_imem_pj: f64,
+    pub tile_imem_pj: f64,
+    pub edram_pj: f64,
+    pub edram_bus_pj: f64,
+    pub edram_ctrl_pj: f64,
+    pub counter_pj: f64,
+    pub receive_buffer_pj: f64,
+    pub router_flit_pj: f64,
+    pub inter_node_packet_pj: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Leakage {
+    pub core_pj_per_cycle: f64,
+    pub tile_pj_per_cycle: f64,
+    pub router_pj_per_cycle: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConstTables {
+    pub latency: Latency,
+    pub energy: Energy,
+    pub leakage: Leakage,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arch {
+    pub name: String,
+    pub constants: ConstSet,
+    pub clock_ghz: f64,
+    pub mvmu: MvmuCfg,
+    pub fixed: FixedCfg,
+    pub core: CoreCfg,
+    pub tile: TileCfg,
+    pub node: NodeCfg,
+    pub network: NetCfg,
+    pub head: ConstTables,
+    pub paper: ConstTables,
+}
+
+impl Default for Arch {
+    fn default() -> Self {
+        Arch::from_toml_str(DEFAULT_TOML).expect("embedded arch/puma.toml is valid")
+    }
+}
+
+fn inv(field: &'static str, value: impl ToString, msg: &str) -> ArchError {
+    ArchError::Invalid {
+        field,
+        value: value.to_string(),
+        msg: msg.to_string(),
+    }
+}
+
+impl Arch {
+    pub fn from_toml_str(s: &str) -> Result<Arch, ArchError> {
+        let a: Arch = toml::from_str(s).map_err(|e| ArchError::Toml(e.to_string()))?;
+        a.validate()?;
+        Ok(a)
+    }
+
+    pub fn load(path: &Path) -> Result<Arch, ArchError> {
+        let s = std::fs::read_to_string(path).map_err(|e| ArchError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        Arch::from_toml_str(&s)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// The selected constant set.
+    pub fn tables(&self) -> &ConstTables {
+        match self.constants {
+            ConstSet::Head => &self.head,
+            ConstSet::Paper => &self.paper,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ArchError> {
+        let m = &self.mvmu;
+        if !m.xbar_size.is_power_of_two() || !(16..=512).contains(&m.xbar_size) {
+            return Err(inv("mvmu.xbar_size", m.xbar_size, "must be a power of two in 16..=512"));
+        }
+        if ![1, 2, 4, 8].contains(&m.bits_per_cell) {
+            return Err(inv("mvmu.bits_per_cell", m.bits_per_cell, "must be 1, 2, 4 or 8"));
+        }
+        if m.dac_bits == 0 || self.fixed.bits % m.dac_bits != 0 {
+            return Err(inv("mvmu.dac_bits", m.dac_bits, "must divide fixed.bits"));
+        }
+        if !(1..=16).contains(&m.adc_bits) {
+            return Err(inv("mvmu.adc_bits", m.adc_bits, "must be in 1..=16"));
+        }
+        if self.fixed.bits != 16 {
+            return Err(inv("fixed.bits", self.fixed.bits, "only 16-bit words are supported"));
+        }
+        if self.fixed.frac_bits >= self.fixed.bits {
+            return Err(inv("fixed.frac_bits", self.fixed.frac_bits, "must be < fixed.bits"));
+        }
+        if !(1..=8).contains(&self.core.mvmus) {
+            return Err(inv("core.mvmus", self.core.mvmus, "must be in 1..=8 (mvm mask is 8 bits)"));
+        }
+        if self.core.alu_lanes == 0 {
+            return Err(inv("core.alu_lanes", 0, "must be at least 1"));
+        }
+        if self.core.data_mem_words < 256 {
+            return Err(inv("core.data_mem_words", self.core.data_mem_words, "must be at least 256"));
+        }
+        if self.reg_space() > 1 << crate::encode::REG_BITS {
+            return Err(inv(
+                "core.data_mem_words",
+                self.core.data_mem_words,
+                "register space 2*mvmus*xbar_size + data_mem_words exceeds the 13-bit register field",
+            ));
+        }
+        if self.tile.cores == 0 || self.tile.cores > 64 {
+            return Err(inv("tile.cores", self.tile.cores, "must be in 1..=64"));
+        }
+        if self.tile.max_transfer_words == 0 || self.tile.max_transfer_words > 31 {
+            return Err(inv("tile.max_transfer_words", self.tile.max_transfer_words, "must be in 1..=31"));
+        }
+        if self.tile.receive_fifo_depth == 0 {
+            return Err(inv("tile.receive_fifo_depth", 0, "must be at least 1"));
+        }
+        if self.tile.shared_mem_words == 0 || self.tile.shared_mem_words > 1 << crate::encode::SET_IMM_BITS - 1 {
+            return Err(inv("tile.shared_mem_words", self.tile.shared_mem_words, "must be in 1..=2^21"));
+        }
+        if self.node.tiles == 0 {
+            return Err(inv("node.tiles", 0, "must be at least 1"));
+        }
+        if !(self.clock_ghz > 0.0) {
+            return Err(inv("clock_ghz", self.clock_ghz, "must be positive"));
+        }
+        for (name, t) in [("head", &self.head), ("paper", &self.paper)] {
+            let e = &t.energy;
+            let vals = [
+                e.xbar_pj, e.adc_pj, e.dac_pj, e.snh_pj, e.shift_add_pj, e.alu_simple_pj, e.alu_mul_pj,
+                e.alu_div_pj, e.transcendental_pj, e.xbar_in_read_pj, e.xbar_in_write_pj, e.xbar_out_pj,
+                e.data_mem_pj, e.core_imem_pj, e.tile_imem_pj, e.edram_pj, e.edram_bus_pj, e.edram_ctrl_pj,
+                e.counter_pj, e.receive_buffer_pj, e.router_flit_pj, e.inter_node_packet_pj,
+                t.leakage.core_pj_per_cycle, t.leakage.tile_pj_per_cycle, t.leakage.router_pj_per_cycle,
+            ];
+            if vals.iter().any(|v| !v.is_finite() || *v < 0.0) {
+                return Err(inv(
+                    if name == "head" { "head.energy" } else { "paper.energy" },
+                    "…",
+                    "every energy must be finite and non-negative",
+                ));
+            }
+            if !(t.latency.mvm_step_cycles > 0.0) || t.latency.edram_cycles == 0 {
+                return Err(inv(
+                    if name == "head" { "head.latency" } else { "paper.latency" },
+                    t.latency.mvm_step_cycles,
+                    "mvm_step_cycles and edram_cycles must be positive",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn fmt(&self) -> crate::fixed::Fmt {
+        crate::fixed::Fmt {
+            bits: self.fixed.bits,
+            frac: self.fixed.frac_bits,
+        }
+    }
+    /// Input bit streams per MVM.
+    pub fn streams(&self) -> u64 {
+        (self.fixed.bits / self.mvmu.dac_bits) as u64
+    }
+    /// Physical crossbars per MVMU (weight bits / bits per cell).
+    pub fn xbars_per_mvmu(&self) -> u64 {
+        self.fixed.bits.div_ceil(self.mvmu.bits_per_cell) as u64
+    }
+    /// MVM latency: one step per input stream plus the 3-stage pipeline drain
+    /// (ref §3.2: step x (16/dac + 3 - 1)).
+    pub fn mvm_cycles(&self) -> u64 {
+        (self.tables().latency.mvm_step_cycles * (self.streams() + 2) as f64).ceil() as u64
+    }
+    pub fn xbar_in_base(&self) -> u32 {
+        0
+    }
+    pub fn xbar_out_base(&self) -> u32 {
+        (self.core.mvmus * self.mvmu.xbar_size) as u32
+    }
+    pub fn data_mem_base(&self) -> u32 {
+        (2 * self.core.mvmus * self.mvmu.xbar_size) as u32
+    }
+    /// Size of a core's register address space.
+    pub fn reg_space(&self) -> usize {
+        2 * self.core.mvmus * self.mvmu.xbar_size + self.core.data_mem_words
+    }
+    pub fn mvmus_per_tile(&self) -> usize {
+        self.core.mvmus * self.tile.cores
+    }
+    pub fn ns_per_cycle(&self) -> f64 {
+        1.0 / self.clock_ghz
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_arch_is_the_paper_design_point() {
+        let a = Arch::default();
+        assert_eq!(a.mvmu.xbar_size, 128);
+        assert_eq!(a.core.mvmus, 2);
+        assert_eq!(a.tile.cores, 8);
+        assert_eq!(a.node.tiles, 138);
+        assert_eq!(a.mvm_cycles(), 1800);
+        assert_eq!(a.xbars_per_mvmu(), 8);
+        assert_eq!(a.data_mem_base(), 512);
+        assert_eq!(a.head.energy.xbar_pj, 170.0);
+        assert_eq!(a.paper.energy.xbar_pj, 274.0);
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let s = DEFAULT_TOML.replace("mvmus = 2 ", "mvmus = 0 ");
+        let e = Arch::from_toml_str(&s).unwrap_err().to_string();
+        assert!(e.contains("core.mvmus"), "{e}");
+        let s = DEFAULT_TOML.replace("xbar_size = 128", "xbar_size = 100");
+        let e = Arch::from_toml_str(&s).unwrap_err().to_string();
+        assert!(e.contains("mvmu.xbar_size"), "{e}");
+        let s = DEFAULT_TOML.replace("clock_ghz = 1.0", "clock_ghz = 1.0\nbogus = 3");
+        assert!(Arch::from_toml_str(&s).is_err());
+    }
+}

@@ -1,0 +1,806 @@
+//! Pass 1: graph IR → vector ops. Each graph tensor is tracked as a map from its
+//! logical (row-major) elements to (vector value, offset), so data movement (Reshape,
+//! Flatten, Transpose, Concat, Slice, padding, im2col patches) costs nothing at compile
+//! time and becomes loads/copies of runs of elements in the generated code.
+
+use super::{CompileError, Kind, Loc, Piece, VId, VOp};
+use crate::arch::Arch;
+use crate::fixed::{Fmt, NumMode};
+use crate::isa::AluOp;
+use crate::program::{FIRST_COMPUTE_TILE, MatTile, MatrixInfo};
+use pimkit_ir::{BinaryOp, DType, Graph, Op, UnaryOp, ValueDef, ValueId};
+use std::collections::HashMap;
+
+/// A lowered tensor: shape and, per logical element, (value, offset).
+#[derive(Clone, Debug)]
+pub struct LT {
+    pub shape: Vec<usize>,
+    pub map: Vec<(VId, u32)>,
+}
+
+/// An operand: a dynamic lowered tensor or constant data.
+#[derive(Clone, Debug)]
+pub enum Val {
+    Dyn(LT),
+    Const { shape: Vec<usize>, data: Vec<f32> },
+}
+
+impl Val {
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            Val::Dyn(t) => &t.shape,
+            Val::Const { shape, .. } => shape,
+        }
+    }
+}
+
+/// Result of lowering.
+pub struct Lowered {
+    pub ops: Vec<VOp>,
+    /// Weights per global MVMU index (`xbar²` raw values).
+    pub weights: Vec<Vec<i16>>,
+    pub matrices: Vec<MatrixInfo>,
+    /// Graph inputs: name, shape, logical element → (value, offset).
+    pub inputs: Vec<(String, Vec<usize>, Vec<(VId, u32)>)>,
+    /// Graph outputs: name, shape.
+    pub outputs: Vec<(String, Vec<usize>)>,
+    pub shape_only: bool,
+    pub node_names: Vec<String>,
+}
+
+pub(super) struct Lb<'a> {
+    pub g: &'a Graph,
+    pub arch: &'a Arch,
+    pub fmt: Fmt,
+    pub seg: usize,
+    pub ops: Vec<VOp>,
+    pub vals: Vec<Option<Val>>,
+    pub weights: Vec<Vec<i16>>,
+    pub matrices: Vec<MatrixInfo>,
+    pub const_cache: HashMap<Vec<i16>, VId>,
+    pub node: u32,
+    pub shape_only: bool,
+}
+
+pub(super) fn unsupported(g: &Graph, node: u32, msg: impl Into<String>) -> CompileError {
+    let n = &g.nodes[node as usize];
+    CompileError::Unsupported {
+        node: n.name.clone(),
+        op: n.op.name().to_string(),
+        msg: msg.into(),
+    }
+}
+
+/// Row-major strides.
+pub(super) fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Index into `in_shape` of output element `o` under numpy broadcasting.
+pub(super) fn bcast_index(o: usize, out_shape: &[usize], in_shape: &[usize]) -> usize {
+    let os = strides(out_shape);
+    let is = strides(in_shape);
+    let off = out_shape.len() - in_shape.len();
+    let mut idx = 0;
+    for d in 0..in_shape.len() {
+        let od = d + off;
+        let coord = (o / os[od]) % out_shape[od];
+        if in_shape[d] != 1 {
+            idx += coord * is[d];
+        }
+    }
+    idx
+}
+
+/// Merge a sequence of (value, offset) element locations into runs.
+pub(super) fn runs(locs: impl IntoIterator<Item = (VId, u32)>) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::new();
+    for (v, off) in locs {
+        if let Some(last) = out.last_mut()
+            && last.v == v
+            && last.off + last.len == off
+        {
+            last.len += 1;
+            continue;
+        }
+        out.push(Piece { v, off, len: 1 });
+    }
+    out
+}
+
+impl<'a> Lb<'a> {
+    pub fn push(&mut self, kind: Kind, len: u32, loc: Loc) -> VId {
+        let id = self.ops.len() as VId;
+        self.ops.push(VOp {
+            kind,
+            len,
+            loc,
+            node: self.node,
+        });
+        id
+    }
+
+    pub fn q(&self, x: f32) -> i16 {
+        self.fmt.from_f64(x as f64, NumMode::Exact) as i16
+    }
+
+    /// A constant vector (deduplicated by content).
+    pub fn const_vec(&mut self, vals: &[f32]) -> VId {
+        let raw: Vec<i16> = vals.iter().map(|&x| self.q(x)).collect();
+        if let Some(&v) = self.const_cache.get(&raw) {
+            return v;
+        }
+        let len = raw.len() as u32;
+        let v = self.push(Kind::Const(raw.clone()), len, Loc::Const);
+        self.const_cache.insert(raw, v);
+        v
+    }
+
+    pub fn const_pieces(&mut self, vals: &[f32]) -> Vec<Piece> {
+        let v = self.const_vec(vals);
+        vec![Piece {
+            v,
+            off: 0,
+            len: vals.len() as u32,
+        }]
+    }
+
+    /// Placement of a non-MVM op: the core of the first operand computed on a core.
+    pub fn loc_of(&self, ps: &[&[Piece]]) -> Loc {
+        for list in ps {
+            for p in *list {
+                if let l @ Loc::Core { .. } = self.ops[p.v as usize].loc {
+                    return l;
+                }
+            }
+        }
+        Loc::Core {
+            tile: FIRST_COMPUTE_TILE as u32,
+            core: 0,
+        }
+    }
+
+    pub fn alu(&mut self, op: AluOp, a: Vec<Piece>, b: Option<Vec<Piece>>) -> VId {
+        let len: u32 = a.iter().map(|p| p.len).sum();
+        let loc = match &b {
+            Some(b) => self.loc_of(&[&a, b]),
+            None => self.loc_of(&[&a]),
+        };
+        self.push(Kind::Alu { op, a, b }, len, loc)
+    }
+
+    pub fn alui(&mut self, op: AluOp, a: Vec<Piece>, imm: f32) -> VId {
+        let len: u32 = a.iter().map(|p| p.len).sum();
+        let loc = self.loc_of(&[&a]);
+        let imm = self.q(imm) as i32;
+        self.push(Kind::Alui { op, a, imm }, len, loc)
+    }
+
+    pub fn whole(v: VId, len: u32) -> Vec<Piece> {
+        vec![Piece { v, off: 0, len }]
+    }
+
+    /// Vector segments of a tensor: maximal runs of consecutive elements of one value,
+    /// at most `seg` long. Returns (first logical index, pieces (one), len).
+    pub fn segments(&self, t: &LT) -> Vec<(usize, Piece)> {
+        let mut out: Vec<(usize, Piece)> = Vec::new();
+        for (i, &(v, off)) in t.map.iter().enumerate() {
+            if let Some((_, last)) = out.last_mut()
+                && last.v == v
+                && last.off + last.len == off
+                && (last.len as usize) < self.seg
+            {
+                last.len += 1;
+                continue;
+            }
+            out.push((i, Piece { v, off, len: 1 }));
+        }
+        out
+    }
+
+    /// Apply a per-vector function to every segment of `x`.
+    pub fn map_unary(&mut self, x: &LT, mut f: impl FnMut(&mut Self, Vec<Piece>) -> VId) -> LT {
+        let segs = self.segments(x);
+        let mut map = vec![(0, 0); x.map.len()];
+        for (start, p) in segs {
+            let v = f(self, vec![p]);
+            for k in 0..p.len as usize {
+                map[start + k] = (v, k as u32);
+            }
+        }
+        LT {
+            shape: x.shape.clone(),
+            map,
+        }
+    }
+
+    pub fn val(&self, v: ValueId) -> Result<Val, CompileError> {
+        self.vals[v.idx()].clone().ok_or_else(|| {
+            CompileError::Internal(format!("value {} used before lowering", self.g.value(v).name))
+        })
+    }
+
+    pub fn dyn_val(&self, v: ValueId, what: &str) -> Result<LT, CompileError> {
+        match self.val(v)? {
+            Val::Dyn(t) => Ok(t),
+            Val::Const { shape, data } => {
+                // Materialize a constant as a tensor of constant vectors.
+                let _ = (shape, data, what);
+                Err(unsupported(self.g, self.node, format!("{what} must not be a constant")))
+            }
+        }
+    }
+
+    /// Materialize a value as a dynamic tensor (constants become constant vectors).
+    pub fn as_lt(&mut self, v: &Val) -> LT {
+        match v {
+            Val::Dyn(t) => t.clone(),
+            Val::Const { shape, data } => {
+                let mut map = Vec::with_capacity(data.len());
+                for chunk in data.chunks(self.seg.max(1)) {
+                    let c = self.const_vec(chunk);
+                    for k in 0..chunk.len() {
+                        map.push((c, k as u32));
+                    }
+                }
+                LT {
+                    shape: shape.clone(),
+                    map,
+                }
+            }
+        }
+    }
+
+    /// Elementwise binary op with broadcasting.
+    pub fn binary(&mut self, op: AluOp, a: &Val, b: &Val, out_shape: &[usize]) -> LT {
+        let n: usize = out_shape.iter().product();
+        let commutative = matches!(op, AluOp::Add | AluOp::Mul | AluOp::Max | AluOp::Min);
+        let (a, b, swapped) = match (a, b) {
+            (Val::Const { .. }, Val::Dyn(_)) if commutative => (b, a, true),
+            _ => (a, b, false),
+        };
+        let _ = swapped;
+        let a_lt = self.as_lt(a);
+        let a_shape = a.shape().to_vec();
+        let b_shape = b.shape().to_vec();
+        // Segment the output along runs of the first operand.
+        let mut segs: Vec<(usize, usize)> = Vec::new(); // (start, len)
+        let mut prev: Option<(VId, u32)> = None;
+        for o in 0..n {
+            let loc = a_lt.map[bcast_index(o, out_shape, &a_shape)];
+            let cont = match (prev, segs.last()) {
+                (Some((pv, po)), Some(&(_, l))) => pv == loc.0 && po + 1 == loc.1 && l < self.seg,
+                _ => false,
+            };
+            if cont {
+                segs.last_mut().unwrap().1 += 1;
+            } else {
+                segs.push((o, 1));
+            }
+            prev = Some(loc);
+        }
+        let mut map = vec![(0, 0); n];
+        for (start, len) in segs {
+            let a_p = runs((start..start + len).map(|o| a_lt.map[bcast_index(o, out_shape, &a_shape)]));
+            let v = match b {
+                Val::Const { data, .. } => {
+                    let vals: Vec<f32> = (start..start + len)
+                        .map(|o| data[bcast_index(o, out_shape, &b_shape)])
+                        .collect();
+                    let uniform = vals.iter().all(|&x| x == vals[0]);
+                    if uniform && op != AluOp::Div {
+                        self.alui(op, a_p, vals[0])
+                    } else if uniform && vals[0] != 0.0 {
+                        self.alui(AluOp::Mul, a_p, 1.0 / vals[0])
+                    } else {
+                        let b_p = self.const_pieces(&vals);
+                        self.alu(op, a_p, Some(b_p))
+                    }
+                }
+                Val::Dyn(bt) => {
+                    let b_p = runs((start..start + len).map(|o| bt.map[bcast_index(o, out_shape, &b_shape)]));
+                    self.alu(op, a_p, Some(b_p))
+                }
+            };
+            for k in 0..len {
+                map[start + k] = (v, k as u32);
+            }
+        }
+        LT {
+            shape: out_shape.to_vec(),
+            map,
+        }
+    }
+
+    /// Register a weight matrix (`rows × cols`, element (r, c) from `w`) partitioned into
+    /// the given row blocks and column tiles; returns the MVMU index per [block][tile].
+    /// Tiles of one row block (feeding the same outputs) get consecutive MVMUs.
+    pub fn add_matrix(
+        &mut self,
+        name: String,
+        rows: usize,
+        cols: usize,
+        row_blocks: &[(usize, usize)],
+        col_tiles: &[(usize, usize)],
+        w: &dyn Fn(usize, usize) -> f32,
+    ) -> Vec<Vec<u32>> {
+        let xs = self.arch.mvmu.xbar_size;
+        let per_core = self.arch.core.mvmus;
+        let per_tile = self.arch.mvmus_per_tile();
+        let mut info = MatrixInfo {
+            node: name,
+            rows,
+            cols,
+            tiles: Vec::new(),
+        };
+        let mut ids = Vec::new();
+        for &(r0, rn) in row_blocks {
+            let mut row_ids = Vec::new();
+            for &(c0, cn) in col_tiles {
+                let g = self.weights.len();
+                let mut data = vec![0i16; xs * xs];
+                for r in 0..rn {
+                    for c in 0..cn {
+                        data[r * xs + c] = self.q(w(r0 + r, c0 + c));
+                    }
+                }
+                self.weights.push(data);
+                info.tiles.push(MatTile {
+                    tile: FIRST_COMPUTE_TILE + g / per_tile,
+                    core: (g % per_tile) / per_core,
+                    mvmu: g % per_core,
+                    row0: r0,
+                    rows: rn,
+                    col0: c0,
+                    cols: cn,
+                });
+                row_ids.push(g as u32);
+            }
+            ids.push(row_ids);
+        }
+        self.matrices.push(info);
+        ids
+    }
+
+    pub fn mvmu_loc(&self, g: u32) -> Loc {
+        let per_core = self.arch.core.mvmus;
+        let per_tile = self.arch.mvmus_per_tile();
+        let g = g as usize;
+        Loc::Core {
+            tile: (FIRST_COMPUTE_TILE + g / per_tile) as u32,
+            core: ((g % per_tile) / per_core) as u32,
+        }
+    }
+
+    /// One matrix-vector product: MVMs per column tile, partial sums reduced first on
+    /// each core, then across cores on the block's first core, plus bias.
+    /// `input(t)` gives the pieces of column tile t. Returns one value per row block.
+    pub fn matvec(
+        &mut self,
+        mvmus: &[Vec<u32>],
+        row_blocks: &[(usize, usize)],
+        input: &mut dyn FnMut(&mut Self, usize) -> Vec<Piece>,
+        bias: Option<&[f32]>,
+    ) -> Vec<VId> {
+        let mut out = Vec::new();
+        let ntiles = mvmus.first().map(|r| r.len()).unwrap_or(0);
+        let inputs: Vec<Vec<Piece>> = (0..ntiles).map(|t| input(self, t)).collect();
+        for (b, &(r0, rn)) in row_blocks.iter().enumerate() {
+            let mut by_core: Vec<(Loc, Vec<VId>)> = Vec::new();
+            for (t, &m) in mvmus[b].iter().enumerate() {
+                let loc = self.mvmu_loc(m);
+                let v = self.push(
+                    Kind::Mvm {
+                        mvmu: m,
+                        input: inputs[t].clone(),
+                    },
+                    rn as u32,
+                    loc,
+                );
+                match by_core.iter_mut().find(|(l, _)| *l == loc) {
+                    Some((_, vs)) => vs.push(v),
+                    None => by_core.push((loc, vec![v])),
+                }
+            }
+            let rnu = rn as u32;
+            let mut sums = Vec::new();
+            for (loc, vs) in by_core {
+                let mut acc = vs[0];
+                for &v in &vs[1..] {
+                    acc = self.push(
+                        Kind::Alu {
+                            op: AluOp::Add,
+                            a: Self::whole(acc, rnu),
+                            b: Some(Self::whole(v, rnu)),
+                        },
+                        rnu,
+                        loc,
+                    );
+                }
+                sums.push((loc, acc));
+            }
+            let (owner, mut acc) = sums[0];
+            for &(_, s) in &sums[1..] {
+                acc = self.push(
+                    Kind::Alu {
+                        op: AluOp::Add,
+                        a: Self::whole(acc, rnu),
+                        b: Some(Self::whole(s, rnu)),
+                    },
+                    rnu,
+                    owner,
+                );
+            }
+            if let Some(bias) = bias {
+                let bp = self.const_pieces(&bias[r0..r0 + rn]);
+                acc = self.push(
+                    Kind::Alu {
+                        op: AluOp::Add,
+                        a: Self::whole(acc, rnu),
+                        b: Some(bp),
+                    },
+                    rnu,
+                    owner,
+                );
+            }
+            out.push(acc);
+        }
+        out
+    }
+
+    /// Split `0..n` into chunks of at most the crossbar size.
+    pub fn chunks(&self, n: usize) -> Vec<(usize, usize)> {
+        (0..n)
+            .step_by(self.seg)
+            .map(|s| (s, self.seg.min(n - s)))
+            .collect()
+    }
+}
+
+/// Constant data of a value as f32 (zeros for shape-only constants).
+pub(super) fn const_f32(g: &Graph, v: ValueId, shape_only: &mut bool) -> Option<Vec<f32>> {
+    match &g.value(v).def {
+        ValueDef::Const(Some(t)) => Some(t.to_f32_vec()),
+        ValueDef::Const(None) => {
+            *shape_only = true;
+            Some(vec![0.0; g.ty(v).numel()])
+        }
+        _ => None,
+    }
+}
+
+pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
+    let mut lb = Lb {
+        g,
+        arch,
+        fmt: arch.fmt(),
+        seg: arch.mvmu.xbar_size,
+        ops: Vec::new(),
+        vals: vec![None; g.values.len()],
+        weights: Vec::new(),
+        matrices: Vec::new(),
+        const_cache: HashMap::new(),
+        node: 0,
+        shape_only: false,
+    };
+    let mut inputs = Vec::new();
+    for &iv in &g.inputs {
+        let ty = g.ty(iv);
+        if !ty.dtype.is_float() {
+            return Err(CompileError::Graph {
+                graph: g.name.clone(),
+                msg: format!("input `{}` has type {}; PUMA takes float inputs", g.value(iv).name, ty),
+            });
+        }
+        let n = ty.numel();
+        let mut map = Vec::with_capacity(n);
+        for (s, len) in lb.chunks(n) {
+            let v = lb.push(Kind::Input, len as u32, Loc::InputTile);
+            for k in 0..len {
+                map.push((v, k as u32));
+            }
+            let _ = s;
+        }
+        inputs.push((g.value(iv).name.clone(), ty.shape.clone(), map.clone()));
+        lb.vals[iv.idx()] = Some(Val::Dyn(LT {
+            shape: ty.shape.clone(),
+            map,
+        }));
+    }
+    for (vi, v) in g.values.iter().enumerate() {
+        if let ValueDef::Const(_) = v.def {
+            let mut so = false;
+            let data = const_f32(g, ValueId(vi as u32), &mut so).unwrap_or_default();
+            lb.vals[vi] = Some(Val::Const {
+                shape: v.ty.shape.clone(),
+                data,
+            });
+        }
+    }
+    for (ni, _) in g.nodes.iter().enumerate() {
+        lb.node = ni as u32;
+        lower_node(&mut lb, ni)?;
+    }
+    let mut outputs = Vec::new();
+    for (i, &ov) in g.outputs.iter().enumerate() {
+        let t = match lb.val(ov)? {
+            Val::Dyn(t) => t,
+            Val::Const { .. } => {
+                return Err(CompileError::Graph {
+                    graph: g.name.clone(),
+                    msg: format!("output `{}` is a constant; nothing to compute", g.value(ov).name),
+                });
+            }
+        };
+        let pieces = runs(t.map.iter().copied());
+        let len = t.map.len() as u32;
+        lb.push(Kind::Output { index: i, pieces }, len, Loc::OutputTile);
+        outputs.push((g.value(ov).name.clone(), t.shape.clone()));
+    }
+    let shape_only = lb.shape_only || g.is_shape_only();
+    Ok(Lowered {
+        ops: lb.ops,
+        weights: lb.weights,
+        matrices: lb.matrices,
+        inputs,
+        outputs,
+        shape_only,
+        node_names: g.nodes.iter().map(|n| n.name.clone()).collect(),
+    })
+}
+
+fn unary_alu(u: &UnaryOp) -> Option<AluOp> {
+    Some(match u {
+        UnaryOp::Relu => AluOp::Relu,
+        UnaryOp::Sigmoid => AluOp::Sig,
+        UnaryOp::Tanh => AluOp::Tanh,
+        UnaryOp::Exp => AluOp::Exp,
+        UnaryOp::Log => AluOp::Log,
+        _ => return None,
+    })
+}
+
+fn binary_alu(b: &BinaryOp) -> Option<AluOp> {
+    Some(match b {
+        BinaryOp::Add => AluOp::Add,
+        BinaryOp::Sub => AluOp::Sub,
+        BinaryOp::Mul => AluOp::Mul,
+        BinaryOp::Div => AluOp::Div,
+        BinaryOp::Max => AluOp::Max,
+        BinaryOp::Min => AluOp::Min,
+        _ => return None,
+    })
+}
+
+fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
+    let g = lb.g;
+    let node = &g.nodes[ni];
+    let inp = |i: usize| -> Result<ValueId, CompileError> {
+        node.inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| unsupported(g, ni as u32, format!("input {i} is missing")))
+    };
+    let out_shape = g.ty(node.outputs[0]).shape.clone();
+    for &o in &node.outputs {
+        let dt = g.ty(o).dtype;
+        if !dt.is_float() && !matches!(node.op, Op::Lstm(_) | Op::Gru(_)) {
+            return Err(unsupported(
+                g,
+                ni as u32,
+                format!("output type {dt} is not float; PUMA computes in 16-bit fixed point"),
+            ));
+        }
+    }
+    let result: LT = match &node.op {
+        Op::Identity | Op::Reshape { .. } | Op::Cast { to: DType::F32 | DType::F16 } => {
+            let x = lb.val(inp(0)?)?;
+            let x = lb.as_lt(&x);
+            LT {
+                shape: out_shape,
+                map: x.map,
+            }
+        }
+        Op::Unary(u) => {
+            let x = lb.dyn_val(inp(0)?, "the input")?;
+            if let Some(op) = unary_alu(u) {
+                lb.map_unary(&x, |lb, p| lb.alu(op, p, None))
+            } else {
+                match *u {
+                    UnaryOp::Neg => lb.map_unary(&x, |lb, p| lb.alui(AluOp::Mul, p, -1.0)),
+                    UnaryOp::Abs => lb.map_unary(&x, |lb, p| {
+                        let len = p.iter().map(|q| q.len).sum();
+                        let n = lb.alui(AluOp::Mul, p.clone(), -1.0);
+                        lb.alu(AluOp::Max, p, Some(Lb::whole(n, len)))
+                    }),
+                    UnaryOp::LeakyRelu { alpha } => lb.map_unary(&x, |lb, p| {
+                        let len = p.iter().map(|q| q.len).sum();
+                        let n = lb.alui(AluOp::Mul, p.clone(), alpha);
+                        let op = if alpha <= 1.0 { AluOp::Max } else { AluOp::Min };
+                        lb.alu(op, p, Some(Lb::whole(n, len)))
+                    }),
+                    UnaryOp::HardSigmoid { alpha, beta } => lb.map_unary(&x, |lb, p| {
+                        let len = p.iter().map(|q| q.len).sum();
+                        let a = lb.alui(AluOp::Mul, p, alpha);
+                        let b = lb.alui(AluOp::Add, Lb::whole(a, len), beta);
+                        let c = lb.alui(AluOp::Max, Lb::whole(b, len), 0.0);
+                        lb.alui(AluOp::Min, Lb::whole(c, len), 1.0)
+                    }),
+                    _ => {
+                        return Err(unsupported(
+                            g,
+                            ni as u32,
+                            format!("unary {} has no PUMA VFU lowering (supported: Relu Sigmoid Tanh Exp Log Neg Abs LeakyRelu HardSigmoid)", u.name()),
+                        ));
+                    }
+                }
+            }
+        }
+        Op::Binary(b) => {
+            let op = binary_alu(b).ok_or_else(|| {
+                unsupported(g, ni as u32, "supported binary ops: Add Sub Mul Div Max Min")
+            })?;
+            let a = lb.val(inp(0)?)?;
+            let bv = lb.val(inp(1)?)?;
+            if let (Val::Const { .. }, Val::Const { .. }) = (&a, &bv) {
+                return Err(unsupported(g, ni as u32, "both operands are constants (fold them first)"));
+            }
+            lb.binary(op, &a, &bv, &out_shape)
+        }
+        Op::Clip { min, max } => {
+            let x = lb.dyn_val(inp(0)?, "the input")?;
+            let (mn, mx) = (*min, *max);
+            lb.map_unary(&x, |lb, p| {
+                let len: u32 = p.iter().map(|q| q.len).sum();
+                let mut cur = p;
+                if let Some(m) = mn {
+                    cur = Lb::whole(lb.alui(AluOp::Max, cur, m), len);
+                }
+                if let Some(m) = mx {
+                    cur = Lb::whole(lb.alui(AluOp::Min, cur, m), len);
+                }
+                if mn.is_none() && mx.is_none() {
+                    return lb.alui(AluOp::Add, cur, 0.0);
+                }
+                cur[0].v
+            })
+        }
+        Op::Transpose { perm } => {
+            let x = lb.val(inp(0)?)?;
+            let x = lb.as_lt(&x);
+            let ins = strides(&x.shape);
+            let os = strides(&out_shape);
+            let n = x.map.len();
+            let mut map = Vec::with_capacity(n);
+            for o in 0..n {
+                let mut idx = 0;
+                for (d, &p) in perm.iter().enumerate() {
+                    idx += ((o / os[d]) % out_shape[d]) * ins[p];
+                }
+                map.push(x.map[idx]);
+            }
+            LT { shape: out_shape, map }
+        }
+        Op::Concat { axis } => {
+            let parts: Vec<LT> = node
+                .inputs
+                .iter()
+                .flatten()
+                .map(|&v| lb.val(v).map(|x| lb.as_lt(&x)))
+                .collect::<Result<_, _>>()?;
+            let outer: usize = out_shape[..*axis].iter().product();
+            let mut map = Vec::new();
+            for o in 0..outer {
+                for p in &parts {
+                    let inner: usize = p.shape[*axis..].iter().product();
+                    map.extend_from_slice(&p.map[o * inner..(o + 1) * inner]);
+                }
+            }
+            LT { shape: out_shape, map }
+        }
+        Op::Slice { axes } => {
+            let x = lb.val(inp(0)?)?;
+            let x = lb.as_lt(&x);
+            let ins = strides(&x.shape);
+            let os = strides(&out_shape);
+            let n: usize = out_shape.iter().product();
+            let mut map = Vec::with_capacity(n);
+            for o in 0..n {
+                let mut idx = 0;
+                for d in 0..out_shape.len() {
+                    let c = (o / os[d]) % out_shape[d];
+                    let c = match axes.iter().find(|a| a.axis == d) {
+                        Some(a) => (a.start + a.step * c as i64) as usize,
+                        None => c,
+                    };
+                    idx += c * ins[d];
+                }
+                map.push(x.map[idx]);
+            }
+            LT { shape: out_shape, map }
+        }
+        Op::Split { axis, sizes } => {
+            let x = lb.val(inp(0)?)?;
+            let x = lb.as_lt(&x);
+            let outer: usize = x.shape[..*axis].iter().product();
+            let inner: usize = x.shape[*axis + 1..].iter().product();
+            let mut start = 0;
+            for (k, &sz) in sizes.iter().enumerate() {
+                let mut map = Vec::new();
+                for o in 0..outer {
+                    let base = o * x.shape[*axis] * inner + start * inner;
+                    map.extend_from_slice(&x.map[base..base + sz * inner]);
+                }
+                start += sz;
+                lb.vals[node.outputs[k].idx()] = Some(Val::Dyn(LT {
+                    shape: g.ty(node.outputs[k]).shape.clone(),
+                    map,
+                }));
+            }
+            return Ok(());
+        }
+        Op::Softmax { axis } | Op::LogSoftmax { axis } => {
+            let log = matches!(node.op, Op::LogSoftmax { .. });
+            let x = lb.dyn_val(inp(0)?, "the input")?;
+            let inner: usize = x.shape[*axis..].iter().product();
+            if *axis + 1 != x.shape.len() && inner != x.shape[*axis] {
+                return Err(unsupported(g, ni as u32, "softmax is supported over the last axis only"));
+            }
+            if inner > arch_max_vec(lb.arch) {
+                return Err(unsupported(g, ni as u32, format!("softmax over {inner} elements exceeds the data memory")));
+            }
+            let mut map = Vec::with_capacity(x.map.len());
+            for row in x.map.chunks(inner) {
+                let p = runs(row.iter().copied());
+                let ls = lb.alu(AluOp::LogSoftmax, p, None);
+                let r = if log {
+                    ls
+                } else {
+                    lb.alu(AluOp::Exp, Lb::whole(ls, inner as u32), None)
+                };
+                map.extend((0..inner).map(|k| (r, k as u32)));
+            }
+            LT { shape: out_shape, map }
+        }
+        Op::BatchNorm { epsilon } => {
+            let x = lb.dyn_val(inp(0)?, "the input")?;
+            let get = |lb: &mut Lb, i: usize| -> Result<Vec<f32>, CompileError> {
+                let v = inp(i)?;
+                const_f32(g, v, &mut lb.shape_only)
+                    .ok_or_else(|| unsupported(g, ni as u32, "scale/bias/mean/var must be constants"))
+            };
+            let (s, b, m, var) = (get(lb, 1)?, get(lb, 2)?, get(lb, 3)?, get(lb, 4)?);
+            let c = x.shape[1];
+            let mut cshape = vec![1; x.shape.len() - 1];
+            cshape[0] = c;
+            let scale: Vec<f32> = (0..c).map(|i| s[i] / (var[i] + epsilon).sqrt()).collect();
+            let shift: Vec<f32> = (0..c).map(|i| b[i] - m[i] * scale[i]).collect();
+            let t = lb.binary(AluOp::Mul, &Val::Dyn(x), &Val::Const { shape: cshape.clone(), data: scale }, &out_shape);
+            lb.binary(AluOp::Add, &Val::Dyn(t), &Val::Const { shape: cshape, data: shift }, &out_shape)
+        }
+        Op::Gemm { .. } | Op::MatMul => super::lower_nn::matmul(lb, ni)?,
+        Op::Conv(_) => super::lower_nn::conv(lb, ni)?,
+        Op::Pool(_) | Op::GlobalPool(_) => super::lower_nn::pool(lb, ni)?,
+        Op::Lstm(_) => return super::lower_nn::lstm(lb, ni),
+        Op::Gru(_) => return super::lower_nn::gru(lb, ni),
+        other => {
+            return Err(unsupported(
+                g,
+                ni as u32,
+                format!("{} is not supported by the PUMA compiler", other.name()),
+            ));
+        }
+    };
+    lb.vals[node.outputs[0].idx()] = Some(Val::Dyn(result));
+    Ok(())
+}
+
+/// Longest vector one ALU instruction may take (half the data memory).
+pub(super) fn arch_max_vec(a: &Arch) -> usize {
+    a.core.data_mem_words / 2
+}

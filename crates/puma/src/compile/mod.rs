@@ -1,0 +1,222 @@
+//! Compiler: graph IR → PUMA program.
+//!
+//! Passes (docs/puma.md "Compiler passes"):
+//! 1. `lower`: every graph node becomes vector ops (VOps) on vectors of at most one
+//!    crossbar width; weight matrices are partitioned into MVMU tiles, tiles feeding the
+//!    same outputs are grouped on consecutive MVMUs/cores/tiles.
+//! 2. `schedule`: one global linearization (post-order DFS from the outputs, i.e. each
+//!    value is produced right before its consumers) and MVM coalescing.
+//! 3. `codegen`: communication (store/load inside a tile, send/receive across tiles),
+//!    shared-memory allocation, register allocation per class with spilling, code.
+//! 4. `loops`: repeated instruction blocks (convolutions) rolled into loops.
+
+mod alloc;
+mod codegen;
+mod lower;
+mod lower_nn;
+mod loops;
+mod schedule;
+
+use crate::arch::Arch;
+use crate::isa::AluOp;
+use crate::program::{MatrixInfo, Program};
+use pimkit_ir::Graph;
+
+pub use lower::Lowered;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error("node `{node}` ({op}): {msg}")]
+    Unsupported {
+        node: String,
+        op: String,
+        msg: String,
+    },
+    #[error("graph `{graph}`: {msg}")]
+    Graph { graph: String, msg: String },
+    #[error(
+        "tile {tile}: shared memory needs {need} words but the architecture has {have} (raise tile.shared_mem_words or use a smaller input)"
+    )]
+    SharedMemory { tile: usize, need: usize, have: usize },
+    #[error(
+        "tile {tile} core {core}: an operand of {words} words does not fit in the {have}-word data memory (raise core.data_mem_words)"
+    )]
+    Registers {
+        tile: usize,
+        core: usize,
+        words: usize,
+        have: usize,
+    },
+    #[error("internal compiler error: {0}")]
+    Internal(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// Merge independent MVMs of one core into one `mvm` (paper §5).
+    pub coalesce: bool,
+    /// Roll repeated instruction blocks into loops.
+    pub loops: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            coalesce: true,
+            loops: true,
+        }
+    }
+}
+
+/// Id of a vector value (= the VOp that produces it).
+pub type VId = u32;
+
+/// A contiguous run of elements of a vector value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Piece {
+    pub v: VId,
+    pub off: u32,
+    pub len: u32,
+}
+
+/// Where a vector value lives / an op executes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Loc {
+    /// Preloaded in the input tile's shared memory.
+    InputTile,
+    /// Preloaded (persistent) in every tile that reads it.
+    Const,
+    Core { tile: u32, core: u32 },
+    OutputTile,
+}
+
+#[derive(Clone, Debug)]
+pub enum Kind {
+    Input,
+    Const(Vec<i16>),
+    /// MVM on global MVMU index `mvmu`; the input vector is the concatenation of pieces.
+    Mvm { mvmu: u32, input: Vec<Piece> },
+    Alu {
+        op: AluOp,
+        a: Vec<Piece>,
+        b: Option<Vec<Piece>>,
+    },
+    Alui { op: AluOp, a: Vec<Piece>, imm: i32 },
+    Gather(Vec<Piece>),
+    /// Graph output `index` (pieces in logical order).
+    Output { index: usize, pieces: Vec<Piece> },
+}
+
+#[derive(Clone, Debug)]
+pub struct VOp {
+    pub kind: Kind,
+    pub len: u32,
+    pub loc: Loc,
+    /// Graph node index (for messages).
+    pub node: u32,
+}
+
+impl VOp {
+    /// Operand piece lists.
+    pub fn operands(&self) -> Vec<&[Piece]> {
+        match &self.kind {
+            Kind::Input | Kind::Const(_) => vec![],
+            Kind::Mvm { input, .. } => vec![input],
+            Kind::Alu { a, b, .. } => {
+                let mut v = vec![a.as_slice()];
+                if let Some(b) = b {
+                    v.push(b);
+                }
+                v
+            }
+            Kind::Alui { a, .. } => vec![a],
+            Kind::Gather(p) => vec![p],
+            Kind::Output { pieces, .. } => vec![pieces],
+        }
+    }
+}
+
+/// Lowered + scheduled program before code generation (exposed for tests).
+pub struct Schedule {
+    pub ops: Vec<VOp>,
+    /// Global linear order (op ids).
+    pub order: Vec<VId>,
+    /// Coalescing groups: op id of an Mvm → group leader.
+    pub group_of: Vec<Option<VId>>,
+    pub matrices: Vec<MatrixInfo>,
+}
+
+impl Schedule {
+    /// Check that every value is produced before it is read in the global order and
+    /// that every MVMU slot holds at most one weight (rows/cols of each matrix covered
+    /// exactly once).
+    pub fn verify(&self) -> Result<(), String> {
+        let mut pos = vec![usize::MAX; self.ops.len()];
+        for (i, &o) in self.order.iter().enumerate() {
+            pos[o as usize] = i;
+        }
+        for (i, &o) in self.order.iter().enumerate() {
+            for ps in self.ops[o as usize].operands() {
+                for p in ps {
+                    let pp = pos[p.v as usize];
+                    let src = &self.ops[p.v as usize];
+                    if pp == usize::MAX || pp >= i {
+                        return Err(format!("op {o} reads value {} before it is produced", p.v));
+                    }
+                    if p.off + p.len > src.len {
+                        return Err(format!("op {o} reads past the end of value {}", p.v));
+                    }
+                }
+            }
+        }
+        check_matrices(&self.matrices)
+    }
+}
+
+pub(crate) fn check_matrices(ms: &[MatrixInfo]) -> Result<(), String> {
+    let mut slots = std::collections::HashSet::new();
+    for m in ms {
+        let mut cover = vec![0u8; m.rows * m.cols];
+        for t in &m.tiles {
+            if !slots.insert((t.tile, t.core, t.mvmu)) {
+                return Err(format!(
+                    "MVMU t{} c{} m{} holds two matrix tiles",
+                    t.tile, t.core, t.mvmu
+                ));
+            }
+            for r in t.row0..t.row0 + t.rows {
+                for c in t.col0..t.col0 + t.cols {
+                    cover[r * m.cols + c] += 1;
+                }
+            }
+        }
+        if let Some(i) = cover.iter().position(|&c| c != 1) {
+            return Err(format!(
+                "matrix {}: weight ({}, {}) is placed {} times",
+                m.node,
+                i / m.cols,
+                i % m.cols,
+                cover[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Lower and schedule (passes 1–2).
+pub fn schedule(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<(Schedule, Lowered), CompileError> {
+    let lowered = lower::lower(g, arch)?;
+    let sched = schedule::linearize(&lowered, arch, opts.coalesce);
+    Ok((sched, lowered))
+}
+
+/// Compile a graph for `arch`.
+pub fn compile(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<Program, CompileError> {
+    let (sched, lowered) = schedule(g, arch, opts)?;
+    sched.verify().map_err(CompileError::Internal)?;
+    let mut prog = codegen::generate(&sched, &lowered, arch, g)?;
+    if opts.loops {
+        prog.placement.loops_rolled = loops::roll_program(&mut prog);
+    }
+    Ok(prog)
+}

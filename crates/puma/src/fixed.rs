@@ -1,0 +1,157 @@
+//! 16-bit two's-complement fixed point (Q4.12 by default) and the functional MVM.
+//!
+//! Two arithmetic modes (see docs/puma.md, "Fixed-point error"):
+//! * [`NumMode::Exact`]: every op is computed exactly on the integers and rounded once
+//!   (nearest, ties away from zero) to the result format, saturating on overflow.
+//! * [`NumMode::BitSerial`]: reproduces the original simulator (reference §3.3): the MVM
+//!   rounds each of the 16 bit-stream partials to Q4.12 before shifting it inside the
+//!   16-bit word, and every op wraps on overflow.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum NumMode {
+    #[default]
+    Exact,
+    BitSerial,
+}
+
+/// Fixed-point format: total bits (≤ 16 stored in i16/i32 words) and fraction bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fmt {
+    pub bits: u32,
+    pub frac: u32,
+}
+
+impl Fmt {
+    pub const Q4_12: Fmt = Fmt { bits: 16, frac: 12 };
+    pub fn max(self) -> i64 {
+        (1i64 << (self.bits - 1)) - 1
+    }
+    pub fn min(self) -> i64 {
+        -(1i64 << (self.bits - 1))
+    }
+    pub fn one(self) -> i64 {
+        1i64 << self.frac
+    }
+    /// Quantization step.
+    pub fn ulp(self) -> f64 {
+        1.0 / self.one() as f64
+    }
+    /// Saturate (exact mode) or wrap (bit-serial mode) an integer into the format.
+    pub fn fit(self, v: i64, mode: NumMode) -> i32 {
+        match mode {
+            NumMode::Exact => v.clamp(self.min(), self.max()) as i32,
+            NumMode::BitSerial => {
+                let m = 1i64 << self.bits;
+                let w = v.rem_euclid(m);
+                (if w > self.max() { w - m } else { w }) as i32
+            }
+        }
+    }
+    /// Real → fixed point, round to nearest (ties away from zero).
+    pub fn from_f64(self, x: f64, mode: NumMode) -> i32 {
+        if x.is_nan() {
+            return 0;
+        }
+        let s = (x * self.one() as f64).round();
+        let s = s.clamp(-1e15, 1e15) as i64;
+        self.fit(s, mode)
+    }
+    pub fn to_f64(self, v: i32) -> f64 {
+        v as f64 / self.one() as f64
+    }
+    /// Integer division rounding to nearest, ties away from zero.
+    pub fn div_round(n: i64, d: i64) -> i64 {
+        let q = n / d;
+        let r = n % d;
+        if 2 * r.abs() >= d.abs() {
+            q + if (n < 0) != (d < 0) { -1 } else { 1 }
+        } else {
+            q
+        }
+    }
+    /// Product of two fixed-point numbers, rounded.
+    pub fn mul(self, a: i32, b: i32, mode: NumMode) -> i32 {
+        self.fit(Self::div_round(a as i64 * b as i64, self.one()), mode)
+    }
+}
+
+/// `out[i] = Σ_j w[i*cols + j] · x[j]` for one MVMU (`rows × cols` weights, row-major).
+pub fn mvm(
+    fmt: Fmt,
+    mode: NumMode,
+    w: &[i16],
+    rows: usize,
+    cols: usize,
+    x: &[i32],
+    out: &mut [i32],
+) {
+    match mode {
+        NumMode::Exact => {
+            for i in 0..rows {
+                let row = &w[i * cols..(i + 1) * cols];
+                let acc: i64 = row
+                    .iter()
+                    .zip(x)
+                    .map(|(&a, &b)| a as i64 * b as i64)
+                    .sum();
+                out[i] = fmt.fit(Fmt::div_round(acc, fmt.one()), mode);
+            }
+        }
+        NumMode::BitSerial => {
+            // Input bit k of every element forms stream k (LSB first). Each stream's
+            // partial Σ_j bit·2^-frac·w_j is rounded to the format, shifted left by k
+            // inside the word (upper bits dropped) and added with wrap-around.
+            let mask = (1i64 << fmt.bits) - 1;
+            let bits: Vec<u32> = x.iter().map(|&v| (v as i64 & mask) as u32).collect();
+            for i in 0..rows {
+                let row = &w[i * cols..(i + 1) * cols];
+                let mut acc: i64 = 0;
+                for k in 0..fmt.bits {
+                    let s: i64 = row
+                        .iter()
+                        .zip(&bits)
+                        .filter(|(_, b)| (**b >> k) & 1 == 1)
+                        .map(|(&a, _)| a as i64)
+                        .sum();
+                    let p = fmt.fit(Fmt::div_round(s, fmt.one()), mode) as i64;
+                    acc = (acc + (p << k)) & mask;
+                }
+                out[i] = fmt.fit(acc, mode);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_round_and_saturate_or_wrap() {
+        let f = Fmt::Q4_12;
+        assert_eq!(f.from_f64(1.0, NumMode::Exact), 4096);
+        assert_eq!(f.from_f64(-0.5 / 4096.0, NumMode::Exact), -1);
+        assert_eq!(f.from_f64(100.0, NumMode::Exact), 32767);
+        assert_eq!(f.from_f64(8.0, NumMode::BitSerial), -32768);
+        assert_eq!(f.mul(4096 * 2, 2048, NumMode::Exact), 4096);
+    }
+
+    #[test]
+    fn mvm_exact_matches_integer_dot_and_bitserial_differs_only_by_rounding() {
+        let f = Fmt::Q4_12;
+        let w: Vec<i16> = vec![4096, -2048, 1, 3, 100, -7];
+        let x = vec![4096, 4096, 2048, -1, 5, 9];
+        let mut o = vec![0; 2];
+        mvm(f, NumMode::Exact, &w, 2, 3, &x[..3], &mut o);
+        // 1 - 0.5 + 2^-12 * 0.5 = 2048.5 units, rounded away from zero.
+        assert_eq!(o, vec![2049, 100]);
+        let mut ob = vec![0; 2];
+        mvm(f, NumMode::BitSerial, &w, 2, 3, &x[..3], &mut ob);
+        // Stream 12 carries 0.5 units, rounded to 1 before the shift by 12: the quirk
+        // of the original (reference §3.3) turns 0.5 into 1.0.
+        assert_eq!(ob, vec![4096, 0]);
+    }
+}

@@ -1,0 +1,28 @@
+//! pimkit-puma: the PUMA memristor-crossbar accelerator (Ankit et al., ASPLOS 2019).
+//!
+//! * [`isa`]: instruction set, text assembly (parse/print), [`encode`]: 64-bit binary form;
+//! * [`arch`]: architecture description (arch/puma.toml), typed and validated;
+//! * [`compile()`]: graph IR → [`Program`] (per-core/tile code, weights, placement);
+//! * [`simulate`]: event-driven functional + timing + energy simulation;
+//! * [`run_graph`]: compile, simulate and compare with the reference interpreter.
+//!
+//! See docs/puma.md.
+
+pub mod arch;
+pub mod compile;
+pub mod encode;
+pub mod fixed;
+pub mod isa;
+pub mod program;
+pub mod report;
+mod result;
+pub mod sim;
+pub mod tool;
+
+pub use arch::{Arch, ArchError};
+pub use compile::{CompileError, CompileOptions, compile};
+pub use fixed::NumMode;
+pub use program::Program;
+pub use report::report_section;
+pub use result::{PumaResult, RunError, compare, run_graph, run_program};
+pub use sim::{SimError, SimOptions, SimOutput, SimStats, simulate};

@@ -1,0 +1,772 @@
+//! The machine state and the event loop.
+
+use super::energy::{Energy, reg_pj};
+use super::{Blocked, SimError, SimOptions, SimOutput, SimStats, alu};
+use crate::arch::Arch;
+use crate::fixed::{self, Fmt, NumMode};
+use crate::isa::{CORE_CLASSES, CoreInstr, IntOp, TILE_CLASSES, TileInstr};
+use crate::program::{OUTPUT_TILE, PERSISTENT, Program};
+use pimkit_ir::Tensor;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+/// A core may run this many cycles of local instructions before yielding (keeps a
+/// runaway loop from starving the event loop and lets max_cycles trigger).
+const QUANTUM: u64 = 1 << 20;
+
+struct CoreSt {
+    regs: Vec<i32>,
+    pc: usize,
+    t: u64,
+    chunk: u32,
+    halted: bool,
+    parked: Option<String>,
+    mvmu_free: Vec<u64>,
+    mvmu_busy: Vec<u64>,
+    active: bool,
+}
+
+struct Packet {
+    dst: u32,
+    fifo: u32,
+    data: Vec<i32>,
+    ready: u64,
+    arrival: u64,
+}
+
+struct TileSt {
+    mem: Vec<i32>,
+    valid: Vec<bool>,
+    count: Vec<u32>,
+    edram_free: u64,
+    pc: usize,
+    t: u64,
+    chunk: u32,
+    halted: bool,
+    parked: Option<String>,
+    fifos: HashMap<u32, VecDeque<Packet>>,
+    fifo_wait: Option<u32>,
+    mem_waiters: Vec<u32>,
+}
+
+struct NetQ {
+    q: VecDeque<Packet>,
+    last: u64,
+}
+
+pub struct Machine<'a> {
+    p: &'a Program,
+    arch: &'a Arch,
+    fmt: Fmt,
+    mode: NumMode,
+    max_cycles: u64,
+    ncores: usize,
+    cores: Vec<CoreSt>,
+    tiles: Vec<TileSt>,
+    net: Vec<NetQ>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    weights: Vec<Option<usize>>,
+    energy: Energy,
+    core_counts: [u64; 12],
+    tile_counts: [u64; 3],
+    end: u64,
+    packets: u64,
+    mvm_ops: u64,
+    trace: bool,
+}
+
+fn fault(tile: usize, who: Option<usize>, pc: usize, msg: impl Into<String>) -> SimError {
+    SimError::Fault {
+        tile,
+        who: who.map(|c| format!("core {c}")).unwrap_or_else(|| "tile unit".into()),
+        pc,
+        msg: msg.into(),
+    }
+}
+
+impl<'a> Machine<'a> {
+    pub fn new(p: &'a Program, opts: &SimOptions) -> Result<Self, SimError> {
+        let arch = &p.arch;
+        let nc = arch.tile.cores;
+        let ntiles = p.tiles.len();
+        let mut cores = Vec::with_capacity(ntiles * nc);
+        for t in 0..ntiles {
+            for c in 0..nc {
+                let code = p.tiles[t].cores.get(c);
+                let active = code.is_some_and(|c| c.len() > 1);
+                cores.push(CoreSt {
+                    regs: if active { vec![0; arch.reg_space()] } else { Vec::new() },
+                    pc: 0,
+                    t: 0,
+                    chunk: 0,
+                    halted: false,
+                    parked: None,
+                    mvmu_free: vec![0; arch.core.mvmus],
+                    mvmu_busy: vec![0; arch.core.mvmus],
+                    active,
+                });
+            }
+        }
+        let mut tiles = Vec::with_capacity(ntiles);
+        for tp in &p.tiles {
+            let words = arch.tile.shared_mem_words.max(tp.shmem_words_used);
+            let mut ts = TileSt {
+                mem: vec![0; words],
+                valid: vec![false; words],
+                count: vec![0; words],
+                edram_free: 0,
+                pc: 0,
+                t: 0,
+                chunk: 0,
+                halted: false,
+                parked: None,
+                fifos: HashMap::new(),
+                fifo_wait: None,
+                mem_waiters: Vec::new(),
+            };
+            for (a, data) in &tp.shmem_init {
+                for (k, &v) in data.iter().enumerate() {
+                    let i = *a as usize + k;
+                    ts.mem[i] = v as i32;
+                    ts.valid[i] = true;
+                    ts.count[i] = PERSISTENT;
+                }
+            }
+            tiles.push(ts);
+        }
+        let mut weights = vec![None; ntiles * nc * arch.core.mvmus];
+        for (i, w) in p.weights.iter().enumerate() {
+            let k = (w.tile * nc + w.core) * arch.core.mvmus + w.mvmu;
+            if k < weights.len() {
+                weights[k] = Some(i);
+            }
+        }
+        let mut heap = BinaryHeap::new();
+        let fill = arch.core.pipeline_fill_cycles;
+        for (i, c) in cores.iter_mut().enumerate() {
+            c.t = fill;
+            if c.active {
+                heap.push(Reverse((fill, i as u32)));
+            } else {
+                c.halted = true;
+            }
+        }
+        for t in 0..ntiles {
+            heap.push(Reverse((0, (ntiles * nc + t) as u32)));
+        }
+        Ok(Machine {
+            p,
+            arch,
+            fmt: arch.fmt(),
+            mode: opts.mode,
+            max_cycles: opts.max_cycles,
+            ncores: ntiles * nc,
+            cores,
+            tiles,
+            net: (0..ntiles).map(|_| NetQ { q: VecDeque::new(), last: 0 }).collect(),
+            heap,
+            weights,
+            energy: Energy::default(),
+            core_counts: [0; 12],
+            tile_counts: [0; 3],
+            end: 0,
+            packets: 0,
+            mvm_ops: 0,
+            trace: std::env::var_os("PUMA_TRACE").is_some(),
+        })
+    }
+
+    pub fn load_inputs(&mut self, inputs: &HashMap<String, Tensor>) -> Result<(), SimError> {
+        let names = self.p.inputs.iter().map(|i| i.name.clone()).collect::<Vec<_>>().join(", ");
+        for io in &self.p.inputs {
+            let t = inputs
+                .get(&io.name)
+                .ok_or_else(|| SimError::MissingInput(io.name.clone(), names.clone()))?;
+            let v = t.to_f32_vec();
+            if v.len() != io.addrs.len() {
+                return Err(SimError::InputShape {
+                    name: io.name.clone(),
+                    expected: io.addrs.len(),
+                    got: v.len(),
+                });
+            }
+            let ts = &mut self.tiles[io.tile];
+            for ((&a, &c), &x) in io.addrs.iter().zip(&io.counts).zip(&v) {
+                let a = a as usize;
+                ts.mem[a] = self.fmt.from_f64(x as f64, self.mode);
+                ts.valid[a] = c > 0;
+                ts.count[a] = c;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn run(&mut self) -> Result<(), SimError> {
+        while let Some(Reverse((now, a))) = self.heap.pop() {
+            if now > self.max_cycles {
+                return Err(SimError::Timeout(self.max_cycles));
+            }
+            let a = a as usize;
+            if a < self.ncores {
+                self.step_core(a, now)?;
+            } else {
+                self.step_tile(a - self.ncores, now)?;
+            }
+        }
+        let mut blocked = Vec::new();
+        let nc = self.arch.tile.cores;
+        for (i, c) in self.cores.iter().enumerate() {
+            if !c.halted {
+                let (t, k) = (i / nc, i % nc);
+                blocked.push(Blocked {
+                    tile: t,
+                    core: Some(k),
+                    pc: c.pc,
+                    instr: self.p.tiles[t].cores[k].get(c.pc).map(|x| x.to_string()).unwrap_or_default(),
+                    reason: c.parked.clone().unwrap_or_else(|| "not scheduled".into()),
+                });
+            }
+        }
+        for (t, u) in self.tiles.iter().enumerate() {
+            if !u.halted {
+                blocked.push(Blocked {
+                    tile: t,
+                    core: None,
+                    pc: u.pc,
+                    instr: self.p.tiles[t].tile_code.get(u.pc).map(|x| x.to_string()).unwrap_or_default(),
+                    reason: u.parked.clone().unwrap_or_else(|| "not scheduled".into()),
+                });
+            }
+        }
+        if !blocked.is_empty() {
+            return Err(SimError::Deadlock { cycle: self.end, blocked });
+        }
+        Ok(())
+    }
+
+    fn wake_mem(&mut self, tile: usize, at: u64) {
+        let w = std::mem::take(&mut self.tiles[tile].mem_waiters);
+        for a in w {
+            self.heap.push(Reverse((at, a)));
+        }
+    }
+
+    fn check_regs(&self, ci: usize, pc: usize, ranges: &[(u32, u32)]) -> Result<(), SimError> {
+        let n = self.arch.reg_space() as u64;
+        for &(a, len) in ranges {
+            if a as u64 + len as u64 > n {
+                let nc = self.arch.tile.cores;
+                return Err(fault(ci / nc, Some(ci % nc), pc, format!("register range {a}+{len} outside the {n}-word register space")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait for MVMUs whose XbarIn/XbarOut a non-blocking instruction touches.
+    fn sync_mvmu(&mut self, ci: usize, addrs: &[u32]) {
+        if self.arch.core.mvm_blocking {
+            return;
+        }
+        let xs = self.arch.mvmu.xbar_size as u32;
+        let m = self.arch.core.mvmus as u32;
+        let c = &mut self.cores[ci];
+        for &a in addrs {
+            if a < self.arch.data_mem_base() {
+                let k = ((a % (m * xs)) / xs) as usize;
+                c.t = c.t.max(c.mvmu_free[k]);
+            }
+        }
+    }
+
+    fn step_core(&mut self, ci: usize, now: u64) -> Result<(), SimError> {
+        let p = self.p;
+        let arch = self.arch;
+        let nc = arch.tile.cores;
+        let (tile, core) = (ci / nc, ci % nc);
+        let code = &p.tiles[tile].cores[core];
+        let tab = arch.tables();
+        let (lat, e) = (&tab.latency, &tab.energy);
+        {
+            let c = &mut self.cores[ci];
+            if c.halted {
+                return Ok(());
+            }
+            c.t = c.t.max(now);
+            c.parked = None;
+        }
+        loop {
+            let pc = self.cores[ci].pc;
+            let Some(ins) = code.get(pc) else {
+                return Err(fault(tile, Some(core), pc, "ran past the end of the program (missing hlt)"));
+            };
+            if self.cores[ci].t > now + QUANTUM {
+                let t = self.cores[ci].t;
+                self.heap.push(Reverse((t, ci as u32)));
+                return Ok(());
+            }
+            if self.cores[ci].chunk == 0 {
+                self.core_counts[ins.class_index()] += 1;
+                self.energy.instruction_memory += e.core_imem_pj;
+            }
+            let mut next = pc + 1;
+            match *ins {
+                CoreInstr::Load { d1, r1, width, vec } | CoreInstr::Store { d1: r1, r1: d1, width, vec, .. } => {
+                    let is_load = matches!(ins, CoreInstr::Load { .. });
+                    // For a store, `r1` here is the address register and `d1` the source.
+                    self.check_regs(ci, pc, &[(d1, width * vec), (r1, 1)])?;
+                    self.sync_mvmu(ci, &[d1]);
+                    if self.cores[ci].t > now {
+                        let t = self.cores[ci].t;
+                        self.heap.push(Reverse((t, ci as u32)));
+                        // Do not count the instruction twice.
+                        if self.cores[ci].chunk == 0 {
+                            self.core_counts[ins.class_index()] -= 1;
+                            self.energy.instruction_memory -= e.core_imem_pj;
+                        }
+                        return Ok(());
+                    }
+                    let chunk = self.cores[ci].chunk;
+                    let base = self.cores[ci].regs[r1 as usize];
+                    let a = base as i64 + (chunk * width) as i64;
+                    let ts = &self.tiles[tile];
+                    if a < 0 || a as usize + width as usize > ts.mem.len() {
+                        return Err(fault(tile, Some(core), pc, format!("shared-memory address {a} out of range")));
+                    }
+                    let a = a as usize;
+                    let w = width as usize;
+                    let ok = if is_load {
+                        ts.valid[a..a + w].iter().all(|&v| v)
+                    } else {
+                        ts.valid[a..a + w].iter().all(|&v| !v)
+                    };
+                    if !ok {
+                        let c = &mut self.cores[ci];
+                        c.parked = Some(format!(
+                            "{} shared memory [{a}, {}) {}",
+                            if is_load { "load waits for valid data at" } else { "store waits for readers to drain" },
+                            a + w,
+                            if is_load { "" } else { "(words still valid)" }
+                        ));
+                        if chunk == 0 {
+                            self.core_counts[ins.class_index()] -= 1;
+                            self.energy.instruction_memory -= e.core_imem_pj;
+                        }
+                        self.tiles[tile].mem_waiters.push(ci as u32);
+                        return Ok(());
+                    }
+                    let ts = &mut self.tiles[tile];
+                    let start = now.max(ts.edram_free);
+                    ts.edram_free = start + lat.edram_cycles;
+                    let done = start + lat.edram_cycles;
+                    if self.trace {
+                        eprintln!("t={now} tile {tile} core {core} pc {pc} {} chunk {chunk} addr {a}", if is_load { "load" } else { "store" });
+                    }
+                    let mut changed = false;
+                    let dst = (d1 + chunk * width) as usize;
+                    if is_load {
+                        let c = &mut self.cores[ci];
+                        for k in 0..w {
+                            c.regs[dst + k] = ts.mem[a + k];
+                            if ts.count[a + k] != PERSISTENT {
+                                ts.count[a + k] = ts.count[a + k].saturating_sub(1);
+                                if ts.count[a + k] == 0 {
+                                    ts.valid[a + k] = false;
+                                    changed = true;
+                                }
+                            }
+                        }
+                        self.energy.register_file += w as f64 * reg_pj(arch, e, d1, true);
+                    } else {
+                        let CoreInstr::Store { counter, .. } = *ins else { unreachable!() };
+                        let c = &self.cores[ci];
+                        for k in 0..w {
+                            ts.mem[a + k] = c.regs[dst + k] as i16 as i32;
+                            ts.valid[a + k] = counter > 0;
+                            ts.count[a + k] = counter;
+                        }
+                        changed = true;
+                        self.energy.register_file += w as f64 * reg_pj(arch, e, d1, false);
+                    }
+                    self.energy.edram(e);
+                    if changed {
+                        self.wake_mem(tile, done);
+                    }
+                    let c = &mut self.cores[ci];
+                    c.t = done + lat.bus_cycles;
+                    c.chunk += 1;
+                    if c.chunk < vec {
+                        continue;
+                    }
+                    c.chunk = 0;
+                }
+                CoreInstr::Set { d1, imm, vec } => {
+                    self.check_regs(ci, pc, &[(d1, vec)])?;
+                    if d1 < arch.data_mem_base() {
+                        return Err(fault(tile, Some(core), pc, "set cannot write MVMU registers (ref §1.1)"));
+                    }
+                    let c = &mut self.cores[ci];
+                    c.regs[d1 as usize..(d1 + vec) as usize].fill(imm);
+                    c.t += lat.set_cycles_per_word * vec as u64;
+                    self.energy.register_file += vec as f64 * e.data_mem_pj;
+                }
+                CoreInstr::Copy { d1, r1, vec } => {
+                    self.check_regs(ci, pc, &[(d1, vec), (r1, vec)])?;
+                    self.sync_mvmu(ci, &[d1, r1]);
+                    let c = &mut self.cores[ci];
+                    c.regs.copy_within(r1 as usize..(r1 + vec) as usize, d1 as usize);
+                    c.t += lat.copy_cycles;
+                    self.energy.register_file +=
+                        vec as f64 * (reg_pj(arch, e, r1, false) + reg_pj(arch, e, d1, true));
+                }
+                CoreInstr::Alu { op, d1, r1, vec, .. } | CoreInstr::Alui { op, d1, r1, vec, .. } => {
+                    let (is_imm, r2v) = match *ins {
+                        CoreInstr::Alu { r2, .. } => (false, r2 as i32),
+                        CoreInstr::Alui { imm, .. } => (true, imm),
+                        _ => unreachable!(),
+                    };
+                    let unary = op.is_unary();
+                    let mut ranges = vec![(d1, vec), (r1, vec)];
+                    if !is_imm && !unary {
+                        ranges.push((r2v as u32, vec));
+                    }
+                    self.check_regs(ci, pc, &ranges)?;
+                    self.sync_mvmu(ci, &[d1, r1]);
+                    let c = &mut self.cores[ci];
+                    let a = c.regs[r1 as usize..(r1 + vec) as usize].to_vec();
+                    let b: Vec<i32> = if unary {
+                        Vec::new()
+                    } else if is_imm {
+                        vec![r2v; vec as usize]
+                    } else {
+                        c.regs[r2v as usize..(r2v as u32 + vec) as usize].to_vec()
+                    };
+                    alu::apply(self.fmt, self.mode, op, &a, &b, &mut c.regs[d1 as usize..(d1 + vec) as usize]);
+                    c.t += (vec as u64).div_ceil(arch.core.alu_lanes).max(1) * lat.alu_cycles * op.passes();
+                    self.energy.alu(e, op, vec as u64);
+                    let reads = if unary || is_imm { 1.0 } else { 2.0 };
+                    self.energy.register_file += vec as f64
+                        * (reads * reg_pj(arch, e, r1, false) + reg_pj(arch, e, d1, true));
+                }
+                CoreInstr::AluInt { op, d1, r1, r2 } => {
+                    self.check_regs(ci, pc, &[(d1, 1), (r1, 1), (r2, 1)])?;
+                    let c = &mut self.cores[ci];
+                    let (x, y) = (c.regs[r1 as usize], c.regs[r2 as usize]);
+                    let v = match op {
+                        IntOp::Add => x.wrapping_add(y),
+                        IntOp::Sub => x.wrapping_sub(y),
+                        IntOp::Mul => x.wrapping_mul(y),
+                        IntOp::Div | IntOp::Mod if y == 0 => {
+                            return Err(fault(tile, Some(core), pc, "alu_int division by zero"));
+                        }
+                        IntOp::Div => x.wrapping_div(y),
+                        IntOp::Mod => x.wrapping_rem(y),
+                        IntOp::EqChk => (x == y) as i32,
+                    };
+                    c.regs[d1 as usize] = v;
+                    c.t += lat.scalar_cycles;
+                    self.energy.register_file += 3.0 * e.data_mem_pj;
+                }
+                CoreInstr::Mvm { mask, shift, group } => {
+                    let mv = arch.mvm_cycles();
+                    let xs = arch.mvmu.xbar_size;
+                    let mut start = self.cores[ci].t;
+                    for m in 0..arch.core.mvmus {
+                        if (mask >> m) & 1 == 1 {
+                            start = start.max(self.cores[ci].mvmu_free[m]);
+                        }
+                    }
+                    if mask >> arch.core.mvmus != 0 {
+                        return Err(fault(tile, Some(core), pc, format!("mvm mask {mask:#b} names MVMUs beyond the {} of a core", arch.core.mvmus)));
+                    }
+                    for m in 0..arch.core.mvmus {
+                        if (mask >> m) & 1 == 0 {
+                            continue;
+                        }
+                        let wi = self.weights[ci * arch.core.mvmus + m];
+                        let c = &mut self.cores[ci];
+                        let xin = m * xs;
+                        let xout = arch.xbar_out_base() as usize + m * xs;
+                        let x: Vec<i32> = c.regs[xin..xin + xs].iter().map(|&v| v as i16 as i32).collect();
+                        match wi {
+                            Some(wi) => {
+                                let w = &p.weights[wi].data;
+                                fixed::mvm(self.fmt, self.mode, w, xs, xs, &x, &mut c.regs[xout..xout + xs]);
+                            }
+                            None => c.regs[xout..xout + xs].fill(0),
+                        }
+                        if shift > 0 && group > 0 {
+                            let (s, g) = (shift as usize, group as usize);
+                            for grp in c.regs[xin..xin + xs].chunks_mut(g) {
+                                let n = grp.len();
+                                for j in 0..n {
+                                    grp[j] = if j + s < n { grp[j + s] } else { 0 };
+                                }
+                            }
+                        }
+                        c.mvmu_free[m] = start + mv;
+                        c.mvmu_busy[m] += mv;
+                        self.energy.mvm(arch, e);
+                        self.mvm_ops += 1;
+                    }
+                    let c = &mut self.cores[ci];
+                    c.t = if arch.core.mvm_blocking { start + mv } else { start + 1 };
+                }
+                CoreInstr::Beq { r1, r2, target } => {
+                    self.check_regs(ci, pc, &[(r1, 1), (r2, 1)])?;
+                    let c = &mut self.cores[ci];
+                    c.t += lat.scalar_cycles;
+                    if c.regs[r1 as usize] == c.regs[r2 as usize] {
+                        next = target as usize;
+                        c.t += arch.core.branch_penalty_cycles;
+                    }
+                    self.energy.register_file += 2.0 * e.data_mem_pj;
+                }
+                CoreInstr::Jmp { target } => {
+                    let c = &mut self.cores[ci];
+                    c.t += lat.scalar_cycles;
+                    next = target as usize;
+                }
+                CoreInstr::Nop => self.cores[ci].t += lat.scalar_cycles,
+                CoreInstr::Hlt => {
+                    let c = &mut self.cores[ci];
+                    let done = c.mvmu_free.iter().copied().fold(c.t + lat.scalar_cycles, u64::max);
+                    c.t = done;
+                    c.halted = true;
+                    self.end = self.end.max(done);
+                    return Ok(());
+                }
+            }
+            self.cores[ci].pc = next;
+        }
+    }
+
+    fn try_deliver(&mut self, src: usize, now: u64) {
+        let depth = self.arch.tile.receive_fifo_depth;
+        let e = &self.arch.tables().energy;
+        while let Some(pk) = self.net[src].q.front() {
+            let (dst, fifo) = (pk.dst as usize, pk.fifo);
+            let f = self.tiles[dst].fifos.entry(fifo).or_default();
+            if f.len() >= depth {
+                break;
+            }
+            let mut pk = self.net[src].q.pop_front().unwrap();
+            let arrival = pk.ready.max(self.net[src].last + 1).max(now);
+            self.net[src].last = arrival;
+            pk.arrival = arrival;
+            f.push_back(pk);
+            self.packets += 1;
+            self.energy.network += self.arch.network.flits_per_packet as f64 * e.router_flit_pj + e.receive_buffer_pj;
+            self.end = self.end.max(arrival);
+            if self.tiles[dst].fifo_wait == Some(fifo) {
+                self.tiles[dst].fifo_wait = None;
+                let a = (self.ncores + dst) as u32;
+                self.heap.push(Reverse((arrival, a)));
+            }
+        }
+    }
+
+    fn step_tile(&mut self, t: usize, now: u64) -> Result<(), SimError> {
+        let p = self.p;
+        let arch = self.arch;
+        let code = &p.tiles[t].tile_code;
+        let tab = arch.tables();
+        let (lat, e) = (&tab.latency, &tab.energy);
+        if self.tiles[t].halted {
+            return Ok(());
+        }
+        self.tiles[t].t = self.tiles[t].t.max(now);
+        self.tiles[t].parked = None;
+        loop {
+            let pc = self.tiles[t].pc;
+            let Some(ins) = code.get(pc) else {
+                return Err(fault(t, None, pc, "ran past the end of the tile program (missing halt)"));
+            };
+            if let TileInstr::Halt = ins {
+                let u = &mut self.tiles[t];
+                u.halted = true;
+                self.tile_counts[2] += 1;
+                self.energy.instruction_memory += e.tile_imem_pj;
+                self.end = self.end.max(u.t);
+                return Ok(());
+            }
+            if self.tiles[t].t > now {
+                let tt = self.tiles[t].t;
+                self.heap.push(Reverse((tt, (self.ncores + t) as u32)));
+                return Ok(());
+            }
+            let chunk = self.tiles[t].chunk;
+            match *ins {
+                TileInstr::Send { addr, fifo, width, target, vec } => {
+                    let a = (addr + chunk * width) as usize;
+                    let w = width as usize;
+                    let ntiles = self.tiles.len();
+                    if target as usize >= ntiles || a + w > self.tiles[t].mem.len() {
+                        return Err(fault(t, None, pc, "send target tile or address out of range"));
+                    }
+                    if !self.tiles[t].valid[a..a + w].iter().all(|&v| v) {
+                        self.tiles[t].parked = Some(format!("send waits for valid data at shared memory [{a}, {})", a + w));
+                        self.tiles[t].mem_waiters.push((self.ncores + t) as u32);
+                        return Ok(());
+                    }
+                    let ts = &mut self.tiles[t];
+                    let start = now.max(ts.edram_free);
+                    ts.edram_free = start + lat.edram_cycles;
+                    let done = start + lat.edram_cycles;
+                    let mut changed = false;
+                    let data = ts.mem[a..a + w].to_vec();
+                    for k in a..a + w {
+                        if ts.count[k] != PERSISTENT {
+                            ts.count[k] = ts.count[k].saturating_sub(1);
+                            if ts.count[k] == 0 {
+                                ts.valid[k] = false;
+                                changed = true;
+                            }
+                        }
+                    }
+                    ts.t = done;
+                    let mut nl = arch.network.latency_cycles;
+                    if t / arch.node.tiles != target as usize / arch.node.tiles {
+                        nl += arch.network.inter_node_latency_cycles;
+                        self.energy.network += e.inter_node_packet_pj;
+                    }
+                    self.energy.edram(e);
+                    self.net[t].q.push_back(Packet { dst: target, fifo, data, ready: done + nl, arrival: 0 });
+                    self.try_deliver(t, now);
+                    if changed {
+                        self.wake_mem(t, done);
+                    }
+                    if chunk == 0 {
+                        self.tile_counts[0] += 1;
+                        self.energy.instruction_memory += e.tile_imem_pj;
+                    }
+                    let u = &mut self.tiles[t];
+                    u.chunk += 1;
+                    if u.chunk >= vec {
+                        u.chunk = 0;
+                        u.pc += 1;
+                    }
+                }
+                TileInstr::Receive { addr, fifo, width, counter, vec } => {
+                    let a = (addr + chunk * width) as usize;
+                    let w = width as usize;
+                    if a + w > self.tiles[t].mem.len() {
+                        return Err(fault(t, None, pc, "receive address out of range"));
+                    }
+                    let front = self.tiles[t].fifos.get(&fifo).and_then(|f| f.front()).map(|pk| (pk.arrival, pk.data.len()));
+                    let Some((arrival, plen)) = front else {
+                        self.tiles[t].parked = Some(format!("receive waits for a packet in FIFO {fifo}"));
+                        self.tiles[t].fifo_wait = Some(fifo);
+                        return Ok(());
+                    };
+                    if arrival > now {
+                        self.tiles[t].t = arrival;
+                        self.heap.push(Reverse((arrival, (self.ncores + t) as u32)));
+                        return Ok(());
+                    }
+                    if plen != w {
+                        return Err(fault(t, None, pc, format!("received a {plen}-word packet, instruction expects {w}")));
+                    }
+                    if self.tiles[t].valid[a..a + w].iter().any(|&v| v) {
+                        self.tiles[t].parked = Some(format!("receive waits for readers to drain shared memory [{a}, {})", a + w));
+                        self.tiles[t].mem_waiters.push((self.ncores + t) as u32);
+                        return Ok(());
+                    }
+                    let ts = &mut self.tiles[t];
+                    let pk = ts.fifos.get_mut(&fifo).and_then(|f| f.pop_front()).unwrap();
+                    let start = now.max(ts.edram_free);
+                    ts.edram_free = start + lat.edram_cycles;
+                    let done = start + lat.edram_cycles;
+                    for (k, v) in pk.data.into_iter().enumerate() {
+                        ts.mem[a + k] = v;
+                        ts.valid[a + k] = counter > 0;
+                        ts.count[a + k] = counter;
+                    }
+                    ts.t = done;
+                    self.energy.edram(e);
+                    self.end = self.end.max(done);
+                    self.try_deliver(fifo as usize, now);
+                    self.wake_mem(t, done);
+                    if chunk == 0 {
+                        self.tile_counts[1] += 1;
+                        self.energy.instruction_memory += e.tile_imem_pj;
+                    }
+                    let u = &mut self.tiles[t];
+                    u.chunk += 1;
+                    if u.chunk >= vec {
+                        u.chunk = 0;
+                        u.pc += 1;
+                    }
+                }
+                TileInstr::Halt => unreachable!(),
+            }
+        }
+    }
+
+    pub fn finish(mut self, dump: Option<(usize, usize)>) -> SimOutput {
+        let core_dump = dump.and_then(|(t, c)| {
+            let i = t * self.arch.tile.cores + c;
+            self.cores.get(i).map(|c| (c.regs.clone(), c.t))
+        });
+        let arch = self.arch;
+        let tab = arch.tables();
+        let nc = arch.tile.cores;
+        let cycles = self.end;
+        let mut cores_used = 0;
+        let mut busy = 0u64;
+        let mut mvmus = 0usize;
+        for (i, c) in self.cores.iter().enumerate() {
+            if c.active {
+                cores_used += 1;
+                self.energy.leakage += c.t as f64 * tab.leakage.core_pj_per_cycle;
+            }
+            for m in 0..arch.core.mvmus {
+                if self.weights[i * arch.core.mvmus + m].is_some() {
+                    mvmus += 1;
+                    busy += c.mvmu_busy[m];
+                }
+            }
+        }
+        let ntiles = self.tiles.len();
+        for t in 0..ntiles {
+            let mut ht = self.tiles[t].t;
+            for c in 0..nc {
+                ht = ht.max(self.cores[t * nc + c].t.min(cycles));
+            }
+            self.energy.leakage += ht as f64 * tab.leakage.tile_pj_per_cycle;
+        }
+        self.energy.leakage += cycles as f64 * ntiles as f64 * tab.leakage.router_pj_per_cycle;
+        let mut instructions = std::collections::BTreeMap::new();
+        for (k, &n) in CORE_CLASSES.iter().zip(&self.core_counts) {
+            instructions.insert(k.to_string(), n);
+        }
+        for (k, &n) in TILE_CLASSES.iter().zip(&self.tile_counts) {
+            instructions.insert(k.to_string(), n);
+        }
+        let total_instr = self.core_counts.iter().sum::<u64>() + self.tile_counts.iter().sum::<u64>();
+        let outputs = self
+            .p
+            .outputs
+            .iter()
+            .map(|io| {
+                let ts = &self.tiles[OUTPUT_TILE];
+                let v: Vec<f32> = io.addrs.iter().map(|&a| self.fmt.to_f64(ts.mem[a as usize] as i16 as i32) as f32).collect();
+                Tensor::from_f32(io.shape.clone(), v)
+            })
+            .collect();
+        let stats = SimStats {
+            cycles,
+            latency_ns: cycles as f64 * arch.ns_per_cycle(),
+            energy_nj: self.energy.total_pj() / 1000.0,
+            energy_breakdown_nj: self.energy.breakdown_nj(),
+            instructions,
+            simulated_instructions: total_instr,
+            tiles: self.p.placement.tiles_used,
+            cores: cores_used,
+            mvmus,
+            mvmu_utilization: if mvmus > 0 && cycles > 0 { busy as f64 / (mvmus as f64 * cycles as f64) } else { 0.0 },
+            mvm_ops: self.mvm_ops,
+            packets: self.packets,
+        };
+        SimOutput { outputs, stats, core_dump }
+    }
+}

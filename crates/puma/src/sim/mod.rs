@@ -1,0 +1,109 @@
+//! Event-driven simulator: functional 16-bit fixed point, timing and energy.
+//!
+//! Each core and each tile's send/receive unit is an agent with its own clock. Local
+//! instructions (set, copy, alu, mvm, branches) only advance the agent's clock; idle
+//! cycles are never stepped. Instructions touching shared state (load/store on the
+//! tile's shared memory, send/receive) run as events in global time order, so shared
+//! memory arbitration, valid/count blocking, network delivery and receive FIFOs are
+//! resolved causally. An agent that cannot proceed parks until the state it waits on
+//! changes; when no event is left and some agent is not halted, that is a deadlock,
+//! reported with every blocked instruction.
+
+mod alu;
+mod energy;
+mod exec;
+
+pub use energy::Energy;
+
+use crate::fixed::NumMode;
+use crate::program::Program;
+use pimkit_ir::Tensor;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    pub mode: NumMode,
+    /// Stop with an error past this many cycles (runaway programs).
+    pub max_cycles: u64,
+    /// Return the final register file of this (tile, core) (tests, debugging).
+    pub dump_core: Option<(usize, usize)>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            mode: NumMode::Exact,
+            max_cycles: 1 << 40,
+            dump_core: None,
+        }
+    }
+}
+
+/// One instruction that could not proceed at a deadlock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Blocked {
+    pub tile: usize,
+    /// `None` for the tile's send/receive unit.
+    pub core: Option<usize>,
+    pub pc: usize,
+    pub instr: String,
+    pub reason: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("missing input `{0}` (the program's inputs: {1})")]
+    MissingInput(String, String),
+    #[error("input `{name}`: expected {expected} elements, got {got}")]
+    InputShape {
+        name: String,
+        expected: usize,
+        got: usize,
+    },
+    #[error("deadlock at cycle {cycle}: {} blocked instruction(s): {}", blocked.len(), blocked.iter().map(|b| format!("tile {} {} pc {} `{}` ({})", b.tile, b.core.map(|c| format!("core {c}")).unwrap_or("unit".into()), b.pc, b.instr, b.reason)).collect::<Vec<_>>().join("; "))]
+    Deadlock { cycle: u64, blocked: Vec<Blocked> },
+    #[error("tile {tile} {who} pc {pc}: {msg}")]
+    Fault {
+        tile: usize,
+        who: String,
+        pc: usize,
+        msg: String,
+    },
+    #[error("simulation exceeded {0} cycles")]
+    Timeout(u64),
+}
+
+/// Statistics of one simulated inference.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SimStats {
+    pub cycles: u64,
+    pub latency_ns: f64,
+    pub energy_nj: f64,
+    pub energy_breakdown_nj: BTreeMap<String, f64>,
+    /// Executed instructions per class (core and tile classes).
+    pub instructions: BTreeMap<String, u64>,
+    pub simulated_instructions: u64,
+    pub tiles: usize,
+    pub cores: usize,
+    pub mvmus: usize,
+    /// Mean fraction of the run each used MVMU spent computing.
+    pub mvmu_utilization: f64,
+    pub mvm_ops: u64,
+    pub packets: u64,
+}
+
+pub struct SimOutput {
+    pub outputs: Vec<Tensor>,
+    pub stats: SimStats,
+    /// Final registers of `SimOptions::dump_core`, with the core's halt cycle.
+    pub core_dump: Option<(Vec<i32>, u64)>,
+}
+
+/// Run `p` on `inputs` (by graph input name).
+pub fn simulate(p: &Program, inputs: &HashMap<String, Tensor>, opts: &SimOptions) -> Result<SimOutput, SimError> {
+    let mut m = exec::Machine::new(p, opts)?;
+    m.load_inputs(inputs)?;
+    m.run()?;
+    Ok(m.finish(opts.dump_core))
+}

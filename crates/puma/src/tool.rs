@@ -1,0 +1,131 @@
+//! What the `pimkit puma` subcommands do, as library functions (the CLI is a thin shell).
+
+use crate::arch::Arch;
+use crate::compile::{CompileError, CompileOptions, compile};
+use crate::fixed::NumMode;
+use crate::program::{Program, ProgramError};
+use crate::result::{PumaResult, RunError, run_program};
+use crate::sim::SimOptions;
+use pimkit_ir::{Graph, Tensor};
+use std::collections::HashMap;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    #[error(transparent)]
+    Program(#[from] ProgramError),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error("{0}")]
+    Input(String),
+}
+
+/// Deterministic inputs for a program (uniform in [-1, 1), as the reference
+/// interpreter's `random_inputs` draws them for float inputs).
+pub fn default_inputs(g: &Graph) -> HashMap<String, Tensor> {
+    pimkit_interp::random_inputs(g, 0)
+}
+
+/// Compile `g` into `dir`. When the graph has weights, the reference interpreter's
+/// outputs for the default inputs are saved too (reference/*.npy, inputs/*.npy), so that
+/// `sim DIR` can report `max_abs_error` without the model.
+pub fn compile_to_dir(g: &Graph, arch: &Arch, opts: &CompileOptions, dir: &Path) -> Result<Program, ToolError> {
+    let p = compile(g, arch, opts)?;
+    p.save(dir)?;
+    let inputs = default_inputs(g);
+    let idir = dir.join("inputs");
+    std::fs::create_dir_all(&idir).map_err(|e| ToolError::Input(e.to_string()))?;
+    for (i, io) in p.inputs.iter().enumerate() {
+        let path = idir.join(format!("input_{i}.npy"));
+        pimkit_ir::npy::write_npy(&path, &inputs[&io.name]).map_err(|e| ToolError::Input(e.to_string()))?;
+    }
+    if !p.shape_only {
+        let outs = pimkit_interp::run(g, &inputs).map_err(|e| RunError::Reference(e.to_string()))?;
+        let rdir = dir.join("reference");
+        std::fs::create_dir_all(&rdir).map_err(|e| ToolError::Input(e.to_string()))?;
+        for (i, t) in outs.iter().enumerate() {
+            let t = Tensor::from_f32(t.shape.clone(), t.to_f32_vec());
+            pimkit_ir::npy::write_npy(&rdir.join(format!("output_{i}.npy")), &t).map_err(|e| ToolError::Input(e.to_string()))?;
+        }
+    }
+    Ok(p)
+}
+
+/// Simulate a compiled directory. `inputs` are .npy files in graph-input order; without
+/// them the saved default inputs are used and compared with the saved reference outputs.
+pub fn sim_dir(dir: &Path, inputs: &[std::path::PathBuf], mode: NumMode) -> Result<(PumaResult, Vec<Tensor>, Program), ToolError> {
+    let p = Program::load(dir)?;
+    let mut map = HashMap::new();
+    let use_default = inputs.is_empty();
+    for (i, io) in p.inputs.iter().enumerate() {
+        let path = if use_default {
+            dir.join("inputs").join(format!("input_{i}.npy"))
+        } else {
+            inputs
+                .get(i)
+                .cloned()
+                .ok_or_else(|| ToolError::Input(format!("the program has {} inputs; {} --input files given", p.inputs.len(), inputs.len())))?
+        };
+        let t = pimkit_ir::npy::read_npy(&path).map_err(|e| ToolError::Input(format!("{}: {e}", path.display())))?;
+        map.insert(io.name.clone(), t);
+    }
+    let reference: Option<Vec<Tensor>> = if use_default && dir.join("reference").exists() {
+        let mut v = Vec::new();
+        for i in 0..p.outputs.len() {
+            let path = dir.join("reference").join(format!("output_{i}.npy"));
+            v.push(pimkit_ir::npy::read_npy(&path).map_err(|e| ToolError::Input(format!("{}: {e}", path.display())))?);
+        }
+        Some(v)
+    } else {
+        None
+    };
+    let opts = SimOptions { mode, ..Default::default() };
+    let (res, outs) = run_program(&p, &map, &opts, reference.as_deref())?;
+    Ok((res, outs, p))
+}
+
+/// Write outputs as out/output_<i>.npy.
+pub fn write_outputs(dir: &Path, outs: &[Tensor]) -> Result<(), ToolError> {
+    std::fs::create_dir_all(dir).map_err(|e| ToolError::Input(e.to_string()))?;
+    for (i, t) in outs.iter().enumerate() {
+        pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t).map_err(|e| ToolError::Input(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Human-readable summary of a result.
+pub fn summary(res: &PumaResult) -> String {
+    let mut s = format!(
+        "model {}  ({:?} arithmetic, {} constants)\ncycles {}  latency {:.3} us  energy {:.1} nJ\ntiles {}  cores {}  MVMUs {}  MVMU utilization {:.2} %\nsimulated instructions {} (wall {:.3} s)\n",
+        res.model,
+        res.mode,
+        res.constants,
+        res.stats.cycles,
+        res.stats.latency_ns / 1000.0,
+        res.stats.energy_nj,
+        res.stats.tiles,
+        res.stats.cores,
+        res.stats.mvmus,
+        100.0 * res.stats.mvmu_utilization,
+        res.stats.simulated_instructions,
+        res.wall_s
+    );
+    s.push_str("energy (nJ):");
+    for (k, v) in &res.stats.energy_breakdown_nj {
+        s.push_str(&format!(" {k} {v:.2};"));
+    }
+    s.push_str("\ninstructions:");
+    for (k, v) in &res.stats.instructions {
+        if *v > 0 {
+            s.push_str(&format!(" {k} {v};"));
+        }
+    }
+    s.push('\n');
+    match res.max_abs_error {
+        Some(e) => s.push_str(&format!("max |error| vs reference interpreter: {e:.6}\n")),
+        None => s.push_str("max |error|: not compared (custom inputs or shape-only weights)\n"),
+    }
+    s
+}

@@ -1,0 +1,414 @@
+//! The target description: NM-Carus-like VPUs behind a DMA, a write-back cache and a
+//! scalar cv32e40x host. Every number is configurable from `arch/nm-carus.toml`; the
+//! defaults below cite where they come from (`quinn` = the QUINN paper,
+//! `ref` = /work/shared/reference/quinn.md). Costs that no public source gives are
+//! marked [unverified] and were chosen to land near the paper's measurements.
+
+use crate::error::{Result, VpuError};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The whole simulated system.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Arch {
+    pub name: String,
+    /// Cooperating VPUs: 1, 2 or 4 in quinn §5.9.
+    pub vpus: usize,
+    /// Clock of the FPGA emulation, quinn §5.1 (80 MHz); used for latency and energy.
+    pub clock_mhz: f64,
+    pub vpu: VpuParams,
+    pub dma: DmaParams,
+    pub cache: CacheParams,
+    pub memory: MemoryParams,
+    pub host: HostParams,
+    pub power: PowerParams,
+}
+
+/// One NM-Carus VPU: the VRF is its local SRAM.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VpuParams {
+    /// Local SRAM = VRF bytes: 32 KiB per VPU (quinn Fig. 1; ref §1.2, ARCANE carus 8 x 4 KiB banks).
+    pub vrf_bytes: usize,
+    /// Architectural vector registers tiling the SRAM: 32 (ref §1.2, VLEN = size/32).
+    pub vregs: usize,
+    /// Lanes: 8 (quinn §5.1; ref §1.2 one lane per bank [unverified]).
+    pub lanes: usize,
+    /// Element width the kernels issue at: 32 (quinn §5.4, zero-point and requant at SEW=32).
+    pub sew: usize,
+    /// Cycles per 32-bit word per lane for each instruction class.
+    pub cycles: ClassCycles,
+    /// Fixed start-up cycles of every vector instruction [unverified].
+    pub startup_cycles: u64,
+    /// Instructions the offload interface can queue before the host stalls [unverified].
+    pub queue_depth: usize,
+    /// Vector instructions of the integer-only requantization sequence, per output register.
+    pub requant: RequantSeq,
+}
+
+/// Cycles per 32-bit word per lane (an instruction on `vl` words costs
+/// `startup + ceil(vl / lanes) * cycles`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClassCycles {
+    /// int32 MAC: 0.33 MAC/cycle/lane (quinn §5.4 citing NM-Carus [unverified]).
+    pub mac: f64,
+    /// Multiply: cheaper than MAC (ref §1.3, "xvmul is faster than xvmacc") [unverified].
+    pub mul: f64,
+    /// Add/sub: one 32-bit word per 2 cycles per lane (quinn §5.4).
+    pub add: f64,
+    /// Shifts (xvsra) [unverified, adder-class].
+    pub shift: f64,
+    /// Max/min (xvmax) [unverified, adder-class].
+    pub minmax: f64,
+    /// vmv.v.x / vmv.v.v [unverified].
+    pub mv: f64,
+    /// Slides (xvslidedown) [unverified].
+    pub slide: f64,
+    /// xvmv.x.s: fixed cycles to read one element into a host register [unverified].
+    pub mv_x_s: f64,
+}
+
+/// The bit-exact requantization as vector instructions per output register (see
+/// `quant::IntRequant`: round to 24 bits, 24x24 multiply, round, RNE shift, clamp, +zp).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RequantSeq {
+    pub mul: u32,
+    pub add: u32,
+    pub shift: u32,
+    pub minmax: u32,
+}
+
+/// Single-channel X-HEEP DMA (ref §1.5: one channel, no zero padding, no HW FIFO).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DmaParams {
+    /// Host cycles to program one descriptor (address, size, strides, start) [unverified:
+    /// about eight 1-cycle CSR/store writes plus address arithmetic on cv32e40x].
+    pub program_cycles: u64,
+    /// Channel cycles from start to the first element [unverified].
+    pub setup_cycles: u64,
+    /// Elements moved per cycle on chip (one 32-bit OBI beat per cycle, ref §1.5) [unverified].
+    pub elems_per_cycle: f64,
+}
+
+/// The DMA-side cache (quinn §4.1: 128 KiB, 8-way, write-back, 64 B lines; ref §1.5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheParams {
+    pub size_bytes: usize,
+    pub ways: usize,
+    pub line_bytes: usize,
+}
+
+/// Off-chip memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryParams {
+    /// Sustained bandwidth: 1.2 B/cycle (quinn §5.4; 0.8 and 0.5 in §5.9).
+    pub bandwidth: f64,
+    /// Extra response latency per DMA burst that misses (quinn §5.1 latency module; 0 = none).
+    pub latency_cycles: u64,
+}
+
+/// cv32e40x host timings (ref §2.1) and the scalar baseline's per-op costs (ref §2.2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostParams {
+    /// Offload one vector instruction over CV-X-IF incl. packed-index update (ALU 1 + issue 1).
+    pub issue_cycles: u64,
+    /// One loop iteration: counter add (1) + taken branch (3), ref §2.1.
+    pub loop_cycles: u64,
+    /// Host control per scalar-broadcast step (xvmv.x.s result, packed-index and address
+    /// update, loop branch) that cannot overlap the VPU because the next MAC needs the
+    /// scalar [unverified: calibrated so QLinearMatMul-OS at n = 256 lands near quinn
+    /// §5.5's 3.21 Ops/cycle].
+    pub scalar_step_cycles: u64,
+    /// Scalar MAC in the muRISCV-NN 2x2-blocked loop: 18 cycles / 4 MACs (ref §2.2).
+    pub mac_cycles: f64,
+    /// Scalar depthwise MAC: no register blocking, per-tap bounds checks and HWC address
+    /// arithmetic [unverified: calibrated to quinn §5.9's 0.09 Ops/cycle host depthwise].
+    pub dw_mac_cycles: f64,
+    /// Integer-only requantization of one output on the host (mul + mulh(5) + shifts; ref §2.2).
+    pub requant_cycles: f64,
+    /// Zero-point subtraction of one loaded element (load 1 + sub 1).
+    pub zp_cycles: f64,
+    /// Per element cycles of host-only quantized elementwise ops (QLinearAdd: 2 loads,
+    /// 2 integer requants, add, clamp, store) [unverified].
+    pub eltwise_cycles: f64,
+    /// Per element cycles of data movement on the host (load + store + address), e.g. layout changes.
+    pub copy_cycles: f64,
+}
+
+/// Dynamic power for energy (quinn Table 5: 0.108 W per VPU unit at 80 MHz).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PowerParams {
+    pub vpu_dynamic_w: f64,
+    /// Share of the VPU dynamic power that scales with the lane count (relative to 8
+    /// lanes) and with the cache size (relative to 128 KiB), for the §5.10 sweep
+    /// [unverified: shaped after quinn Table 4's trends].
+    pub lane_share: f64,
+    pub cache_share: f64,
+    /// Host dynamic power for the scalar baseline energy [unverified; chosen so the OS
+    /// MM256 saving lands near quinn Table 4's ~30x].
+    pub host_dynamic_w: f64,
+}
+
+impl Default for Arch {
+    fn default() -> Self {
+        Arch {
+            name: "nm-carus".into(),
+            vpus: 1,
+            clock_mhz: 80.0,
+            vpu: VpuParams::default(),
+            dma: DmaParams::default(),
+            cache: CacheParams::default(),
+            memory: MemoryParams::default(),
+            host: HostParams::default(),
+            power: PowerParams::default(),
+        }
+    }
+}
+
+impl Default for VpuParams {
+    fn default() -> Self {
+        VpuParams {
+            vrf_bytes: 32 * 1024,
+            vregs: 32,
+            lanes: 8,
+            sew: 32,
+            cycles: ClassCycles::default(),
+            startup_cycles: 2,
+            queue_depth: 4,
+            requant: RequantSeq::default(),
+        }
+    }
+}
+
+impl Default for ClassCycles {
+    fn default() -> Self {
+        ClassCycles {
+            mac: 3.0,
+            mul: 2.0,
+            add: 2.0,
+            shift: 2.0,
+            minmax: 2.0,
+            mv: 1.0,
+            slide: 1.0,
+            mv_x_s: 3.0,
+        }
+    }
+}
+
+impl Default for RequantSeq {
+    fn default() -> Self {
+        // Emulating f32 rounding with integers: normalise |acc| (2 shifts, 1 add),
+        // 24x24 multiply as two 16-bit halves (2 mul, 2 add), RNE shift (2 shift, 2 add),
+        // sign restore, +zp, clamp (2 add, 2 minmax).
+        RequantSeq {
+            mul: 2,
+            add: 7,
+            shift: 4,
+            minmax: 2,
+        }
+    }
+}
+
+impl Default for DmaParams {
+    fn default() -> Self {
+        DmaParams {
+            program_cycles: 24,
+            setup_cycles: 4,
+            elems_per_cycle: 1.0,
+        }
+    }
+}
+
+impl Default for CacheParams {
+    fn default() -> Self {
+        CacheParams {
+            size_bytes: 128 * 1024,
+            ways: 8,
+            line_bytes: 64,
+        }
+    }
+}
+
+impl Default for MemoryParams {
+    fn default() -> Self {
+        MemoryParams {
+            bandwidth: 1.2,
+            latency_cycles: 0,
+        }
+    }
+}
+
+impl Default for HostParams {
+    fn default() -> Self {
+        HostParams {
+            issue_cycles: 2,
+            loop_cycles: 4,
+            scalar_step_cycles: 30,
+            mac_cycles: 4.5,
+            dw_mac_cycles: 18.0,
+            requant_cycles: 16.0,
+            zp_cycles: 2.0,
+            eltwise_cycles: 40.0,
+            copy_cycles: 4.0,
+        }
+    }
+}
+
+impl Default for PowerParams {
+    fn default() -> Self {
+        PowerParams {
+            vpu_dynamic_w: 0.108,
+            lane_share: 0.6,
+            cache_share: 0.25,
+            host_dynamic_w: 0.040,
+        }
+    }
+}
+
+impl Arch {
+    /// Parse a TOML architecture description (missing fields take the defaults).
+    pub fn from_toml(text: &str) -> Result<Arch> {
+        let a: Arch = toml::from_str(text).map_err(|e| VpuError::ArchParse(e.to_string()))?;
+        a.validate()?;
+        Ok(a)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Arch> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| VpuError::ArchParse(format!("{}: {e}", path.display())))?;
+        Arch::from_toml(&text)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// 32-bit elements per vector register (256 for the defaults).
+    pub fn vlen(&self) -> usize {
+        self.vpu.vrf_bytes / self.vpu.vregs / 4
+    }
+
+    /// Dynamic power of one VPU unit at this lane count and cache size (W).
+    pub fn vpu_power_w(&self) -> f64 {
+        let p = &self.power;
+        let lanes = self.vpu.lanes as f64 / 8.0;
+        let cache = self.cache.size_bytes as f64 / (128.0 * 1024.0);
+        p.vpu_dynamic_w * (1.0 - p.lane_share + p.lane_share * lanes) * (1.0 - p.cache_share + p.cache_share * cache)
+    }
+
+    /// A copy with another VPU count / bandwidth (the §5.9 sweep knobs).
+    pub fn with(&self, vpus: usize, bandwidth: f64) -> Arch {
+        let mut a = self.clone();
+        a.vpus = vpus;
+        a.memory.bandwidth = bandwidth;
+        a
+    }
+
+    /// Check every field a kernel relies on; errors name the field and the fix.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &'static str, msg: String| Err(VpuError::BadArch { field, msg });
+        if self.vpus == 0 || self.vpus > 64 {
+            return bad("vpus", format!("{} VPUs; use 1..=64 (the paper uses 1, 2, 4)", self.vpus));
+        }
+        if self.vpu.vregs < 32 {
+            return bad("vpu.vregs", format!("{} registers; the kernels' partitions (quinn Table 2) need 32", self.vpu.vregs));
+        }
+        if self.vpu.vrf_bytes % (self.vpu.vregs * 4) != 0 || self.vlen() < 16 {
+            return bad("vpu.vrf_bytes", format!("{} bytes gives {} int32 elements per register; need a multiple of vregs*4 and at least 16 elements", self.vpu.vrf_bytes, self.vlen()));
+        }
+        if self.vpu.lanes == 0 {
+            return bad("vpu.lanes", "0 lanes; use at least 1".into());
+        }
+        if ![8, 16, 32].contains(&self.vpu.sew) {
+            return bad("vpu.sew", format!("{}; use 8, 16 or 32", self.vpu.sew));
+        }
+        if self.vpu.queue_depth == 0 {
+            return bad("vpu.queue_depth", "0; use at least 1".into());
+        }
+        let c = &self.vpu.cycles;
+        for (f, v) in [
+            ("vpu.cycles.mac", c.mac),
+            ("vpu.cycles.mul", c.mul),
+            ("vpu.cycles.add", c.add),
+            ("vpu.cycles.shift", c.shift),
+            ("vpu.cycles.minmax", c.minmax),
+            ("vpu.cycles.mv", c.mv),
+            ("vpu.cycles.slide", c.slide),
+            ("vpu.cycles.mv_x_s", c.mv_x_s),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(f, format!("{v}; instruction costs must be positive"));
+            }
+        }
+        if !(self.memory.bandwidth.is_finite() && self.memory.bandwidth > 0.0) {
+            return bad("memory.bandwidth", format!("{} B/cycle; the off-chip bandwidth must be positive (the paper uses 1.2, 0.8, 0.5)", self.memory.bandwidth));
+        }
+        if !(self.dma.elems_per_cycle.is_finite() && self.dma.elems_per_cycle > 0.0) {
+            return bad("dma.elems_per_cycle", format!("{}; must be positive", self.dma.elems_per_cycle));
+        }
+        let cp = &self.cache;
+        if cp.line_bytes == 0 || !cp.line_bytes.is_power_of_two() {
+            return bad("cache.line_bytes", format!("{}; use a power of two (64 in quinn)", cp.line_bytes));
+        }
+        if cp.ways == 0 || cp.size_bytes % (cp.ways * cp.line_bytes) != 0 || cp.size_bytes == 0 {
+            return bad("cache.size_bytes", format!("{} bytes is not a positive multiple of ways x line ({} x {})", cp.size_bytes, cp.ways, cp.line_bytes));
+        }
+        if !(self.clock_mhz > 0.0) {
+            return bad("clock_mhz", format!("{}; must be positive", self.clock_mhz));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_paper() {
+        let a = Arch::default();
+        a.validate().unwrap();
+        assert_eq!(a.vlen(), 256);
+        assert_eq!(a.cache.size_bytes / a.cache.ways / a.cache.line_bytes, 256);
+    }
+
+    #[test]
+    fn toml_roundtrip_and_partial() {
+        let a = Arch::from_toml("vpus = 4\n[memory]\nbandwidth = 0.5\n").unwrap();
+        assert_eq!(a.vpus, 4);
+        assert_eq!(a.memory.bandwidth, 0.5);
+        assert_eq!(a.vpu.lanes, 8);
+        let b = Arch::from_toml(&a.to_toml()).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn bad_configs_are_clear() {
+        let e = Arch::from_toml("[memory]\nbandwidth = 0.0\n").unwrap_err();
+        assert!(e.to_string().contains("memory.bandwidth"), "{e}");
+        let e = Arch::from_toml("[vpu]\nlanes = 0\n").unwrap_err();
+        assert!(e.to_string().contains("vpu.lanes"), "{e}");
+        let e = Arch::from_toml("[vpu]\nbogus = 1\n").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+
+    /// arch/nm-carus.toml documents exactly the built-in defaults.
+    #[test]
+    fn shipped_arch_file_equals_defaults() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../arch/nm-carus.toml");
+        assert_eq!(Arch::from_file(&p).unwrap(), Arch::default());
+    }
+}

@@ -1,0 +1,29 @@
+use thiserror::Error;
+
+/// Everything that can go wrong while configuring the target or running a kernel on it.
+#[derive(Debug, Error)]
+pub enum VpuError {
+    #[error("architecture file: {0}")]
+    ArchParse(String),
+    #[error("architecture field `{field}`: {msg}")]
+    BadArch { field: &'static str, msg: String },
+    #[error("kernel {kernel}: {msg}")]
+    Kernel { kernel: &'static str, msg: String },
+    #[error("kernel {kernel}: the VRF is too small for one tile ({msg}); raise vpu.vrf_bytes or shrink the operand")]
+    VrfTooSmall { kernel: &'static str, msg: String },
+    #[error("node `{node}` ({op}): {msg}")]
+    Node { node: String, op: String, msg: String },
+    #[error("simulated memory access out of range: address {addr:#x} + {len} > {size:#x}")]
+    Memory { addr: u64, len: usize, size: usize },
+    #[error("{0}")]
+    Other(String),
+}
+
+pub type Result<T> = std::result::Result<T, VpuError>;
+
+pub(crate) fn kerr(kernel: &'static str, msg: impl Into<String>) -> VpuError {
+    VpuError::Kernel {
+        kernel,
+        msg: msg.into(),
+    }
+}

@@ -1,0 +1,246 @@
+//! Causal 1-D QLinearConv (CHW with H = 1) on the VPUs, quinn §4.3.3 / Table 2. The
+//! sequence is processed in chunks of one register (with the (K-1)*d causal halo); a
+//! block of output channels is held as int32 accumulators while the C_in*K reduction is
+//! done by shift (slide) and broadcast MAC. Partitions: OS input V0-V10, output V11-V30;
+//! IS all input channels resident (up to 26; more are streamed in groups), output the
+//! rest; WS 13 resident input channels + 13 output channels. Cooperating VPUs split the
+//! sequence; each loads its own band with the causal overlap.
+
+use super::conv2d::ConvJob;
+use super::{Dataflow, zp_at};
+use crate::error::{Result, VpuError, kerr};
+use crate::machine::{Elem, Machine, Xfer};
+
+const W_REG: usize = 31;
+
+struct Plan {
+    lo: usize,
+    lc: usize,
+    halo: usize,
+    in_slots: usize,
+    scratch: usize,
+    out0: usize,
+    out_slots: usize,
+    bands: Vec<(usize, usize)>,
+    steps: usize,
+    spill: Option<u64>,
+}
+
+impl Plan {
+    fn chunk(&self, q: usize, t: usize) -> Option<(usize, usize)> {
+        let (s, e) = self.bands[q];
+        let c0 = s + t * self.lc;
+        (c0 < e).then(|| (c0, self.lc.min(e - c0)))
+    }
+}
+
+fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
+    if j.h != 1 || j.kh != 1 || j.stride != (1, 1) || j.pads[0] != 0 || j.pads[2] != 0 {
+        return Err(kerr("QLinearConv-1D", "needs H = 1, a 1 x K filter and unit stride"));
+    }
+    let v = m.vlen;
+    let halo = (j.kw - 1) * j.dil.1;
+    if halo + 1 > v {
+        return Err(VpuError::VrfTooSmall {
+            kernel: "QLinearConv-1D",
+            msg: format!("the causal window of {} samples does not fit a {v}-element register", halo + 1),
+        });
+    }
+    let (_, lo) = j.out_hw();
+    let (in_slots, out_slots) = match df {
+        Dataflow::Os => (10, 20),
+        Dataflow::Is => {
+            let i = j.c_in.min(26);
+            (i, (30 - i).min(21))
+        }
+        Dataflow::Ws => (13, 13),
+    };
+    let lc = v - halo;
+    let p = m.vpus();
+    let per = lo.div_ceil(p);
+    let bands: Vec<_> = (0..p).map(|q| ((q * per).min(lo), ((q + 1) * per).min(lo))).collect();
+    let groups = j.c_in.div_ceil(in_slots);
+    let spill = (df != Dataflow::Os && groups > 1).then(|| m.alloc(j.c_out * lo * 4));
+    Ok(Plan {
+        lo,
+        lc,
+        halo,
+        in_slots,
+        scratch: in_slots,
+        out0: in_slots + 1,
+        out_slots,
+        bands,
+        steps: per.div_ceil(lc),
+        spill,
+    })
+}
+
+pub fn conv1d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
+    let pl = plan(m, j, df)?;
+    let ci_groups = j.c_in.div_ceil(pl.in_slots);
+    let co_blocks = j.c_out.div_ceil(pl.out_slots);
+    for t in 0..pl.steps {
+        match df {
+            Dataflow::Os => {
+                for cb in 0..co_blocks {
+                    m.host_loop(1);
+                    init(m, j, &pl, t, cb, 0)?;
+                    for g in 0..ci_groups {
+                        load_inputs(m, j, &pl, t, g)?;
+                        macs(m, j, &pl, t, cb, g)?;
+                    }
+                    finish(m, j, &pl, t, cb, true)?;
+                }
+            }
+            Dataflow::Is | Dataflow::Ws => {
+                for g in 0..ci_groups {
+                    m.host_loop(1);
+                    load_inputs(m, j, &pl, t, g)?;
+                    for cb in 0..co_blocks {
+                        m.host_loop(1);
+                        init(m, j, &pl, t, cb, g)?;
+                        macs(m, j, &pl, t, cb, g)?;
+                        finish(m, j, &pl, t, cb, g + 1 == ci_groups)?;
+                    }
+                }
+            }
+        }
+    }
+    m.finish();
+    Ok(())
+}
+
+fn group(j: &ConvJob, pl: &Plan, g: usize) -> (usize, usize) {
+    let c0 = g * pl.in_slots;
+    (c0, pl.in_slots.min(j.c_in - c0))
+}
+fn block(j: &ConvJob, pl: &Plan, cb: usize) -> (usize, usize) {
+    let c0 = cb * pl.out_slots;
+    (c0, pl.out_slots.min(j.c_out - c0))
+}
+
+/// Input channels of group `g` for chunk `t` on every VPU: register i holds samples
+/// [c0 - pad_l, c0 - pad_l + len) of channel i, left padding filled with x_zp.
+fn load_inputs(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, g: usize) -> Result<()> {
+    let (ci0, n) = group(j, pl, g);
+    let es = j.x_elem.size();
+    for q in 0..m.vpus() {
+        let Some((c0, len)) = pl.chunk(q, t) else { continue };
+        let total = len + pl.halo;
+        let start = c0 as isize - j.pads[1] as isize;
+        let first = (-start).max(0) as usize;
+        let last = ((j.w as isize - start).max(0) as usize).min(total);
+        if first > 0 || last < total {
+            for i in 0..n {
+                m.vmv_vx(q, i, j.x_zp, total);
+            }
+        }
+        if last > first {
+            m.dma_in(&Xfer {
+                vpu: q,
+                addr: j.x + ((ci0 * j.w) as isize + start + first as isize) as u64 * es as u64,
+                elem: j.x_elem,
+                rows: n,
+                cols: last - first,
+                col_stride: es,
+                row_stride: j.w * es,
+                vrf_off: first,
+                vrf_row_stride: m.vlen,
+            })?;
+        }
+        if j.x_zp != 0 {
+            for i in 0..n {
+                m.vadd_vx(q, i, i, -j.x_zp, total);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn macs(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) -> Result<()> {
+    let (co0, nco) = block(j, pl, cb);
+    let (ci0, nci) = group(j, pl, g);
+    let k = j.kw;
+    // Weight taps for (co block, ci sub-group) in V31, as many input channels as fit.
+    let sub = (m.vlen / (nco * k)).max(1).min(nci);
+    if nco * k > m.vlen {
+        return Err(VpuError::VrfTooSmall { kernel: "QLinearConv-1D", msg: format!("{nco} x {k} taps exceed one register") });
+    }
+    let es = j.w_elem.size();
+    let chunks: Vec<Option<(usize, usize)>> = (0..m.vpus()).map(|q| pl.chunk(q, t)).collect();
+    for s0 in (0..nci).step_by(sub) {
+        let ns = sub.min(nci - s0);
+        m.dma_in(&Xfer {
+            vpu: 0,
+            addr: j.wt + (((co0 * j.c_in + ci0 + s0) * k) * es) as u64,
+            elem: j.w_elem,
+            rows: nco,
+            cols: ns * k,
+            col_stride: es,
+            row_stride: j.c_in * k * es,
+            vrf_off: W_REG * m.vlen,
+            vrf_row_stride: ns * k,
+        })?;
+        for i in s0..s0 + ns {
+            for kx in 0..k {
+                let off = kx * j.dil.1;
+                // Causal shift: output t reads register element (t - c0) + kx*d.
+                if off != 0 {
+                    for (q, ch) in chunks.iter().enumerate() {
+                        if let Some((_, len)) = *ch {
+                            m.vslidedown(q, pl.scratch, i, off, len);
+                        }
+                    }
+                }
+                for o in 0..nco {
+                    let w = m.vmv_x_s(0, W_REG, o * ns * k + (i - s0) * k + kx) - zp_at(&j.w_zp, co0 + o);
+                    for (q, ch) in chunks.iter().enumerate() {
+                        let Some((_, len)) = *ch else { continue };
+                        let src = if off == 0 { i } else { pl.scratch };
+                        m.vmacc_vx(q, pl.out0 + o, w, src, len);
+                    }
+                }
+                m.host_loop(1);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn init(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) -> Result<()> {
+    let (co0, nco) = block(j, pl, cb);
+    for q in 0..m.vpus() {
+        let Some((c0, len)) = pl.chunk(q, t) else { continue };
+        if g > 0 {
+            let sp = pl.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            m.dma_in(&Xfer::rows(q, pl.out0, m.vlen, sp + ((co0 * pl.lo + c0) * 4) as u64, Elem::I32, nco, len, pl.lo * 4))?;
+        } else {
+            for o in 0..nco {
+                m.host(1);
+                let b = j.bias.as_ref().map_or(0, |b| b[co0 + o]);
+                m.vmv_vx(q, pl.out0 + o, b, len);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn finish(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, last: bool) -> Result<()> {
+    let (co0, nco) = block(j, pl, cb);
+    let (lo, hi) = j.out.range();
+    for q in 0..m.vpus() {
+        let Some((c0, len)) = pl.chunk(q, t) else { continue };
+        if last {
+            for o in 0..nco {
+                let rq = j.out.at(co0 + o).to_vec();
+                m.vrequant(q, pl.out0 + o, &rq, j.out.zp, lo, hi, len);
+            }
+            let es = j.out.elem.size();
+            m.dma_out(&Xfer::rows(q, pl.out0, m.vlen, j.y + ((co0 * pl.lo + c0) * es) as u64, j.out.elem, nco, len, pl.lo * es))?;
+        } else {
+            let sp = pl.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            m.dma_out(&Xfer::rows(q, pl.out0, m.vlen, sp + ((co0 * pl.lo + c0) * 4) as u64, Elem::I32, nco, len, pl.lo * 4))?;
+        }
+    }
+    Ok(())
+}

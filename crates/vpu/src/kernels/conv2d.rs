@@ -1,0 +1,394 @@
+//! 2-D QLinearConv (CHW, group 1) on the VPUs, quinn §4.3.2 / Table 2: input rows in
+//! V0-V20 (originals V0-V18, shifted replicas in V19/V20), filter taps in V31 (read as
+//! scalars), output rows V21-V28. One vector MAC covers a whole output row segment;
+//! stride-1 replicas come from slides, strided ones from strided DMA bursts. Padding
+//! columns are filled with the input zero point (the DMA has no zero padding, ref §1.5),
+//! padding rows are skipped. Cooperating VPUs split the output rows into stripes and
+//! receive the same broadcast tap.
+
+use super::{Dataflow, OutQuant, zp_at};
+use crate::error::{Result, VpuError, kerr};
+use crate::machine::{Elem, Machine, Xfer};
+use crate::problem::{QConv, out_quant};
+
+/// A convolution with operands in simulated memory (CHW input, OIHW weights).
+#[derive(Clone, Debug)]
+pub struct ConvJob {
+    pub c_in: usize,
+    pub h: usize,
+    pub w: usize,
+    pub c_out: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub stride: (usize, usize),
+    pub pads: [usize; 4],
+    pub dil: (usize, usize),
+    pub x: u64,
+    pub x_elem: Elem,
+    pub x_zp: i32,
+    pub wt: u64,
+    pub w_elem: Elem,
+    pub w_zp: Vec<i32>,
+    /// Bias stays in host memory (staged offline; read with one load per channel).
+    pub bias: Option<Vec<i32>>,
+    pub y: u64,
+    pub out: OutQuant,
+}
+
+impl ConvJob {
+    pub fn out_hw(&self) -> (usize, usize) {
+        let eh = self.dil.0 * (self.kh - 1) + 1;
+        let ew = self.dil.1 * (self.kw - 1) + 1;
+        (
+            (self.h + self.pads[0] + self.pads[2]).saturating_sub(eh) / self.stride.0 + 1,
+            (self.w + self.pads[1] + self.pads[3]).saturating_sub(ew) / self.stride.1 + 1,
+        )
+    }
+}
+
+pub fn place(m: &mut Machine, p: &QConv) -> ConvJob {
+    let x = m.put(p.x_elem, &p.x);
+    let wt = m.put(p.w_elem, &p.w_data);
+    let (ho, wo) = p.out_hw();
+    let y = m.alloc(p.c_out * ho * wo * p.y_elem.size());
+    ConvJob {
+        c_in: p.c_in,
+        h: p.h,
+        w: p.w,
+        c_out: p.c_out,
+        kh: p.kh,
+        kw: p.kw,
+        stride: p.stride,
+        pads: p.pads,
+        dil: p.dil,
+        x,
+        x_elem: p.x_elem,
+        x_zp: p.x_zp,
+        wt,
+        w_elem: p.w_elem,
+        w_zp: p.w_zp.clone(),
+        bias: p.bias.clone(),
+        y,
+        out: out_quant(p.y_elem, p.y_zp, &p.scales),
+    }
+}
+
+const W_REG: usize = 31;
+const ACC0: usize = 21;
+const MAX_OUT_ROWS: usize = 8;
+const MAX_IN_ROWS: usize = 19;
+const SCRATCH: [usize; 2] = [19, 20];
+
+struct Geo {
+    ho: usize,
+    wo: usize,
+    rt: usize,
+    wc: usize,
+    stripes: Vec<(usize, usize)>,
+    steps: usize,
+    taps_per_load: usize,
+    spill: Option<u64>,
+}
+
+impl Geo {
+    /// Output rows (oh0, n) of VPU `q` at step `t`.
+    fn tile(&self, q: usize, t: usize) -> Option<(usize, usize)> {
+        let (s, e) = self.stripes[q];
+        let r0 = s + t * self.rt;
+        (r0 < e).then(|| (r0, self.rt.min(e - r0)))
+    }
+}
+
+fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Geo> {
+    let v = m.vlen;
+    let (ho, wo) = j.out_hw();
+    if j.kh == 0 || j.kw == 0 || j.stride.0 == 0 || j.stride.1 == 0 || j.dil.0 == 0 || j.dil.1 == 0 {
+        return Err(kerr("QLinearConv", "kernel, strides and dilations must be positive"));
+    }
+    let span_w = (j.kw - 1) * j.dil.1 + 1;
+    let wc = if j.stride.1 == 1 { v.saturating_sub(span_w - 1) } else { v };
+    if wc == 0 {
+        return Err(VpuError::VrfTooSmall {
+            kernel: "QLinearConv",
+            msg: format!("a {}-wide dilated filter row needs more than the {v} elements of one register", span_w),
+        });
+    }
+    let span_h = (j.kh - 1) * j.dil.0 + 1;
+    if span_h > MAX_IN_ROWS {
+        return Err(VpuError::VrfTooSmall {
+            kernel: "QLinearConv",
+            msg: format!("a {span_h}-row dilated filter needs more than the {MAX_IN_ROWS} input registers"),
+        });
+    }
+    let mut rt = MAX_OUT_ROWS.min(ho);
+    while rt > 1 && (rt - 1) * j.stride.0 + span_h > MAX_IN_ROWS {
+        rt -= 1;
+    }
+    let p = m.vpus();
+    let per = ho.div_ceil(p);
+    let stripes: Vec<(usize, usize)> = (0..p).map(|q| ((q * per).min(ho), ((q + 1) * per).min(ho))).collect();
+    let steps = per.div_ceil(rt);
+    let kk = j.kh * j.kw;
+    if kk > v {
+        return Err(VpuError::VrfTooSmall { kernel: "QLinearConv", msg: format!("{kk} filter taps exceed one register ({v})") });
+    }
+    let spill = (df != Dataflow::Os && j.c_in > 1).then(|| m.alloc(j.c_out * ho * wo * 4));
+    Ok(Geo { ho, wo, rt, wc, stripes, steps, taps_per_load: v / kk, spill })
+}
+
+/// Run the 2-D convolution with dataflow `df`.
+pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
+    let g = plan(m, j, df)?;
+    let p = m.vpus();
+    let w_chunks = g.wo.div_ceil(g.wc);
+    let mut taps = TapCache::default();
+    match df {
+        Dataflow::Os => {
+            for t in 0..g.steps {
+                for wx in 0..w_chunks {
+                    for co in 0..j.c_out {
+                        m.host_loop(1);
+                        init(m, j, &g, t, wx, co, 0)?;
+                        for ci in 0..j.c_in {
+                            m.host_loop(1);
+                            let tv = taps.get(m, j, &g, co, ci)?;
+                            for q in 0..p {
+                                if let Some(tile) = g.tile(q, t) {
+                                    load_band(m, j, &g, q, tile, wx, ci)?;
+                                    macs(m, j, &g, q, tile, wx, ci, &tv)?;
+                                }
+                            }
+                        }
+                        finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
+                    }
+                }
+            }
+        }
+        Dataflow::Is => {
+            for t in 0..g.steps {
+                for wx in 0..w_chunks {
+                    for ci in 0..j.c_in {
+                        m.host_loop(1);
+                        for q in 0..p {
+                            if let Some(tile) = g.tile(q, t) {
+                                load_band(m, j, &g, q, tile, wx, ci)?;
+                            }
+                        }
+                        for co in 0..j.c_out {
+                            m.host_loop(1);
+                            let tv = taps.get(m, j, &g, co, ci)?;
+                            init(m, j, &g, t, wx, co, ci)?;
+                            for q in 0..p {
+                                if let Some(tile) = g.tile(q, t) {
+                                    macs(m, j, &g, q, tile, wx, ci, &tv)?;
+                                }
+                            }
+                            finish_tile(m, j, &g, t, wx, co, ci)?;
+                        }
+                    }
+                }
+            }
+        }
+        Dataflow::Ws => {
+            for co in 0..j.c_out {
+                for ci in 0..j.c_in {
+                    m.host_loop(1);
+                    let tv = taps.get(m, j, &g, co, ci)?;
+                    for t in 0..g.steps {
+                        for wx in 0..w_chunks {
+                            m.host_loop(1);
+                            init(m, j, &g, t, wx, co, ci)?;
+                            for q in 0..p {
+                                if let Some(tile) = g.tile(q, t) {
+                                    load_band(m, j, &g, q, tile, wx, ci)?;
+                                    macs(m, j, &g, q, tile, wx, ci, &tv)?;
+                                }
+                            }
+                            finish_tile(m, j, &g, t, wx, co, ci)?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    m.finish();
+    Ok(())
+}
+
+/// Filter taps in V31 of VPU 0, loaded a channel group at a time and read by the host
+/// once per (co, ci) with xvmv.x.s (zero point subtracted on the host).
+#[derive(Default)]
+struct TapCache {
+    loaded: Option<(usize, usize)>,
+}
+
+impl TapCache {
+    fn get(&mut self, m: &mut Machine, j: &ConvJob, g: &Geo, co: usize, ci: usize) -> Result<Vec<i32>> {
+        let kk = j.kh * j.kw;
+        let grp = g.taps_per_load;
+        let c0 = ci / grp * grp;
+        if self.loaded != Some((co, c0)) {
+            let n = grp.min(j.c_in - c0) * kk;
+            let es = j.w_elem.size();
+            m.dma_in(&Xfer::row(0, W_REG, 0, m.vlen, j.wt + (((co * j.c_in + c0) * kk) * es) as u64, j.w_elem, n))?;
+            self.loaded = Some((co, c0));
+        }
+        let zp = zp_at(&j.w_zp, co);
+        let base = (ci - c0) * kk;
+        Ok((0..kk).map(|i| m.vmv_x_s(0, W_REG, base + i) - zp).collect())
+    }
+}
+
+/// Output column range of chunk `wx`: (first output column, count).
+fn chunk(g: &Geo, wx: usize) -> (usize, usize) {
+    let w0 = wx * g.wc;
+    (w0, g.wc.min(g.wo - w0))
+}
+
+/// Valid input rows (ih) that feed output rows `oh0..oh0+n`.
+fn band_rows(j: &ConvJob, tile: (usize, usize)) -> (isize, usize) {
+    let first = (tile.0 * j.stride.0) as isize - j.pads[0] as isize;
+    let count = (tile.1 - 1) * j.stride.0 + (j.kh - 1) * j.dil.0 + 1;
+    (first, count)
+}
+
+/// Load one input row segment into `reg` covering padded input columns starting at
+/// `col0` (may be negative), `len` positions `step` apart; pad with x_zp, subtract x_zp.
+fn load_segment(m: &mut Machine, j: &ConvJob, q: usize, reg: usize, ci: usize, ih: usize, col0: isize, len: usize, step: usize) -> Result<()> {
+    let v = m.vlen;
+    // Positions c with 0 <= col0 + c*step < W.
+    let lo = if col0 >= 0 { 0 } else { ((-col0) as usize).div_ceil(step) };
+    let mut hi = len;
+    while hi > lo && col0 + ((hi - 1) * step) as isize >= j.w as isize {
+        hi -= 1;
+    }
+    if lo > 0 || hi < len {
+        m.vmv_vx(q, reg, j.x_zp, len);
+    }
+    if hi > lo {
+        let es = j.x_elem.size();
+        let c = (col0 + (lo * step) as isize) as usize;
+        m.dma_in(&Xfer {
+            vpu: q,
+            addr: j.x + (((ci * j.h + ih) * j.w + c) * es) as u64,
+            elem: j.x_elem,
+            rows: 1,
+            cols: hi - lo,
+            col_stride: step * es,
+            row_stride: 0,
+            vrf_off: reg * v + lo,
+            vrf_row_stride: v,
+        })?;
+    }
+    if j.x_zp != 0 {
+        m.vadd_vx(q, reg, reg, -j.x_zp, len);
+    }
+    Ok(())
+}
+
+/// Stride-1 width: load the band's original rows into V0.. (one register per input row).
+fn load_band(m: &mut Machine, j: &ConvJob, g: &Geo, q: usize, tile: (usize, usize), wx: usize, ci: usize) -> Result<()> {
+    if j.stride.1 != 1 {
+        return Ok(()); // strided replicas are loaded per tap in `macs`
+    }
+    let (w0, nw) = chunk(g, wx);
+    let (first, count) = band_rows(j, tile);
+    let len = nw + (j.kw - 1) * j.dil.1;
+    let col0 = w0 as isize - j.pads[1] as isize;
+    for r in 0..count {
+        let ih = first + r as isize;
+        if ih < 0 || ih >= j.h as isize {
+            continue;
+        }
+        load_segment(m, j, q, r, ci, ih as usize, col0, len, 1)?;
+    }
+    Ok(())
+}
+
+fn macs(m: &mut Machine, j: &ConvJob, g: &Geo, q: usize, tile: (usize, usize), wx: usize, ci: usize, taps: &[i32]) -> Result<()> {
+    let (w0, nw) = chunk(g, wx);
+    let (first, count) = band_rows(j, tile);
+    let mut sc = 0;
+    for r in 0..count {
+        let ih = first + r as isize;
+        if ih < 0 || ih >= j.h as isize {
+            continue;
+        }
+        for kx in 0..j.kw {
+            // Output rows fed by this input row: r = (oh - oh0)*s + ky*d.
+            let users: Vec<(usize, usize)> = (0..tile.1)
+                .filter_map(|o| {
+                    let d = r as isize - (o * j.stride.0) as isize;
+                    (d >= 0 && d as usize % j.dil.0 == 0 && (d as usize / j.dil.0) < j.kh).then(|| (o, d as usize / j.dil.0))
+                })
+                .collect();
+            if users.is_empty() {
+                continue;
+            }
+            let src = if j.stride.1 == 1 {
+                if kx == 0 {
+                    r
+                } else {
+                    let s = SCRATCH[sc];
+                    sc ^= 1;
+                    m.vslidedown(q, s, r, kx * j.dil.1, nw);
+                    s
+                }
+            } else {
+                let s = SCRATCH[sc];
+                sc ^= 1;
+                let col0 = (w0 * j.stride.1 + kx * j.dil.1) as isize - j.pads[1] as isize;
+                load_segment(m, j, q, s, ci, ih as usize, col0, nw, j.stride.1)?;
+                s
+            };
+            for (o, ky) in users {
+                m.vmacc_vx(q, ACC0 + o, taps[ky * j.kw + kx], src, nw);
+            }
+            m.host_loop(1);
+        }
+    }
+    Ok(())
+}
+
+/// Start an output tile from the bias (first input channel) or the spilled partial sums.
+fn init(m: &mut Machine, j: &ConvJob, g: &Geo, t: usize, wx: usize, co: usize, ci: usize) -> Result<()> {
+    let (w0, nw) = chunk(g, wx);
+    for q in 0..m.vpus() {
+        let Some((oh0, n)) = g.tile(q, t) else { continue };
+        if ci > 0 {
+            let sp = g.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            let addr = sp + (((co * g.ho + oh0) * g.wo + w0) * 4) as u64;
+            m.dma_in(&Xfer::rows(q, ACC0, m.vlen, addr, Elem::I32, n, nw, g.wo * 4))?;
+        } else {
+            m.host(1); // bias load
+            let b = j.bias.as_ref().map_or(0, |b| b[co]);
+            for o in 0..n {
+                m.vmv_vx(q, ACC0 + o, b, nw);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// After input channel `ci`: requantize and store when it was the last, else spill.
+fn finish_tile(m: &mut Machine, j: &ConvJob, g: &Geo, t: usize, wx: usize, co: usize, ci: usize) -> Result<()> {
+    let (w0, nw) = chunk(g, wx);
+    let (lo, hi) = j.out.range();
+    for q in 0..m.vpus() {
+        let Some((oh0, n)) = g.tile(q, t) else { continue };
+        if ci + 1 == j.c_in {
+            let rq = j.out.at(co).to_vec();
+            for o in 0..n {
+                m.vrequant(q, ACC0 + o, &rq, j.out.zp, lo, hi, nw);
+            }
+            let es = j.out.elem.size();
+            let addr = j.y + (((co * g.ho + oh0) * g.wo + w0) * es) as u64;
+            m.dma_out(&Xfer::rows(q, ACC0, m.vlen, addr, j.out.elem, n, nw, g.wo * es))?;
+        } else {
+            let sp = g.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            let addr = sp + (((co * g.ho + oh0) * g.wo + w0) * 4) as u64;
+            m.dma_out(&Xfer::rows(q, ACC0, m.vlen, addr, Elem::I32, n, nw, g.wo * 4))?;
+        }
+    }
+    Ok(())
+}

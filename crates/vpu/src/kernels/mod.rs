@@ -1,0 +1,67 @@
+//! QUINN's kernel library written against the [`Machine`](crate::machine::Machine)'s
+//! vector-instruction and DMA interface. Every kernel computes the real integer results
+//! into simulated memory; the cycle and traffic counters come from the same run.
+
+pub mod conv1d;
+pub mod conv2d;
+pub mod depthwise;
+pub mod matmul;
+
+use crate::machine::Elem;
+use crate::quant::IntRequant;
+use serde::{Deserialize, Serialize};
+
+/// The three stationary dataflows of quinn §3.2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dataflow {
+    Os,
+    Is,
+    Ws,
+}
+
+impl Dataflow {
+    pub const ALL: [Dataflow; 3] = [Dataflow::Os, Dataflow::Is, Dataflow::Ws];
+    pub fn name(self) -> &'static str {
+        match self {
+            Dataflow::Os => "OS",
+            Dataflow::Is => "IS",
+            Dataflow::Ws => "WS",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Dataflow> {
+        match s.to_ascii_lowercase().as_str() {
+            "os" => Some(Dataflow::Os),
+            "is" => Some(Dataflow::Is),
+            "ws" => Some(Dataflow::Ws),
+            _ => None,
+        }
+    }
+}
+
+/// Output quantization shared by all kernels.
+#[derive(Clone, Debug)]
+pub struct OutQuant {
+    pub elem: Elem,
+    pub zp: i32,
+    /// One requantizer (per tensor) or one per output channel / column.
+    pub rq: Vec<IntRequant>,
+}
+
+impl OutQuant {
+    pub fn range(&self) -> (i32, i32) {
+        self.elem.range()
+    }
+    /// Requantizers for channels `c0..c0+n` (a slice of length 1 when per-tensor).
+    pub fn slice(&self, c0: usize, n: usize) -> &[IntRequant] {
+        if self.rq.len() == 1 { &self.rq[..] } else { &self.rq[c0..c0 + n] }
+    }
+    pub fn at(&self, c: usize) -> &[IntRequant] {
+        self.slice(c, 1)
+    }
+}
+
+/// A weight zero point: per tensor or per output channel/column.
+pub(crate) fn zp_at(zp: &[i32], c: usize) -> i32 {
+    if zp.len() == 1 { zp[0] } else { zp[c] }
+}

@@ -1,0 +1,570 @@
+//! The simulated system: host timeline, VPUs with their VRFs, one DMA channel through
+//! the cache, and a flat off-chip memory holding real bytes.
+//!
+//! Timing is event-based on three resources. The host issues everything in program
+//! order; VPUs execute their instructions in order; the single DMA channel runs one
+//! descriptor at a time. Per-register "available" (last write done) and "free" (last
+//! read done) times give RAW/WAR/WAW hazards between DMA and VPU, so a kernel overlaps
+//! transfers with compute exactly when its register allocation allows it (e.g. the
+//! double-buffered vector-matrix kernel) and not otherwise. Every advance of the host
+//! clock is attributed to host control, waiting for a VPU (compute) or waiting for the
+//! DMA (DMA stall); the three sum to the total cycle count.
+
+use crate::arch::Arch;
+use crate::cache::{Cache, CacheStats};
+use crate::error::{Result, VpuError};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Element type of a memory operand moved by the DMA (the DMA widens to or narrows from
+/// the VRF's 32-bit elements, like the X-HEEP DMA's data-type conversion [unverified]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Elem {
+    U8,
+    I8,
+    I32,
+}
+
+impl Elem {
+    pub fn size(self) -> usize {
+        match self {
+            Elem::U8 | Elem::I8 => 1,
+            Elem::I32 => 4,
+        }
+    }
+    pub fn range(self) -> (i32, i32) {
+        match self {
+            Elem::U8 => (0, 255),
+            Elem::I8 => (-128, 127),
+            Elem::I32 => (i32::MIN, i32::MAX),
+        }
+    }
+}
+
+/// A 2-D DMA burst: `rows` x `cols` elements from memory at `addr` (byte strides) to/from
+/// VRF of `vpu` at flat element `vrf_off` (rows `vrf_row_stride` elements apart).
+#[derive(Clone, Copy, Debug)]
+pub struct Xfer {
+    pub vpu: usize,
+    pub addr: u64,
+    pub elem: Elem,
+    pub rows: usize,
+    pub cols: usize,
+    pub col_stride: usize,
+    pub row_stride: usize,
+    pub vrf_off: usize,
+    pub vrf_row_stride: usize,
+}
+
+impl Xfer {
+    /// Contiguous 1-D burst of `n` elements into register `reg` at element `at`.
+    pub fn row(vpu: usize, reg: usize, at: usize, vlen: usize, addr: u64, elem: Elem, n: usize) -> Xfer {
+        Xfer {
+            vpu,
+            addr,
+            elem,
+            rows: 1,
+            cols: n,
+            col_stride: elem.size(),
+            row_stride: 0,
+            vrf_off: reg * vlen + at,
+            vrf_row_stride: vlen,
+        }
+    }
+    /// `rows` memory rows (`row_stride` bytes apart) into consecutive registers from `reg`.
+    pub fn rows(vpu: usize, reg: usize, vlen: usize, addr: u64, elem: Elem, rows: usize, cols: usize, row_stride: usize) -> Xfer {
+        Xfer {
+            vpu,
+            addr,
+            elem,
+            rows,
+            cols,
+            col_stride: elem.size(),
+            row_stride,
+            vrf_off: reg * vlen,
+            vrf_row_stride: vlen,
+        }
+    }
+}
+
+/// Counter snapshot; differences of two snapshots describe one kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Counters {
+    pub host_control: u64,
+    pub compute_wait: u64,
+    pub dma_stall: u64,
+    pub vec_instrs: u64,
+    pub descriptors: u64,
+    /// Bytes moved by the DMA on the memory side (through the cache).
+    pub dma_bytes: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    /// Cycles any VPU was busy (sum over VPUs) and the DMA channel was busy.
+    pub vpu_busy: u64,
+    pub dma_busy: u64,
+}
+
+/// Result of one simulated kernel or layer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub cycles: u64,
+    pub compute_cycles: u64,
+    pub dma_stall_cycles: u64,
+    pub host_cycles: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub offchip_bytes: u64,
+    pub dma_bytes: u64,
+    pub descriptors: u64,
+    pub vec_instrs: u64,
+    pub vpu_busy: u64,
+    pub dma_busy: u64,
+}
+
+impl Stats {
+    pub fn add(&mut self, o: &Stats) {
+        self.cycles += o.cycles;
+        self.compute_cycles += o.compute_cycles;
+        self.dma_stall_cycles += o.dma_stall_cycles;
+        self.host_cycles += o.host_cycles;
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.evictions += o.evictions;
+        self.offchip_bytes += o.offchip_bytes;
+        self.dma_bytes += o.dma_bytes;
+        self.descriptors += o.descriptors;
+        self.vec_instrs += o.vec_instrs;
+        self.vpu_busy += o.vpu_busy;
+        self.dma_busy += o.dma_busy;
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Wait {
+    Control,
+    Compute,
+    Dma,
+}
+
+pub struct Machine {
+    pub arch: Arch,
+    pub vlen: usize,
+    pub mem: Vec<u8>,
+    pub vrf: Vec<Vec<i32>>,
+    pub cache: Cache,
+    host_t: u64,
+    dma_t: u64,
+    vpu_t: Vec<u64>,
+    queue: Vec<VecDeque<u64>>,
+    avail: Vec<Vec<u64>>,
+    /// Whether a register's last write was a DMA transfer.
+    avail_dma: Vec<Vec<bool>>,
+    free: Vec<Vec<u64>>,
+    /// Per VPU: idle cycles spent waiting for DMA data not yet charged to the host.
+    dma_idle: Vec<u64>,
+    ctr: Counters,
+}
+
+impl Machine {
+    pub fn new(arch: &Arch) -> Result<Machine> {
+        arch.validate()?;
+        let vlen = arch.vlen();
+        let p = arch.vpus;
+        let nregs = arch.vpu.vregs;
+        Ok(Machine {
+            arch: arch.clone(),
+            vlen,
+            mem: Vec::new(),
+            vrf: vec![vec![0; nregs * vlen]; p],
+            cache: Cache::new(&arch.cache),
+            host_t: 0,
+            dma_t: 0,
+            vpu_t: vec![0; p],
+            queue: vec![VecDeque::new(); p],
+            avail: vec![vec![0; nregs]; p],
+            avail_dma: vec![vec![false; nregs]; p],
+            free: vec![vec![0; nregs]; p],
+            dma_idle: vec![0; p],
+            ctr: Counters::default(),
+        })
+    }
+
+    pub fn vpus(&self) -> usize {
+        self.arch.vpus
+    }
+    pub fn now(&self) -> u64 {
+        self.host_t
+    }
+
+    // ---------------------------------------------------------------- memory
+    /// Reserve `bytes` of off-chip memory, 64-byte aligned (zero-filled).
+    pub fn alloc(&mut self, bytes: usize) -> u64 {
+        let a = self.mem.len().next_multiple_of(64);
+        self.mem.resize(a + bytes.max(1), 0);
+        a as u64
+    }
+    fn check(&self, addr: u64, len: usize) -> Result<usize> {
+        let a = addr as usize;
+        if a.checked_add(len).is_none_or(|e| e > self.mem.len()) {
+            return Err(VpuError::Memory { addr, len, size: self.mem.len() });
+        }
+        Ok(a)
+    }
+    pub fn put_bytes(&mut self, addr: u64, b: &[u8]) -> Result<()> {
+        let a = self.check(addr, b.len())?;
+        self.mem[a..a + b.len()].copy_from_slice(b);
+        Ok(())
+    }
+    /// Allocate and fill with elements of type `elem` (values must be in range).
+    pub fn put(&mut self, elem: Elem, v: &[i32]) -> u64 {
+        let addr = self.alloc(v.len() * elem.size());
+        let a = addr as usize;
+        for (i, &x) in v.iter().enumerate() {
+            write_elem(&mut self.mem, a + i * elem.size(), elem, x);
+        }
+        addr
+    }
+    pub fn get(&self, addr: u64, elem: Elem, n: usize) -> Result<Vec<i32>> {
+        let a = self.check(addr, n * elem.size())?;
+        Ok((0..n).map(|i| read_elem(&self.mem, a + i * elem.size(), elem)).collect())
+    }
+
+    // ---------------------------------------------------------------- host clock
+    fn wait_until(&mut self, t: u64, why: Wait) {
+        if t > self.host_t {
+            let d = t - self.host_t;
+            match why {
+                Wait::Control => self.ctr.host_control += d,
+                Wait::Compute => self.ctr.compute_wait += d,
+                Wait::Dma => self.ctr.dma_stall += d,
+            }
+            self.host_t = t;
+        }
+    }
+    /// The host waits for VPU `p` until `t`; the part the VPU itself sat idle waiting
+    /// for DMA data counts as DMA stall, the rest as compute.
+    fn wait_vpu(&mut self, p: usize, t: u64) {
+        if t <= self.host_t {
+            return;
+        }
+        let d = t - self.host_t;
+        let dma = d.min(self.dma_idle[p]);
+        self.dma_idle[p] -= dma;
+        let mid = self.host_t + (d - dma);
+        self.wait_until(mid, Wait::Compute);
+        self.wait_until(t, Wait::Dma);
+    }
+
+    /// Host executes `cycles` of scalar control code.
+    pub fn host(&mut self, cycles: u64) {
+        let t = self.host_t + cycles;
+        self.wait_until(t, Wait::Control);
+    }
+    /// Host runs `n` loop iterations' worth of control (counter, compare, branch).
+    pub fn host_loop(&mut self, n: u64) {
+        self.host(n * self.arch.host.loop_cycles);
+    }
+
+    /// Wait for every VPU and the DMA channel to go idle.
+    pub fn finish(&mut self) {
+        let (p, v) = self.vpu_t.iter().copied().enumerate().max_by_key(|&(_, t)| t).unwrap_or((0, 0));
+        if self.dma_t >= v {
+            self.wait_vpu(p, v);
+            self.wait_until(self.dma_t, Wait::Dma);
+        } else {
+            self.wait_until(self.dma_t, Wait::Dma);
+            self.wait_vpu(p, v);
+        }
+        for q in &mut self.queue {
+            q.clear();
+        }
+        self.dma_idle.iter_mut().for_each(|d| *d = 0);
+    }
+
+    pub fn counters(&self) -> Counters {
+        let CacheStats { hits, misses, evictions } = self.cache.stats;
+        Counters { hits, misses, evictions, ..self.ctr }
+    }
+
+    /// Statistics since snapshot `s0` (call [`Machine::finish`] first).
+    pub fn stats_since(&self, s0: &Counters) -> Stats {
+        let c = self.counters();
+        let host = c.host_control - s0.host_control;
+        let comp = c.compute_wait - s0.compute_wait;
+        let dma = c.dma_stall - s0.dma_stall;
+        let misses = c.misses - s0.misses;
+        let evictions = c.evictions - s0.evictions;
+        Stats {
+            cycles: host + comp + dma,
+            compute_cycles: comp,
+            dma_stall_cycles: dma,
+            host_cycles: host,
+            hits: c.hits - s0.hits,
+            misses,
+            evictions,
+            offchip_bytes: (misses + evictions) * self.arch.cache.line_bytes as u64,
+            dma_bytes: c.dma_bytes - s0.dma_bytes,
+            descriptors: c.descriptors - s0.descriptors,
+            vec_instrs: c.vec_instrs - s0.vec_instrs,
+            vpu_busy: c.vpu_busy - s0.vpu_busy,
+            dma_busy: c.dma_busy - s0.dma_busy,
+        }
+    }
+
+    /// Charge host-side memory traffic of ops the host runs itself (host memory is not
+    /// behind the DMA cache, quinn §4.1): only cycles, no cache counters.
+    pub fn host_work(&mut self, cycles: u64) {
+        self.host(cycles);
+    }
+
+    // ---------------------------------------------------------------- VPU issue
+    fn regs_of(&self, off: usize, n: usize) -> std::ops::Range<usize> {
+        if n == 0 {
+            return 0..0;
+        }
+        off / self.vlen..(off + n - 1) / self.vlen + 1
+    }
+
+    /// Issue one vector instruction to VPU `p`: returns its (start, end).
+    pub(crate) fn issue(&mut self, p: usize, srcs: &[usize], dst: Option<usize>, cycles: u64) -> (u64, u64) {
+        self.host(self.arch.host.issue_cycles);
+        let depth = self.arch.vpu.queue_depth;
+        while self.queue[p].front().is_some_and(|&s| s <= self.host_t) {
+            self.queue[p].pop_front();
+        }
+        if self.queue[p].len() >= depth {
+            let s = self.queue[p].pop_front().unwrap_or(0);
+            self.wait_vpu(p, s);
+        }
+        // Earliest start from compute-side constraints, then from DMA-written operands.
+        let mut ready = self.host_t.max(self.vpu_t[p]);
+        let mut start = ready;
+        for &r in srcs.iter().chain(dst.iter()) {
+            if self.avail_dma[p][r] {
+                start = start.max(self.avail[p][r]);
+            } else {
+                ready = ready.max(self.avail[p][r]);
+            }
+        }
+        if let Some(d) = dst {
+            ready = ready.max(self.free[p][d]);
+        }
+        start = start.max(ready);
+        self.dma_idle[p] += start - ready;
+        let end = start + cycles;
+        self.vpu_t[p] = end;
+        for &r in srcs {
+            self.free[p][r] = self.free[p][r].max(end);
+        }
+        if let Some(d) = dst {
+            self.avail[p][d] = end;
+            self.avail_dma[p][d] = false;
+            self.free[p][d] = self.free[p][d].max(end);
+        }
+        self.queue[p].push_back(start);
+        self.ctr.vec_instrs += 1;
+        self.ctr.vpu_busy += cycles;
+        (start, end)
+    }
+
+    /// Cycles of an instruction of class cost `cpw` (cycles per word per lane) on `vl` elements.
+    pub(crate) fn vcost(&self, cpw: f64, vl: usize) -> u64 {
+        let groups = vl.div_ceil(self.arch.vpu.lanes) as f64;
+        self.arch.vpu.startup_cycles + (groups * cpw).ceil() as u64
+    }
+
+    /// The host reads a value produced on VPU `p` (xvmv.x.s): it waits for the result.
+    pub(crate) fn sync_read(&mut self, p: usize, reg: usize) -> u64 {
+        let c = self.arch.vpu.cycles.mv_x_s.ceil() as u64;
+        let (_, end) = self.issue(p, &[reg], None, c);
+        self.wait_vpu(p, end);
+        // Index/address arithmetic and loop control around each broadcast step.
+        self.host(self.arch.host.scalar_step_cycles);
+        end
+    }
+
+    // ---------------------------------------------------------------- DMA
+    /// Program and start one DMA burst memory -> VRF.
+    pub fn dma_in(&mut self, x: &Xfer) -> Result<()> {
+        self.dma(x, false)
+    }
+    /// Program and start one DMA burst VRF -> memory (narrowing to `x.elem`).
+    pub fn dma_out(&mut self, x: &Xfer) -> Result<()> {
+        self.dma(x, true)
+    }
+
+    fn program_dma(&mut self) {
+        // One channel without a descriptor queue: the host waits for it to be free.
+        self.wait_until(self.dma_t, Wait::Dma);
+        self.host(self.arch.dma.program_cycles);
+        self.ctr.descriptors += 1;
+    }
+
+    /// Stage a burst between memory and the on-chip SRAM used by the scalar host
+    /// (the VRFs as plain memory): same cache and channel timing, no register data;
+    /// the host waits for completion (the scalar kernels do not overlap, quinn §5.9).
+    pub fn dma_stage(&mut self, x: &Xfer, to_mem: bool) -> Result<()> {
+        self.dma_impl(x, to_mem, false)?;
+        self.wait_until(self.dma_t, Wait::Dma);
+        Ok(())
+    }
+
+    fn dma(&mut self, x: &Xfer, to_mem: bool) -> Result<()> {
+        self.dma_impl(x, to_mem, true)
+    }
+
+    fn dma_impl(&mut self, x: &Xfer, to_mem: bool, data: bool) -> Result<()> {
+        let n = x.rows * x.cols;
+        if n == 0 {
+            return Ok(());
+        }
+        let es = x.elem.size();
+        let last = x.addr as usize + (x.rows - 1) * x.row_stride + (x.cols - 1) * x.col_stride;
+        self.check(x.addr, last + es - x.addr as usize)?;
+        if !data {
+            return self.dma_lines_only(x, to_mem);
+        }
+        let vr_last = x.vrf_off + (x.rows - 1) * x.vrf_row_stride + x.cols - 1;
+        if x.vpu >= self.vpus() || vr_last >= self.vrf[x.vpu].len() {
+            return Err(VpuError::Other(format!(
+                "DMA outside the VRF of VPU {} (element {vr_last})",
+                x.vpu
+            )));
+        }
+        self.program_dma();
+        let regs = self.regs_of(x.vrf_off, vr_last + 1 - x.vrf_off);
+        let p = x.vpu;
+        let mut start = self.host_t.max(self.dma_t);
+        for r in regs.clone() {
+            start = start.max(self.avail[p][r]);
+            if !to_mem {
+                start = start.max(self.free[p][r]);
+            }
+        }
+        // Data and cache lines.
+        let s0 = self.cache.stats;
+        let line_shift = self.cache.line_bytes().trailing_zeros();
+        for r in 0..x.rows {
+            let base = x.addr as usize + r * x.row_stride;
+            let vbase = x.vrf_off + r * x.vrf_row_stride;
+            let vrf = &mut self.vrf[p];
+            if to_mem {
+                for c in 0..x.cols {
+                    write_elem(&mut self.mem, base + c * x.col_stride, x.elem, vrf[vbase + c]);
+                }
+            } else {
+                for c in 0..x.cols {
+                    vrf[vbase + c] = read_elem(&self.mem, base + c * x.col_stride, x.elem);
+                }
+            }
+            if x.col_stride == es {
+                let l0 = (base >> line_shift) as u64;
+                let l1 = ((base + x.cols * es - 1) >> line_shift) as u64;
+                for l in l0..=l1 {
+                    self.cache.access_line(l, to_mem);
+                }
+            } else {
+                let mut prev = u64::MAX;
+                for c in 0..x.cols {
+                    let l = ((base + c * x.col_stride) >> line_shift) as u64;
+                    if l != prev {
+                        self.cache.access_line(l, to_mem);
+                        prev = l;
+                    }
+                }
+            }
+        }
+        let d = self.cache.stats.minus(&s0);
+        let line = self.cache.line_bytes() as f64;
+        let onchip = (n as f64 / self.arch.dma.elems_per_cycle).ceil() as u64;
+        let offchip = ((d.misses + d.evictions) as f64 * line / self.arch.memory.bandwidth).ceil() as u64;
+        let lat = if d.misses > 0 { self.arch.memory.latency_cycles } else { 0 };
+        let dur = self.arch.dma.setup_cycles + onchip.max(offchip) + lat;
+        let end = start + dur;
+        self.dma_t = end;
+        self.ctr.dma_busy += dur;
+        self.ctr.dma_bytes += (n * es) as u64;
+        for r in regs {
+            if to_mem {
+                self.free[p][r] = self.free[p][r].max(end);
+            } else {
+                self.avail[p][r] = end;
+                self.avail_dma[p][r] = true;
+                self.free[p][r] = end;
+            }
+        }
+        Ok(())
+    }
+
+    fn dma_lines_only(&mut self, x: &Xfer, to_mem: bool) -> Result<()> {
+        self.program_dma();
+        let start = self.host_t.max(self.dma_t);
+        let s0 = self.cache.stats;
+        let es = x.elem.size();
+        let line_shift = self.cache.line_bytes().trailing_zeros();
+        for r in 0..x.rows {
+            let base = x.addr as usize + r * x.row_stride;
+            if x.col_stride == es {
+                let l0 = (base >> line_shift) as u64;
+                let l1 = ((base + x.cols * es - 1) >> line_shift) as u64;
+                for l in l0..=l1 {
+                    self.cache.access_line(l, to_mem);
+                }
+            } else {
+                let mut prev = u64::MAX;
+                for c in 0..x.cols {
+                    let l = ((base + c * x.col_stride) >> line_shift) as u64;
+                    if l != prev {
+                        self.cache.access_line(l, to_mem);
+                        prev = l;
+                    }
+                }
+            }
+        }
+        let d = self.cache.stats.minus(&s0);
+        let n = x.rows * x.cols;
+        let onchip = (n as f64 / self.arch.dma.elems_per_cycle).ceil() as u64;
+        let offchip = ((d.misses + d.evictions) as f64 * self.cache.line_bytes() as f64 / self.arch.memory.bandwidth).ceil() as u64;
+        let lat = if d.misses > 0 { self.arch.memory.latency_cycles } else { 0 };
+        let dur = self.arch.dma.setup_cycles + onchip.max(offchip) + lat;
+        self.dma_t = start + dur;
+        self.ctr.dma_busy += dur;
+        self.ctr.dma_bytes += (n * es) as u64;
+        Ok(())
+    }
+
+    /// On-chip VRF-to-VRF copy by the DMA (memory mode, no cache traffic).
+    pub fn vrf_copy(&mut self, src_p: usize, src_reg: usize, dst_p: usize, dst_reg: usize, n: usize) {
+        self.program_dma();
+        let mut start = self.host_t.max(self.dma_t).max(self.avail[src_p][src_reg]);
+        start = start.max(self.free[dst_p][dst_reg]).max(self.avail[dst_p][dst_reg]);
+        let dur = self.arch.dma.setup_cycles + (n as f64 / self.arch.dma.elems_per_cycle).ceil() as u64;
+        let end = start + dur;
+        let v = self.vlen;
+        let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
+        self.vrf[dst_p][dst_reg * v..dst_reg * v + n].copy_from_slice(&tmp);
+        self.dma_t = end;
+        self.ctr.dma_busy += dur;
+        self.free[src_p][src_reg] = self.free[src_p][src_reg].max(end);
+        self.avail[dst_p][dst_reg] = end;
+        self.avail_dma[dst_p][dst_reg] = true;
+        self.free[dst_p][dst_reg] = end;
+    }
+}
+
+pub(crate) fn read_elem(mem: &[u8], a: usize, e: Elem) -> i32 {
+    match e {
+        Elem::U8 => mem[a] as i32,
+        Elem::I8 => mem[a] as i8 as i32,
+        Elem::I32 => i32::from_le_bytes([mem[a], mem[a + 1], mem[a + 2], mem[a + 3]]),
+    }
+}
+
+pub(crate) fn write_elem(mem: &mut [u8], a: usize, e: Elem, v: i32) {
+    match e {
+        Elem::U8 | Elem::I8 => mem[a] = v as u8,
+        Elem::I32 => mem[a..a + 4].copy_from_slice(&v.to_le_bytes()),
+    }
+}

@@ -1,0 +1,149 @@
+//! The engine's report section and file outputs (CSV + SVG rooflines, Table 3 / Table 5
+//! equivalents, per-layer network table).
+
+use crate::arch::Arch;
+use crate::network::NetworkResult;
+use crate::roofline::{Point, points_table, roofline_svg, table3};
+use pimkit_report::{Section, Table};
+use std::path::Path;
+
+/// Paper values for side-by-side comparison (quinn Table 3 and Table 5).
+pub const PAPER_TABLE3: [(&str, f64, f64, f64, f64); 5] = [
+    // kernel, G_P 1V, G_P 4V, L_I 1V, L_I 4V
+    ("1D convolution", 7.8, 26.6, 1.32, 1.27),
+    ("MM", 9.2, 24.5, 1.01, 3.28),
+    ("2D convolution", 7.7, 15.8, 2.02, 2.06),
+    ("Depthwise", 31.4, 51.3, 1.09, 1.07),
+    ("VM", 5.0, 8.8, 1.23, 1.06),
+];
+pub const PAPER_MNV2_CYCLES_SIMD1: f64 = 941.3e6;
+pub const PAPER_MNV2_CYCLES_SIMD4: f64 = 875.7e6;
+pub const PAPER_MNV2_MIB_SIMD1: f64 = 186.2;
+pub const PAPER_MNV2_MIB_SIMD4: f64 = 187.0;
+
+/// Titles of the per-sweep roofline figures.
+pub fn sweep_title(s: &str) -> &'static str {
+    match s {
+        "matmul" => "QLinearMatMul roofline (Fig. 5): MM n sweep and VM, per dataflow",
+        "conv2d" => "QLinearConv 2-D roofline (Fig. 6): c/k sweep, 32 outputs",
+        "conv1d" => "Causal 1-D QLinearConv roofline (Fig. 7): c/K sweep",
+        "depthwise" => "Depthwise QLinearConv roofline (Fig. 8): i/k sweep, 256 channels",
+        "simd" => "SIMD x bandwidth (Fig. 9): best dataflow per kernel, 1/2/4 VPUs, 1.2/0.8/0.5 B/cycle, scalar host",
+        "arch" => "Lanes x cache/VLEN (Fig. 10): MM256, per dataflow",
+        _ => "roofline",
+    }
+}
+
+fn sweeps_in(points: &[Point]) -> Vec<String> {
+    let mut v: Vec<String> = vec![];
+    for p in points {
+        if !v.contains(&p.sweep) {
+            v.push(p.sweep.clone());
+        }
+    }
+    v
+}
+
+/// Write `<sweep>.csv` and `<sweep>.svg` for every sweep present, plus `table3.csv`
+/// when the SIMD sweep is there.
+pub fn write_roofline_dir(points: &[Point], dir: &Path) -> std::io::Result<Vec<String>> {
+    std::fs::create_dir_all(dir)?;
+    let mut files = vec![];
+    for s in sweeps_in(points) {
+        let pts: Vec<Point> = points.iter().filter(|p| p.sweep == s).cloned().collect();
+        let csv = dir.join(format!("{s}.csv"));
+        std::fs::write(&csv, points_table(&s, &pts).to_csv())?;
+        let svg = dir.join(format!("{s}.svg"));
+        std::fs::write(&svg, roofline_svg(sweep_title(&s), &pts))?;
+        files.push(csv.display().to_string());
+        files.push(svg.display().to_string());
+        if s == "simd" {
+            let t = dir.join("table3.csv");
+            std::fs::write(&t, table3(&pts).to_csv())?;
+            files.push(t.display().to_string());
+        }
+    }
+    Ok(files)
+}
+
+/// Per-layer table of a network run.
+pub fn layer_table(r: &NetworkResult) -> Table {
+    let mut t = Table::new(
+        format!("{}: per-layer cost ({} VPU, {} B/cycle)", r.model, r.vpus, r.bandwidth),
+        &["layer", "op", "kernel", "dataflow", "cycles", "compute", "dma stall", "host", "offchip B", "ops", "energy mJ"],
+    );
+    for l in &r.layers {
+        t.push(vec![
+            l.name.clone(),
+            l.op.clone(),
+            format!("{:?}", l.kernel).to_lowercase(),
+            l.dataflow.map_or("-".into(), |d| d.name().into()),
+            l.cycles.to_string(),
+            l.compute_cycles.to_string(),
+            l.dma_stall_cycles.to_string(),
+            l.host_cycles.to_string(),
+            l.offchip_bytes.to_string(),
+            l.ops.to_string(),
+            format!("{:.3}", l.energy_j * 1e3),
+        ]);
+    }
+    t
+}
+
+/// Table 5 equivalent: whole-network totals beside the paper's MobileNetV2 numbers.
+pub fn table5(runs: &[&NetworkResult]) -> Table {
+    let mut t = Table::new("Table 5 equivalent: whole network (pimkit; paper MobileNetV2 at SIMD=1: 941.3 M cycles, 186.2 MiB)", &[
+        "model", "VPUs", "cache", "N_op [M]", "cycles [M]", "latency @clock [ms]", "off-chip [MiB]", "host-side [MiB]", "Ops/cycle", "energy [J]",
+    ]);
+    for r in runs {
+        t.push(vec![
+            r.model.clone(),
+            r.vpus.to_string(),
+            if r.cold_layers { "cold per layer".into() } else { "carried".into() },
+            format!("{:.1}", r.ops as f64 / 1e6),
+            format!("{:.1}", r.cycles as f64 / 1e6),
+            format!("{:.1}", r.latency_ms),
+            format!("{:.1}", r.offchip_bytes as f64 / 1048576.0),
+            format!("{:.1}", r.host_bytes as f64 / 1048576.0),
+            format!("{:.2}", r.ops as f64 / r.cycles.max(1) as f64),
+            format!("{:.2}", r.energy_j),
+        ]);
+    }
+    t
+}
+
+/// The VPU engine's report section: rooflines of `points`, Table 3, and the network runs.
+pub fn report_section(arch: &Arch, points: &[Point], runs: &[&NetworkResult]) -> Section {
+    let mut s = Section::new("vpu", "Near-memory vector engine (QUINN on NM-Carus)");
+    s.text(format!(
+        "Simulated system: {} VPU(s), {} lanes, VRF {} KiB (VLEN {} x int32), {} KiB {}-way write-back cache with {} B lines, off-chip {} B/cycle (+{} cycles latency), cv32e40x host at {} MHz. Kernels compute the real quantized results (bit-exact with the reference interpreter); cycles and off-chip bytes ((misses + evictions) x line) come from the same run.",
+        arch.vpus, arch.vpu.lanes, arch.vpu.vrf_bytes / 1024, arch.vlen(), arch.cache.size_bytes / 1024, arch.cache.ways,
+        arch.cache.line_bytes, arch.memory.bandwidth, arch.memory.latency_cycles, arch.clock_mhz
+    ));
+    s.note("Model, not measurement: NM-Carus per-instruction cycle costs are not public; the MAC and adder rates follow the paper, the remaining costs are configurable and calibrated (arch/nm-carus.toml cites each).");
+    for sw in sweeps_in(points) {
+        let pts: Vec<Point> = points.iter().filter(|p| p.sweep == sw).cloned().collect();
+        s.svg(format!("vpu_{sw}.svg"), sweep_title(&sw), roofline_svg(sweep_title(&sw), &pts));
+        s.table(points_table(&format!("vpu_{sw}"), &pts));
+    }
+    if points.iter().any(|p| p.sweep == "simd") {
+        s.table(table3(points));
+        let mut pt = Table::new("Table 3 in the paper (G_P, L_I)", &["Kernel", "G_P 1V", "G_P 4V", "L_I 1V", "L_I 4V"]);
+        for (k, a, b, c, d) in PAPER_TABLE3 {
+            pt.push(vec![k.into(), a.to_string(), b.to_string(), c.to_string(), d.to_string()]);
+        }
+        s.table(pt);
+    }
+    if !runs.is_empty() {
+        s.table(table5(runs));
+        for r in runs {
+            s.table(layer_table(r));
+        }
+    }
+    s.json = serde_json::json!({
+        "arch": arch,
+        "points": points,
+        "networks": runs,
+    });
+    s
+}

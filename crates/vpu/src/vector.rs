@@ -1,0 +1,142 @@
+//! The vector instructions the kernels use (an xvnmc / Zve32x subset, ref §1.3, quinn
+//! §4.2), at SEW=32. Each call charges the host issue, schedules the instruction on the
+//! VPU and computes the real values. Operands are register indices; every instruction
+//! works on elements `0..vl` of its registers.
+
+use crate::machine::Machine;
+use crate::quant::IntRequant;
+
+impl Machine {
+    fn reg(&self, r: usize) -> std::ops::Range<usize> {
+        r * self.vlen..(r + 1) * self.vlen
+    }
+
+    /// (mutable vd, shared vs) views of two distinct registers of VPU `p`.
+    fn two(&mut self, p: usize, vd: usize, vs: usize) -> (&mut [i32], &[i32]) {
+        let v = self.vlen;
+        let f = &mut self.vrf[p];
+        if vd < vs {
+            let (a, b) = f.split_at_mut(vs * v);
+            (&mut a[vd * v..(vd + 1) * v], &b[..v])
+        } else {
+            let (a, b) = f.split_at_mut(vd * v);
+            (&mut b[..v], &a[vs * v..(vs + 1) * v])
+        }
+    }
+
+    /// vmv.v.x: vd[i] = x.
+    pub fn vmv_vx(&mut self, p: usize, vd: usize, x: i32, vl: usize) {
+        let c = self.vcost(self.arch.vpu.cycles.mv, vl);
+        self.issue(p, &[], Some(vd), c);
+        let r = self.reg(vd);
+        self.vrf[p][r][..vl].fill(x);
+    }
+
+    /// vmv.v.v: vd[i] = vs[i].
+    pub fn vmv_vv(&mut self, p: usize, vd: usize, vs: usize, vl: usize) {
+        let c = self.vcost(self.arch.vpu.cycles.mv, vl);
+        self.issue(p, &[vs], Some(vd), c);
+        if vd != vs {
+            let (d, s) = self.two(p, vd, vs);
+            d[..vl].copy_from_slice(&s[..vl]);
+        }
+    }
+
+    /// vadd.vx: vd[i] = vs[i] + x (zero-point correction uses x = -zp).
+    pub fn vadd_vx(&mut self, p: usize, vd: usize, vs: usize, x: i32, vl: usize) {
+        let c = self.vcost(self.arch.vpu.cycles.add, vl);
+        self.issue(p, &[vs], Some(vd), c);
+        if vd == vs {
+            let r = self.reg(vd);
+            self.vrf[p][r][..vl].iter_mut().for_each(|e| *e = e.wrapping_add(x));
+        } else {
+            let (d, s) = self.two(p, vd, vs);
+            for i in 0..vl {
+                d[i] = s[i].wrapping_add(x);
+            }
+        }
+    }
+
+    /// vadd.vv / vsub.vv: vd[i] += sign * vs[i] (vd is also the first source).
+    pub fn vacc_vv(&mut self, p: usize, vd: usize, vs: usize, sign: i32, vl: usize) {
+        let c = self.vcost(self.arch.vpu.cycles.add, vl);
+        self.issue(p, &[vd, vs], Some(vd), c);
+        let (d, s) = self.two(p, vd, vs);
+        for i in 0..vl {
+            d[i] = d[i].wrapping_add(sign.wrapping_mul(s[i]));
+        }
+    }
+
+    /// vmacc.vx: vd[i] += x * vs2[i] (int32, wrapping as ONNX allows).
+    pub fn vmacc_vx(&mut self, p: usize, vd: usize, x: i32, vs2: usize, vl: usize) {
+        let c = self.vcost(self.arch.vpu.cycles.mac, vl);
+        self.issue(p, &[vd, vs2], Some(vd), c);
+        let (d, s) = self.two(p, vd, vs2);
+        for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
+            *d = d.wrapping_add(x.wrapping_mul(s));
+        }
+    }
+
+    /// vmacc.vv: vd[i] += vs1[i] * vs2[i].
+    pub fn vmacc_vv(&mut self, p: usize, vd: usize, vs1: usize, vs2: usize, vl: usize) {
+        let c = self.vcost(self.arch.vpu.cycles.mac, vl);
+        self.issue(p, &[vd, vs1, vs2], Some(vd), c);
+        let v = self.vlen;
+        let f = &mut self.vrf[p];
+        for i in 0..vl {
+            let prod = f[vs1 * v + i].wrapping_mul(f[vs2 * v + i]);
+            f[vd * v + i] = f[vd * v + i].wrapping_add(prod);
+        }
+    }
+
+    /// vslidedown.vx: vd[i] = vs[i + off] (0 past the end of the register).
+    pub fn vslidedown(&mut self, p: usize, vd: usize, vs: usize, off: usize, vl: usize) {
+        let c = self.vcost(self.arch.vpu.cycles.slide, vl);
+        self.issue(p, &[vs], Some(vd), c);
+        let v = self.vlen;
+        let (d, s) = self.two(p, vd, vs);
+        for i in 0..vl {
+            d[i] = if i + off < v { s[i + off] } else { 0 };
+        }
+    }
+
+    /// xvmv.x.s: the host reads element `idx` of `vs` (waits for the VPU).
+    pub fn vmv_x_s(&mut self, p: usize, vs: usize, idx: usize) -> i32 {
+        self.sync_read(p, vs);
+        self.vrf[p][vs * self.vlen + idx]
+    }
+
+    /// Cycles of the integer-only requantization sequence on `vl` elements.
+    pub fn requant_cycles(&self, vl: usize) -> u64 {
+        let q = &self.arch.vpu.requant;
+        let c = &self.arch.vpu.cycles;
+        q.mul as u64 * self.vcost(c.mul, vl)
+            + q.add as u64 * self.vcost(c.add, vl)
+            + q.shift as u64 * self.vcost(c.shift, vl)
+            + q.minmax as u64 * self.vcost(c.minmax, vl)
+    }
+
+    /// Requantize `vd[0..vl]` in place to [lo, hi] with zero point `zp`; `rq` holds one
+    /// requantizer (per-tensor / per-register channel) or `vl` of them (per element).
+    pub fn vrequant(&mut self, p: usize, vd: usize, rq: &[IntRequant], zp: i32, lo: i32, hi: i32, vl: usize) {
+        let q = &self.arch.vpu.requant;
+        let n = (q.mul + q.add + q.shift + q.minmax) as usize;
+        // Issued as its instruction sequence: charge the host once per instruction.
+        let total = self.requant_cycles(vl);
+        for i in 0..n.saturating_sub(1) {
+            let _ = i;
+            self.host(self.arch.host.issue_cycles);
+        }
+        self.issue(p, &[vd], Some(vd), total);
+        let r = self.reg(vd);
+        let d = &mut self.vrf[p][r][..vl];
+        if rq.len() == 1 {
+            let q = rq[0];
+            d.iter_mut().for_each(|e| *e = q.apply(*e, zp, lo, hi));
+        } else {
+            for (e, q) in d.iter_mut().zip(rq) {
+                *e = q.apply(*e, zp, lo, hi);
+            }
+        }
+    }
+}

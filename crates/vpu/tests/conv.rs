@@ -1,0 +1,100 @@
+//! QLinearConv kernels (2-D, causal 1-D, depthwise HWC) bit-exact against the integer
+//! reference for every dataflow, at many shapes.
+
+use pimkit_vpu::problem::{Gen, ref_conv};
+use pimkit_vpu::run::{ConvKind, run_conv};
+use pimkit_vpu::{Arch, Dataflow, VpuError};
+use proptest::prelude::*;
+
+fn check(arch: &Arch, kind: ConvKind, p: &pimkit_vpu::problem::QConv) {
+    let want = ref_conv(p);
+    for df in Dataflow::ALL {
+        let (got, st) = run_conv(arch, p, kind, df).unwrap();
+        assert_eq!(got, want, "{kind:?} {df:?} vpus={} c{} {}x{} k{}x{} s{:?} pads{:?} d{:?}", arch.vpus, p.c_in, p.h, p.w, p.kh, p.kw, p.stride, p.pads, p.dil);
+        assert_eq!(st.cycles, st.compute_cycles + st.dma_stall_cycles + st.host_cycles);
+    }
+}
+
+#[test]
+fn conv2d_shapes() {
+    let a = Arch::default();
+    let mut g = Gen::new(1);
+    check(&a, ConvKind::Conv2d, &g.conv(3, 20, 30, 5, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1));
+    check(&a, ConvKind::Conv2d, &g.conv(4, 17, 19, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1));
+    check(&a, ConvKind::Conv2d, &g.conv(2, 12, 300, 2, (5, 5), (1, 1), [2, 2, 2, 2], (1, 1), 1));
+    check(&a, ConvKind::Conv2d, &g.conv(2, 11, 13, 2, (3, 2), (1, 2), [0, 1, 1, 0], (2, 1), 1));
+    check(&a.with(4, 0.8), ConvKind::Conv2d, &g.conv(3, 23, 40, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1));
+    check(&a.with(2, 1.2), ConvKind::Conv2d, &g.conv(5, 9, 9, 3, (1, 1), (1, 1), [0, 0, 0, 0], (1, 1), 1));
+}
+
+#[test]
+fn conv1d_causal_shapes() {
+    let a = Arch::default();
+    let mut g = Gen::new(2);
+    for (c, k, l, d, vpus) in [(3usize, 3usize, 40usize, 1usize, 1usize), (30, 3, 300, 1, 1), (12, 7, 600, 2, 4), (5, 1, 17, 1, 2), (28, 3, 70, 1, 2)] {
+        let p = g.conv(c, 1, l, c + 1, (1, k), (1, 1), [0, (k - 1) * d, 0, 0], (1, d), 1);
+        check(&a.with(vpus, 1.2), ConvKind::Conv1d, &p);
+    }
+}
+
+#[test]
+fn depthwise_shapes() {
+    let a = Arch::default();
+    let mut g = Gen::new(3);
+    for (c, h, k, s, vpus) in [(16usize, 9usize, 3usize, 1usize, 1usize), (300, 7, 3, 2, 1), (8, 8, 5, 1, 2), (40, 10, 3, 1, 4), (24, 6, 2, 2, 1)] {
+        let pad = k / 2;
+        let p = g.conv(c, h, h + 1, c, (k, k), (s, s), [pad, pad, pad, pad], (1, 1), c);
+        check(&a.with(vpus, 1.2), ConvKind::Depthwise, &p);
+    }
+    let p = g.conv(10, 9, 9, 10, (3, 3), (1, 1), [2, 2, 2, 2], (2, 2), 10);
+    check(&a, ConvKind::Depthwise, &p);
+}
+
+#[test]
+fn vrf_too_small_is_a_clear_error() {
+    let mut a = Arch::default();
+    a.vpu.vrf_bytes = 32 * 64; // 16 elements per register
+    let p = Gen::new(4).conv(1, 1, 64, 1, (1, 31), (1, 1), [0, 30, 0, 0], (1, 1), 1);
+    let e = run_conv(&a, &p, ConvKind::Conv1d, Dataflow::Os).unwrap_err();
+    assert!(matches!(e, VpuError::VrfTooSmall { .. }), "{e}");
+    assert!(e.to_string().contains("vrf_bytes"), "{e}");
+    let e = run_conv(&a, &p, ConvKind::Conv2d, Dataflow::Os).unwrap_err();
+    assert!(matches!(e, VpuError::VrfTooSmall { .. }), "{e}");
+}
+
+#[test]
+fn depthwise_ring_reads_less_than_naive_os() {
+    let p = Gen::new(5).conv(64, 14, 14, 64, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 64);
+    let a = Arch::default();
+    let (_, os) = run_conv(&a, &p, ConvKind::Depthwise, Dataflow::Os).unwrap();
+    let (_, is) = run_conv(&a, &p, ConvKind::Depthwise, Dataflow::Is).unwrap();
+    assert!(is.dma_bytes * 2 < os.dma_bytes, "IS {} vs OS {}", is.dma_bytes, os.dma_bytes);
+    assert!(is.cycles < os.cycles);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn conv2d_small(c in 1usize..4, h in 1usize..10, w in 1usize..12, co in 1usize..4, k in 1usize..4, s in 1usize..3,
+                    pad in 0usize..2, seed in 0u64..1000, vpus in prop::sample::select(vec![1usize, 2, 4])) {
+        prop_assume!(h + 2 * pad >= k && w + 2 * pad >= k);
+        let p = Gen::new(seed).conv(c, h, w, co, (k, k), (s, s), [pad; 4], (1, 1), 1);
+        check(&Arch::default().with(vpus, 1.2), ConvKind::Conv2d, &p);
+    }
+
+    #[test]
+    fn conv1d_small(c in 1usize..30, l in 1usize..40, k in 1usize..5, d in 1usize..3, seed in 0u64..1000,
+                    vpus in prop::sample::select(vec![1usize, 2, 4])) {
+        let p = Gen::new(seed).conv(c, 1, l, c.div_ceil(2), (1, k), (1, 1), [0, (k - 1) * d, 0, 0], (1, d), 1);
+        check(&Arch::default().with(vpus, 1.2), ConvKind::Conv1d, &p);
+    }
+
+    #[test]
+    fn depthwise_small(c in 1usize..20, h in 1usize..8, k in 1usize..5, s in 1usize..3, seed in 0u64..1000,
+                       vpus in prop::sample::select(vec![1usize, 2, 4])) {
+        let pad = k / 2;
+        prop_assume!(h + 2 * pad >= k);
+        let p = Gen::new(seed).conv(c, h, h, c, (k, k), (s, s), [pad; 4], (1, 1), c);
+        check(&Arch::default().with(vpus, 1.2), ConvKind::Depthwise, &p);
+    }
+}

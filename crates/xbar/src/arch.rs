@@ -1,0 +1,230 @@
+//! The crossbar architecture and compiler settings, read from a TOML file such as
+//! `arch/rram-128.toml`. Every default there cites the paper or the reference notes.
+
+use crate::error::{Result, XbarError};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The text of `arch/rram-128.toml`, the default architecture.
+pub const RRAM_128_TOML: &str = include_str!("../../../arch/rram-128.toml");
+
+/// Which rule set the compiler follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Fixed rules: all maximal spaces, correct DFTRC axes, balanced S_DW split, bit slicing,
+    /// packing-aware duplication search, ceil-based layer time.
+    #[default]
+    Pimkit,
+    /// The public RNC code's rules and quirks (see docs/xbar.md).
+    RncCompat,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = XbarError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "pimkit" => Ok(Mode::Pimkit),
+            "rnc-compat" | "rnc" => Ok(Mode::RncCompat),
+            _ => Err(XbarError::Option {
+                option: "mode",
+                msg: format!("unknown mode '{s}'; use 'pimkit' or 'rnc-compat'"),
+            }),
+        }
+    }
+}
+
+/// How grouped and depthwise convolutions become boxes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DepthwiseMapping {
+    /// RNC's box: (k*k*Cin/g) x Cout, one group per read, g*Hout*Wout cycles; split by S_DW.
+    #[default]
+    Compact,
+    /// Groups on the diagonal of a crossbar: as many groups per crossbar as fit, Hout*Wout
+    /// cycles, mostly-zero area. S_DW does not apply.
+    Blockdiag,
+}
+
+impl std::str::FromStr for DepthwiseMapping {
+    type Err = XbarError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "compact" => Ok(DepthwiseMapping::Compact),
+            "blockdiag" | "block-diagonal" => Ok(DepthwiseMapping::Blockdiag),
+            _ => Err(XbarError::Option {
+                option: "depthwise",
+                msg: format!("unknown depthwise mapping '{s}'; use 'compact' or 'blockdiag'"),
+            }),
+        }
+    }
+}
+
+/// Axis that receives the slices of one weight when a cell holds fewer bits than a weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BitSlice {
+    Columns,
+    Rows,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossbarSpec {
+    pub rows: usize,
+    pub cols: usize,
+    pub weight_bits: u32,
+    pub cell_bits: u32,
+    pub bit_slice: BitSlice,
+    pub differential: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingSpec {
+    pub read_latency_ns: f64,
+    pub input_bits: u32,
+    pub dac_bits: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackingSpec {
+    pub hazard_rule: bool,
+    pub layer_threshold: usize,
+    pub max_load: usize,
+    /// pimkit mode: random-key box orders tried per packing (best kept); 1 is fastest.
+    pub restarts: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DuplicationSpec {
+    pub margin_start: f64,
+    pub margin_step: f64,
+    pub margin_min: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    pub budget: f64,
+    pub sdw: usize,
+    pub samples: usize,
+    pub seed: u64,
+    pub depthwise: DepthwiseMapping,
+    pub mode: Mode,
+}
+
+/// A crossbar target: geometry, timing, packing rules, duplication fallback and run defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arch {
+    pub name: String,
+    pub crossbar: CrossbarSpec,
+    pub timing: TimingSpec,
+    pub packing: PackingSpec,
+    pub duplication: DuplicationSpec,
+    pub defaults: Defaults,
+}
+
+impl Default for Arch {
+    /// The built-in `arch/rram-128.toml`.
+    fn default() -> Self {
+        Arch::from_toml_str(RRAM_128_TOML).expect("built-in arch/rram-128.toml is valid")
+    }
+}
+
+impl Arch {
+    pub fn from_toml_str(s: &str) -> Result<Arch> {
+        let a: Arch = toml::from_str(s).map_err(|e| XbarError::ArchParse(e.to_string()))?;
+        a.validate()?;
+        Ok(a)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Arch> {
+        let s = std::fs::read_to_string(path)?;
+        Arch::from_toml_str(&s).map_err(|e| match e {
+            XbarError::ArchParse(m) => XbarError::ArchParse(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Check every field; the first problem is returned with the field's name.
+    pub fn validate(&self) -> Result<()> {
+        let c = &self.crossbar;
+        let bad = |field: &'static str, msg: &str| {
+            Err(XbarError::Arch {
+                field,
+                msg: msg.to_string(),
+            })
+        };
+        if c.rows == 0 || c.rows > 65536 {
+            return bad("crossbar.rows", "must be between 1 and 65536 (RNC uses 128)");
+        }
+        if c.cols == 0 || c.cols > 65536 {
+            return bad("crossbar.cols", "must be between 1 and 65536 (RNC uses 128)");
+        }
+        if c.weight_bits == 0 || c.weight_bits > 32 {
+            return bad("crossbar.weight_bits", "must be between 1 and 32");
+        }
+        if c.cell_bits == 0 || c.cell_bits > 32 {
+            return bad("crossbar.cell_bits", "must be between 1 and 32");
+        }
+        let t = &self.timing;
+        if !(t.read_latency_ns.is_finite() && t.read_latency_ns > 0.0) {
+            return bad("timing.read_latency_ns", "must be a positive number of nanoseconds");
+        }
+        if t.input_bits == 0 || t.dac_bits == 0 {
+            return bad("timing.input_bits", "input_bits and dac_bits must be at least 1");
+        }
+        if self.packing.max_load == 0 {
+            return bad("packing.max_load", "must be at least 1 box per crossbar");
+        }
+        let d = &self.duplication;
+        if !(d.margin_start > 0.0 && d.margin_start <= 1.0) {
+            return bad("duplication.margin_start", "must be in (0, 1]");
+        }
+        if !(d.margin_min > 0.0 && d.margin_min <= d.margin_start) {
+            return bad("duplication.margin_min", "must be in (0, margin_start]");
+        }
+        if !(d.margin_step > 0.0 && d.margin_step < 1.0) {
+            return bad("duplication.margin_step", "must be in (0, 1)");
+        }
+        let f = &self.defaults;
+        if !(f.budget.is_finite() && f.budget > 0.0) {
+            return bad("defaults.budget", "must be a positive multiple of the ISAAC-like crossbar count");
+        }
+        if f.sdw == 0 {
+            return bad("defaults.sdw", "the depthwise split factor must be at least 1");
+        }
+        if f.samples == 0 || f.samples > 1 << 20 {
+            return bad("defaults.samples", "must be between 1 and 1048576");
+        }
+        Ok(())
+    }
+
+    /// Rows and columns one weight takes (bit slicing and polarity). RNC-compat ignores both.
+    pub fn weight_footprint(&self, mode: Mode) -> (usize, usize) {
+        if mode == Mode::RncCompat {
+            return (1, 1);
+        }
+        let c = &self.crossbar;
+        let slices = c.weight_bits.div_ceil(c.cell_bits) as usize;
+        let pol = if c.differential { 2 } else { 1 };
+        match c.bit_slice {
+            BitSlice::Columns => (1, slices * pol),
+            BitSlice::Rows => (slices, pol),
+        }
+    }
+
+    /// Nanoseconds per crossbar cycle (one input vector read).
+    pub fn cycle_ns(&self) -> f64 {
+        let t = &self.timing;
+        t.read_latency_ns * t.input_bits.div_ceil(t.dac_bits) as f64
+    }
+
+    pub fn area(&self) -> u64 {
+        (self.crossbar.rows * self.crossbar.cols) as u64
+    }
+}

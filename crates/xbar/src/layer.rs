@@ -1,0 +1,310 @@
+//! Weight layers: the matrices a network stores in crossbars, extracted from a pimkit-ir
+//! graph (or built directly, e.g. by a NAS loop that skips graph construction).
+
+use crate::error::{Result, XbarError};
+use pimkit_ir::{Graph, Node, Op, ValueDef, ValueId};
+use serde::{Deserialize, Serialize};
+
+/// What a layer is, for the box rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LayerKind {
+    /// Convolution with one group: box k*k*Cin x Cout, Hout*Wout cycles.
+    Conv,
+    /// Grouped convolution (1 < groups < Cin).
+    Grouped,
+    /// Depthwise convolution (groups == Cin).
+    Depthwise,
+    /// Gemm / MatMul with a constant operand: box in x out, one cycle per input vector.
+    Dense,
+    /// LSTM / GRU: input and recurrent gate matrices, one read per time step.
+    Recurrent,
+}
+
+/// One weight layer. A layer holds `groups` independent copies of a `rows x cols` group
+/// matrix (for convolutions) or the listed `mats` (dense and recurrent layers, groups = 1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Layer {
+    pub name: String,
+    pub op: String,
+    pub kind: LayerKind,
+    /// Matrices of one group, (rows, cols): rows = k*k*Cin/g (the input side), cols = Cout/g.
+    pub mats: Vec<(usize, usize)>,
+    pub groups: usize,
+    /// Input vectors per inference: N*Hout*Wout for a convolution, rows of the activation for
+    /// a dense layer, seq*batch for a recurrent one.
+    pub positions: u64,
+}
+
+impl Layer {
+    /// Convolution with `groups` groups on a `hout x wout` output map.
+    pub fn conv(
+        name: impl Into<String>,
+        cin: usize,
+        cout: usize,
+        k: usize,
+        groups: usize,
+        hout: usize,
+        wout: usize,
+    ) -> Layer {
+        let g = groups.max(1);
+        let kind = if g == 1 {
+            LayerKind::Conv
+        } else if g == cin {
+            LayerKind::Depthwise
+        } else {
+            LayerKind::Grouped
+        };
+        Layer {
+            name: name.into(),
+            op: "Conv".into(),
+            kind,
+            mats: vec![(k * k * cin / g, cout / g)],
+            groups: g,
+            positions: (hout * wout) as u64,
+        }
+    }
+
+    /// Fully connected layer (in x out) applied to `vectors` input vectors.
+    pub fn dense(name: impl Into<String>, input: usize, output: usize, vectors: u64) -> Layer {
+        Layer {
+            name: name.into(),
+            op: "Gemm".into(),
+            kind: LayerKind::Dense,
+            mats: vec![(input, output)],
+            groups: 1,
+            positions: vectors.max(1),
+        }
+    }
+
+    /// Raw box of the whole layer as RNC builds it: (rows, cols) = (k*k*Cin/g, Cout) for
+    /// convolutions; matrices of dense/recurrent layers stacked side by side.
+    pub fn raw_box(&self) -> (usize, usize) {
+        if self.groups > 1 {
+            let (r, c) = self.mats[0];
+            (r, c * self.groups)
+        } else if self.mats.len() == 1 {
+            self.mats[0]
+        } else {
+            let r = self.mats.iter().map(|m| m.0).max().unwrap_or(0);
+            (r, self.mats.iter().map(|m| m.1).sum())
+        }
+    }
+
+    /// Raw cycles (RNC rule): positions, times the group count for grouped/depthwise.
+    pub fn raw_cycles(&self) -> u64 {
+        self.positions * self.groups as u64
+    }
+
+    /// Number of weights (no bias).
+    pub fn weights(&self) -> u64 {
+        self.mats.iter().map(|&(r, c)| (r * c) as u64).sum::<u64>() * self.groups as u64
+    }
+
+    /// Multiply-accumulates per inference.
+    pub fn macs(&self) -> u64 {
+        self.weights() * self.positions
+    }
+}
+
+/// A node that was not mapped, with the reason (reported, not an error).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub node: String,
+    pub op: String,
+    pub reason: String,
+}
+
+/// Layers of a graph in execution (topological) order, plus the weight-like nodes skipped.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Extraction {
+    pub layers: Vec<Layer>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// True when `v` is a constant, possibly behind DequantizeLinear / Identity / Cast /
+/// Reshape / Transpose (QDQ models keep weights behind a DequantizeLinear).
+fn is_weight(g: &Graph, v: ValueId) -> bool {
+    let mut v = v;
+    for _ in 0..8 {
+        match &g.value(v).def {
+            ValueDef::Const(_) => return true,
+            ValueDef::Input => return false,
+            ValueDef::Node { node, .. } => {
+                let n = g.node(*node);
+                match n.op {
+                    Op::DequantizeLinear { .. }
+                    | Op::Identity
+                    | Op::Cast { .. }
+                    | Op::Reshape { .. }
+                    | Op::Transpose { .. } => match n.inputs.first().copied().flatten() {
+                        Some(i) => v = i,
+                        None => return false,
+                    },
+                    _ => return false,
+                }
+            }
+        }
+    }
+    false
+}
+
+fn shape<'g>(g: &'g Graph, n: &Node, input: usize) -> Result<&'g [usize]> {
+    match n.inputs.get(input).copied().flatten() {
+        Some(v) => Ok(&g.ty(v).shape),
+        None => Err(XbarError::Layer {
+            node: n.name.clone(),
+            op: n.op.name().into(),
+            msg: format!("input {input} is missing"),
+        }),
+    }
+}
+
+fn conv_layer(g: &Graph, n: &Node, x_idx: usize, w_idx: usize, group: usize) -> Result<Option<Layer>> {
+    let w_id = n.inputs.get(w_idx).copied().flatten();
+    let Some(w_id) = w_id else { return Ok(None) };
+    if !is_weight(g, w_id) {
+        return Ok(None);
+    }
+    let x = shape(g, n, x_idx)?;
+    let w = &g.ty(w_id).shape;
+    let y = &g.ty(n.outputs[0]).shape;
+    if w.len() < 3 || x.len() != w.len() || y.len() != w.len() {
+        return Err(XbarError::Layer {
+            node: n.name.clone(),
+            op: n.op.name().into(),
+            msg: format!("unexpected shapes x {x:?}, w {w:?}, y {y:?} for a convolution"),
+        });
+    }
+    let g_ = group.max(1);
+    let cout = w[0];
+    let cin_g = w[1];
+    let kk: usize = w[2..].iter().product();
+    let positions = (y[0] * y[2..].iter().product::<usize>()) as u64;
+    let cin = x[1];
+    let kind = if g_ == 1 {
+        LayerKind::Conv
+    } else if g_ == cin {
+        LayerKind::Depthwise
+    } else {
+        LayerKind::Grouped
+    };
+    Ok(Some(Layer {
+        name: n.name.clone(),
+        op: n.op.name().into(),
+        kind,
+        mats: vec![(kk * cin_g, cout / g_)],
+        groups: g_,
+        positions,
+    }))
+}
+
+/// Matrix product `a x b` where one operand is a weight.
+fn matmul_layer(g: &Graph, n: &Node, a_idx: usize, b_idx: usize, trans_a: bool, trans_b: bool) -> Result<Option<Layer>> {
+    let (Some(a), Some(b)) = (
+        n.inputs.get(a_idx).copied().flatten(),
+        n.inputs.get(b_idx).copied().flatten(),
+    ) else {
+        return Ok(None);
+    };
+    let (sa, sb) = (&g.ty(a).shape, &g.ty(b).shape);
+    let err = |msg: String| XbarError::Layer {
+        node: n.name.clone(),
+        op: n.op.name().into(),
+        msg,
+    };
+    if is_weight(g, b) && sb.len() == 2 {
+        let (k, out) = if trans_b { (sb[1], sb[0]) } else { (sb[0], sb[1]) };
+        let total: usize = sa.iter().product();
+        if k == 0 || total % k != 0 {
+            return Err(err(format!("activation {sa:?} does not match weight {sb:?}")));
+        }
+        let _ = trans_a;
+        return Ok(Some(Layer {
+            name: n.name.clone(),
+            op: n.op.name().into(),
+            kind: LayerKind::Dense,
+            mats: vec![(k, out)],
+            groups: 1,
+            positions: (total / k) as u64,
+        }));
+    }
+    if is_weight(g, a) && sa.len() == 2 && !trans_a && !trans_b {
+        // y = W x: the crossbar holds W^T (K rows, M columns), one read per column of x.
+        let (m, k) = (sa[0], sa[1]);
+        let total: usize = sb.iter().product();
+        if k == 0 || total % k != 0 {
+            return Err(err(format!("weight {sa:?} does not match activation {sb:?}")));
+        }
+        return Ok(Some(Layer {
+            name: n.name.clone(),
+            op: n.op.name().into(),
+            kind: LayerKind::Dense,
+            mats: vec![(k, m)],
+            groups: 1,
+            positions: (total / k) as u64,
+        }));
+    }
+    Ok(None)
+}
+
+fn rnn_layer(g: &Graph, n: &Node, gates: usize) -> Result<Option<Layer>> {
+    let (Some(w), Some(r)) = (n.inputs.get(1).copied().flatten(), n.inputs.get(2).copied().flatten()) else {
+        return Ok(None);
+    };
+    if !is_weight(g, w) || !is_weight(g, r) {
+        return Ok(None);
+    }
+    let x = shape(g, n, 0)?;
+    let (sw, sr) = (&g.ty(w).shape, &g.ty(r).shape);
+    if sw.len() != 3 || sr.len() != 3 || x.len() != 3 || sw[1] % gates != 0 {
+        return Err(XbarError::Layer {
+            node: n.name.clone(),
+            op: n.op.name().into(),
+            msg: format!("unexpected recurrent shapes x {x:?}, W {sw:?}, R {sr:?}"),
+        });
+    }
+    let dirs = sw[0];
+    let mut mats = Vec::new();
+    for _ in 0..dirs {
+        mats.push((sw[2], sw[1])); // W^T: input -> all gates
+        mats.push((sr[2], sr[1])); // R^T: hidden -> all gates
+    }
+    Ok(Some(Layer {
+        name: n.name.clone(),
+        op: n.op.name().into(),
+        kind: LayerKind::Recurrent,
+        mats,
+        groups: 1,
+        positions: (x[0] * x[1]) as u64,
+    }))
+}
+
+/// Extract the crossbar layers of `g` in node order. Nodes with non-constant weights
+/// (e.g. attention's activation x activation MatMul) are listed in `skipped`.
+pub fn extract(g: &Graph) -> Result<Extraction> {
+    let mut out = Extraction::default();
+    for n in &g.nodes {
+        let layer = match &n.op {
+            Op::Conv(a) => conv_layer(g, n, 0, 1, a.group)?,
+            Op::ConvInteger(a) => conv_layer(g, n, 0, 1, a.group)?,
+            Op::QLinearConv(a) => conv_layer(g, n, 0, 3, a.group)?,
+            Op::Gemm { trans_a, trans_b, .. } => matmul_layer(g, n, 0, 1, *trans_a, *trans_b)?,
+            Op::QGemm { trans_a, trans_b, .. } => matmul_layer(g, n, 0, 3, *trans_a, *trans_b)?,
+            Op::MatMul | Op::MatMulInteger => matmul_layer(g, n, 0, 1, false, false)?,
+            Op::QLinearMatMul => matmul_layer(g, n, 0, 3, false, false)?,
+            Op::Lstm(_) => rnn_layer(g, n, 4)?,
+            Op::Gru(_) => rnn_layer(g, n, 3)?,
+            _ => continue,
+        };
+        match layer {
+            Some(l) if l.weights() > 0 => out.layers.push(l),
+            _ => out.skipped.push(Skipped {
+                node: n.name.clone(),
+                op: n.op.name().into(),
+                reason: "no constant weight operand (both operands are activations)".into(),
+            }),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,254 @@
+//! Sweeps over budgets x S_DW x samples (the paper's Figs. 7-9): one compilation per
+//! (budget, S_DW), one simulation per sample count.
+
+use crate::arch::Arch;
+use crate::error::{Result, XbarError};
+use crate::layer::Layer;
+use crate::map::{Budget, MapOptions, baseline_mapping, budget_crossbars, compile, simulate_mapping};
+use pimkit_report::Table;
+use pimkit_report::plot::{Series, line_chart};
+use serde::{Deserialize, Serialize};
+
+/// What to sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepSpec {
+    /// Multiples of the ISAAC-like crossbar count.
+    pub budgets: Vec<f64>,
+    pub sdws: Vec<usize>,
+    pub samples: Vec<usize>,
+}
+
+impl SweepSpec {
+    /// The paper's grid: budgets 0.8/1/1.2/1.8, S_DW 1/5/10/20, samples 1..1024 in powers of 2.
+    pub fn paper() -> SweepSpec {
+        SweepSpec {
+            budgets: vec![0.8, 1.0, 1.2, 1.8],
+            sdws: vec![1, 5, 10, 20],
+            samples: (0..=10).map(|i| 1usize << i).collect(),
+        }
+    }
+}
+
+/// One point of a sweep. `fits == false`: the network does not fit the budget (figures are
+/// then those of the over-budget packing, speedup is not given).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    pub budget: f64,
+    pub crossbars_budget: usize,
+    pub sdw: usize,
+    pub samples: usize,
+    pub fits: bool,
+    pub crossbars_used: usize,
+    pub lower_bound: usize,
+    pub utilization: f64,
+    pub utilization_budget: f64,
+    pub latency_cycles: u64,
+    pub baseline_crossbars: usize,
+    pub baseline_latency_cycles: u64,
+    pub speedup: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub model: String,
+    pub rows: Vec<SweepRow>,
+}
+
+/// Run the sweep; `base` supplies mode, depthwise mapping, seed and duplication setting.
+pub fn sweep(model: &str, layers: &[Layer], arch: &Arch, base: &MapOptions, spec: &SweepSpec) -> Result<SweepResult> {
+    if spec.budgets.is_empty() || spec.sdws.is_empty() || spec.samples.is_empty() {
+        return Err(XbarError::Option {
+            option: "sweep",
+            msg: "give at least one budget, one S_DW and one sample count".into(),
+        });
+    }
+    let bm = baseline_mapping(layers, arch, base.mode);
+    let base_lat: Vec<u64> = spec
+        .samples
+        .iter()
+        .map(|&k| simulate_mapping(&bm, layers, k).latency)
+        .collect();
+    let area: u64 = arch.area();
+    let mut rows = Vec::new();
+    for &b in &spec.budgets {
+        for &sdw in &spec.sdws {
+            let opts = MapOptions {
+                budget: Budget::Relative(b),
+                sdw,
+                baseline: false,
+                ..base.clone()
+            };
+            let n = budget_crossbars(layers, arch, &opts);
+            let m = match compile(layers, arch, &opts) {
+                Ok(m) => m,
+                Err(XbarError::BudgetTooSmall { .. }) => {
+                    for &k in &spec.samples {
+                        rows.push(SweepRow {
+                            budget: b,
+                            crossbars_budget: n,
+                            sdw,
+                            samples: k,
+                            fits: false,
+                            crossbars_used: 0,
+                            lower_bound: 0,
+                            utilization: 0.0,
+                            utilization_budget: 0.0,
+                            latency_cycles: 0,
+                            baseline_crossbars: bm.packing.crossbars,
+                            baseline_latency_cycles: 0,
+                            speedup: None,
+                        });
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let boxes: u64 = m.packing.placements.iter().map(|p| p.item.area()).sum();
+            for (ki, &k) in spec.samples.iter().enumerate() {
+                let s = simulate_mapping(&m, layers, k);
+                rows.push(SweepRow {
+                    budget: b,
+                    crossbars_budget: n,
+                    sdw,
+                    samples: k,
+                    fits: m.fits,
+                    crossbars_used: m.packing.crossbars,
+                    lower_bound: m.bounds.best,
+                    utilization: boxes as f64 / (m.packing.crossbars.max(1) as u64 * area) as f64,
+                    utilization_budget: boxes as f64 / (n as u64 * area) as f64,
+                    latency_cycles: s.latency,
+                    baseline_crossbars: bm.packing.crossbars,
+                    baseline_latency_cycles: base_lat[ki],
+                    speedup: (m.fits && s.latency > 0).then(|| base_lat[ki] as f64 / s.latency as f64),
+                });
+            }
+        }
+    }
+    Ok(SweepResult {
+        model: model.to_string(),
+        rows,
+    })
+}
+
+impl SweepResult {
+    pub fn table(&self) -> Table {
+        let mut t = Table::new(
+            format!("{}: crossbar sweep", self.model),
+            &[
+                "budget",
+                "crossbars_budget",
+                "sdw",
+                "samples",
+                "fits",
+                "crossbars_used",
+                "lower_bound",
+                "utilization",
+                "utilization_budget",
+                "latency_cycles",
+                "baseline_crossbars",
+                "baseline_latency_cycles",
+                "speedup",
+            ],
+        );
+        for r in &self.rows {
+            t.push(vec![
+                format!("{}", r.budget),
+                r.crossbars_budget.to_string(),
+                r.sdw.to_string(),
+                r.samples.to_string(),
+                r.fits.to_string(),
+                r.crossbars_used.to_string(),
+                r.lower_bound.to_string(),
+                format!("{:.4}", r.utilization),
+                format!("{:.4}", r.utilization_budget),
+                r.latency_cycles.to_string(),
+                r.baseline_crossbars.to_string(),
+                r.baseline_latency_cycles.to_string(),
+                r.speedup.map(|s| format!("{s:.3}")).unwrap_or_default(),
+            ]);
+        }
+        t
+    }
+
+    pub fn to_csv(&self) -> String {
+        self.table().to_csv()
+    }
+
+    fn samples_ref(&self, want: usize) -> usize {
+        let mut ks: Vec<usize> = self.rows.iter().map(|r| r.samples).collect();
+        ks.sort_unstable();
+        ks.dedup();
+        if ks.contains(&want) { want } else { *ks.last().unwrap_or(&1) }
+    }
+
+    /// Speedup over the ISAAC-like baseline vs budget, one line per S_DW (like Fig. 8), at
+    /// `samples` samples (or the largest swept count when that one was not swept).
+    pub fn speedup_chart(&self, samples: usize) -> String {
+        let k = self.samples_ref(samples);
+        let mut sdws: Vec<usize> = self.rows.iter().map(|r| r.sdw).collect();
+        sdws.sort_unstable();
+        sdws.dedup();
+        let series: Vec<Series> = sdws
+            .iter()
+            .map(|&s| Series {
+                name: format!("S_DW={s}"),
+                points: self
+                    .rows
+                    .iter()
+                    .filter(|r| r.sdw == s && r.samples == k)
+                    .filter_map(|r| r.speedup.map(|v| (r.budget, v)))
+                    .collect(),
+                line: true,
+            })
+            .collect();
+        line_chart(
+            &format!("{}: speedup vs ISAAC-like ({k} samples)", self.model),
+            "crossbar budget (x ISAAC-like count)",
+            "speedup",
+            &series,
+            false,
+            false,
+        )
+    }
+
+    /// Speed relative to S_DW = 1 vs samples, one line per S_DW (like Fig. 7), at the swept
+    /// budget closest to `budget`.
+    pub fn sdw_chart(&self, budget: f64) -> String {
+        let b = self
+            .rows
+            .iter()
+            .map(|r| r.budget)
+            .min_by(|x, y| (x - budget).abs().total_cmp(&(y - budget).abs()))
+            .unwrap_or(budget);
+        let mut sdws: Vec<usize> = self.rows.iter().map(|r| r.sdw).collect();
+        sdws.sort_unstable();
+        sdws.dedup();
+        let ref_lat = |k: usize| {
+            self.rows
+                .iter()
+                .find(|r| r.budget == b && r.sdw == sdws[0] && r.samples == k && r.fits)
+                .map(|r| r.latency_cycles)
+        };
+        let series: Vec<Series> = sdws
+            .iter()
+            .map(|&s| Series {
+                name: format!("S_DW={s}"),
+                points: self
+                    .rows
+                    .iter()
+                    .filter(|r| r.budget == b && r.sdw == s && r.fits && r.latency_cycles > 0)
+                    .filter_map(|r| ref_lat(r.samples).map(|l| (r.samples as f64, l as f64 / r.latency_cycles as f64)))
+                    .collect(),
+                line: true,
+            })
+            .collect();
+        line_chart(
+            &format!("{}: speed vs S_DW={} at {b}x budget", self.model, sdws[0]),
+            "samples",
+            &format!("speed relative to S_DW={}", sdws[0]),
+            &series,
+            true,
+            false,
+        )
+    }
+}
