@@ -152,7 +152,7 @@ fn conv_shape(c: &Ctx, x: &TensorType, w: &TensorType, a: &crate::ConvAttrs) -> 
     }
     let cin = x.shape[1];
     let m = w.shape[0];
-    if cin % a.group != 0 || m % a.group != 0 || w.shape[1] * a.group != cin {
+    if !cin.is_multiple_of(a.group) || !m.is_multiple_of(a.group) || w.shape[1] * a.group != cin {
         return Err(c.shape_err(
             1,
             format!(
@@ -686,7 +686,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
         }
         Op::QLinearConcat { axis } => {
             let yz = c.want_q8(1)?;
-            if inputs.len() < 5 || (inputs.len() - 2) % 3 != 0 {
+            if inputs.len() < 5 || !(inputs.len() - 2).is_multiple_of(3) {
                 return Err(c.err("expects y_scale, y_zp, then (x, x_scale, x_zp) triples"));
             }
             let first = c.get(2)?;

@@ -68,10 +68,13 @@ fn os_spills_nothing_is_ws_spill() {
 fn vm_double_buffering_hides_dma() {
     let p = Gen::new(12).matmul(1, 512, 256, false, false);
     let a1 = Arch::default();
+    // The general kernel at M = 1 cannot overlap; the dedicated one prefetches.
+    let (_, g1) = run_matmul(&a1, &p, MmKernel::Mm(Dataflow::Os)).unwrap();
     let (_, s1) = run_matmul(&a1, &p, MmKernel::Vm).unwrap();
+    assert!(s1.cycles * 10 < g1.cycles * 9, "dedicated {} vs general {}", s1.cycles, g1.cycles);
     let (_, s2) = run_matmul(&a1.with(2, 1.2), &p, MmKernel::Vm).unwrap();
-    assert!(s2.cycles * 10 < s1.cycles * 9, "2 VPUs {} vs 1 VPU {}", s2.cycles, s1.cycles);
+    assert!(s2.cycles < s1.cycles, "2 VPUs {} vs 1 VPU {}", s2.cycles, s1.cycles);
     // Overlapped: the run approaches max(DMA busy, VPU busy) instead of their sum.
     assert!(s2.cycles < s2.dma_busy + s2.vpu_busy / 2);
-    assert!(s1.cycles >= s1.dma_busy);
+    assert!(g1.cycles >= g1.dma_busy + g1.vpu_busy / 2);
 }

@@ -13,15 +13,24 @@ fn graph(name: &str) -> pimkit_ir::Graph {
 fn bench(c: &mut Criterion) {
     let arch = Arch::default();
     let g = graph("resnet18");
-    let opts = MapOptions { budget: Budget::Relative(1.2), ..MapOptions::from_arch(&arch) };
-    c.bench_function("resnet18_map_dup_pack_1.2x", |b| b.iter(|| map_graph(black_box(&g), &arch, &opts).unwrap()));
+    let opts = MapOptions {
+        budget: Budget::Relative(1.2),
+        ..MapOptions::from_arch(&arch)
+    };
+    c.bench_function("resnet18_map_dup_pack_1.2x", |b| {
+        b.iter(|| map_graph(black_box(&g), &arch, &opts).unwrap())
+    });
 
     // NAS-style loop: 1,000 evaluations of MobileNetV3 variants (layer lists built directly,
     // widths perturbed per candidate), baseline computed once, one packing order, 8 samples.
     let base = extract(&graph("rnc_mobilenet_v3_small")).unwrap().layers;
     let mut fast = arch.clone();
     fast.packing.restarts = 1;
-    let nas = MapOptions { budget: Budget::Crossbars(210), baseline: false, ..MapOptions::from_arch(&fast) };
+    let nas = MapOptions {
+        budget: Budget::Crossbars(210),
+        baseline: false,
+        ..MapOptions::from_arch(&fast)
+    };
     let mut group = c.benchmark_group("nas");
     group.sample_size(10);
     group.bench_function("1000_candidates_rnc_mbv3_210xbars", |b| {
@@ -39,7 +48,10 @@ fn bench(c: &mut Criterion) {
                         l
                     })
                     .collect();
-                if map_layers("cand", &layers, &[], &fast, &nas).map(|r| r.fits).unwrap_or(false) {
+                if map_layers("cand", &layers, &[], &fast, &nas)
+                    .map(|r| r.fits)
+                    .unwrap_or(false)
+                {
                     ok += 1;
                 }
             }

@@ -73,7 +73,11 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
     pub sdw: Vec<usize>,
     /// Sample counts.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64,128,256,512,1024")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8,16,32,64,128,256,512,1024"
+    )]
     pub samples: Vec<usize>,
     /// Print the sweep as JSON.
     #[arg(long)]
@@ -143,7 +147,8 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
                 return Err(xerr(XbarError::NoLayers));
             }
             let label = model_label(&a.common.model);
-            let r = pimkit_xbar::map_layers(&label, &ex.layers, &ex.skipped, &arch, &opts).map_err(xerr)?;
+            let r = pimkit_xbar::map_layers(&label, &ex.layers, &ex.skipped, &arch, &opts)
+                .map_err(xerr)?;
             let (summary, layers) = pimkit_xbar::result_tables(&r);
             if a.json {
                 crate::output::print_json(&r)?;
@@ -151,13 +156,25 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
                 println!("{}", summary.to_terminal());
                 println!("{}", layers.to_terminal());
                 if !r.fits {
-                    println!("note: the model does not fit {} crossbars; the packer needed {}", r.crossbars_budget, r.crossbars_used);
+                    println!(
+                        "note: the model does not fit {} crossbars; the packer needed {}",
+                        r.crossbars_budget, r.crossbars_used
+                    );
                 }
             }
             if let Some(dir) = &a.out {
                 let m = pimkit_xbar::compile(&ex.layers, &arch, &opts).map_err(xerr)?;
-                let svg = pimkit_xbar::svg::packing_svg(&format!("{label}: packing"), &ex.layers, &m, 2000);
-                write(dir, "result.json", &(serde_json::to_string_pretty(&r)? + "\n"))?;
+                let svg = pimkit_xbar::svg::packing_svg(
+                    &format!("{label}: packing"),
+                    &ex.layers,
+                    &m,
+                    2000,
+                );
+                write(
+                    dir,
+                    "result.json",
+                    &(serde_json::to_string_pretty(&r)? + "\n"),
+                )?;
                 write(dir, "summary.csv", &summary.to_csv())?;
                 write(dir, "layers.csv", &layers.to_csv())?;
                 write(dir, "packing.svg", &svg)?;
@@ -180,7 +197,11 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
                 return Err(xerr(XbarError::NoLayers));
             }
             let label = model_label(&a.common.model);
-            let spec = SweepSpec { budgets: a.budgets.clone(), sdws: a.sdw.clone(), samples: a.samples.clone() };
+            let spec = SweepSpec {
+                budgets: a.budgets.clone(),
+                sdws: a.sdw.clone(),
+                samples: a.samples.clone(),
+            };
             let s = sweep(&label, &ex.layers, &arch, &opts, &spec).map_err(xerr)?;
             if a.json {
                 crate::output::print_json(&s)?;
@@ -189,7 +210,11 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
             }
             if let Some(dir) = &a.out {
                 write(dir, "sweep.csv", &s.to_csv())?;
-                write(dir, "sweep.json", &(serde_json::to_string_pretty(&s)? + "\n"))?;
+                write(
+                    dir,
+                    "sweep.json",
+                    &(serde_json::to_string_pretty(&s)? + "\n"),
+                )?;
                 write(dir, "speedup.svg", &s.speedup_chart(opts.samples))?;
                 write(dir, "sdw.svg", &s.sdw_chart(1.0))?;
                 if !a.json {

@@ -10,7 +10,10 @@ mod error {
 }
 
 mod model {
-    pub fn load_model_with(spec: &str, extra: &[(String, String)]) -> anyhow::Result<pimkit_ir::Graph> {
+    pub fn load_model_with(
+        spec: &str,
+        extra: &[(String, String)],
+    ) -> anyhow::Result<pimkit_ir::Graph> {
         let rest = spec
             .strip_prefix("zoo:")
             .ok_or_else(|| anyhow::anyhow!("this stand-in loads zoo:NAME models only"))?;
@@ -19,7 +22,9 @@ mod model {
         Ok(pimkit_zoo::build(&name, &params)?)
     }
     pub fn model_label(spec: &str) -> String {
-        spec.strip_prefix("zoo:").unwrap_or(spec).replace(['?', '&', '=', '/'], "_")
+        spec.strip_prefix("zoo:")
+            .unwrap_or(spec)
+            .replace(['?', '&', '=', '/'], "_")
     }
 }
 

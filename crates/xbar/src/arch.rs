@@ -160,10 +160,16 @@ impl Arch {
             })
         };
         if c.rows == 0 || c.rows > 65536 {
-            return bad("crossbar.rows", "must be between 1 and 65536 (RNC uses 128)");
+            return bad(
+                "crossbar.rows",
+                "must be between 1 and 65536 (RNC uses 128)",
+            );
         }
         if c.cols == 0 || c.cols > 65536 {
-            return bad("crossbar.cols", "must be between 1 and 65536 (RNC uses 128)");
+            return bad(
+                "crossbar.cols",
+                "must be between 1 and 65536 (RNC uses 128)",
+            );
         }
         if c.weight_bits == 0 || c.weight_bits > 32 {
             return bad("crossbar.weight_bits", "must be between 1 and 32");
@@ -173,10 +179,16 @@ impl Arch {
         }
         let t = &self.timing;
         if !(t.read_latency_ns.is_finite() && t.read_latency_ns > 0.0) {
-            return bad("timing.read_latency_ns", "must be a positive number of nanoseconds");
+            return bad(
+                "timing.read_latency_ns",
+                "must be a positive number of nanoseconds",
+            );
         }
         if t.input_bits == 0 || t.dac_bits == 0 {
-            return bad("timing.input_bits", "input_bits and dac_bits must be at least 1");
+            return bad(
+                "timing.input_bits",
+                "input_bits and dac_bits must be at least 1",
+            );
         }
         if self.packing.max_load == 0 {
             return bad("packing.max_load", "must be at least 1 box per crossbar");
@@ -193,10 +205,16 @@ impl Arch {
         }
         let f = &self.defaults;
         if !(f.budget.is_finite() && f.budget > 0.0) {
-            return bad("defaults.budget", "must be a positive multiple of the ISAAC-like crossbar count");
+            return bad(
+                "defaults.budget",
+                "must be a positive multiple of the ISAAC-like crossbar count",
+            );
         }
         if f.sdw == 0 {
-            return bad("defaults.sdw", "the depthwise split factor must be at least 1");
+            return bad(
+                "defaults.sdw",
+                "the depthwise split factor must be at least 1",
+            );
         }
         if f.samples == 0 || f.samples > 1 << 20 {
             return bad("defaults.samples", "must be between 1 and 1048576");

@@ -56,7 +56,11 @@ pub fn bounds_for(
 ) -> Bounds {
     let cap = rows as u64 * cols as u64;
     let (mut full, mut area, mut boxes, mut large) = (0u64, 0u64, 0u64, 0u64);
-    let per_layer: Vec<u64> = stats.iter().zip(copies).map(|(s, &x)| s.boxes * x).collect();
+    let per_layer: Vec<u64> = stats
+        .iter()
+        .zip(copies)
+        .map(|(s, &x)| s.boxes * x)
+        .collect();
     for (s, &x) in stats.iter().zip(copies) {
         full += s.full * x;
         area += s.partial_area * x;
@@ -68,7 +72,11 @@ pub fn bounds_for(
         Some(t) => {
             let w = t as usize + 1;
             (0..per_layer.len())
-                .map(|i| per_layer[i..(i + w).min(per_layer.len())].iter().sum::<u64>())
+                .map(|i| {
+                    per_layer[i..(i + w).min(per_layer.len())]
+                        .iter()
+                        .sum::<u64>()
+                })
                 .max()
                 .unwrap_or(0)
         }
@@ -81,14 +89,28 @@ pub fn bounds_for(
         best: 0,
     };
     Bounds {
-        best: b.area.max(b.adjacent_layer).max(b.box_count).max(b.large_items),
+        best: b
+            .area
+            .max(b.adjacent_layer)
+            .max(b.box_count)
+            .max(b.large_items),
         ..b
     }
 }
 
 /// Bounds of an explicit box set (`layer` fields must index 0..layers).
-pub fn bounds_of(items: &[BoxItem], rows: u32, cols: u32, layer_threshold: Option<u32>, max_load: usize) -> Bounds {
-    let n = items.iter().map(|b| b.layer as usize + 1).max().unwrap_or(0);
+pub fn bounds_of(
+    items: &[BoxItem],
+    rows: u32,
+    cols: u32,
+    layer_threshold: Option<u32>,
+    max_load: usize,
+) -> Bounds {
+    let n = items
+        .iter()
+        .map(|b| b.layer as usize + 1)
+        .max()
+        .unwrap_or(0);
     let mut pieces: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
     for b in items {
         pieces[b.layer as usize].push((b.w, b.h));

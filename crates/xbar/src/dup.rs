@@ -53,7 +53,11 @@ pub fn rnc_ilp(cycles: &[u64], areas: &[u64], budget: u64) -> Option<Vec<u64>> {
             .collect()
     };
     let fits = |x: &[u64]| -> bool {
-        x.iter().zip(areas).map(|(&x, &a)| x as u128 * a as u128).sum::<u128>() <= budget as u128
+        x.iter()
+            .zip(areas)
+            .map(|(&x, &a)| x as u128 * a as u128)
+            .sum::<u128>()
+            <= budget as u128
     };
     if !fits(&copies(1)) {
         return None;

@@ -126,9 +126,15 @@ impl Container {
                 EmsRule::All => {
                     let left = Rect { x1: b.x0, ..s };
                     let below = Rect { y1: b.y0, ..s };
-                    fresh.extend([left, right, below, above].into_iter().filter(|r| !r.is_empty()));
+                    fresh.extend(
+                        [left, right, below, above]
+                            .into_iter()
+                            .filter(|r| !r.is_empty()),
+                    );
                 }
-                EmsRule::Rnc { .. } => fresh.extend([right, above].into_iter().filter(|r| !r.is_empty())),
+                EmsRule::Rnc { .. } => {
+                    fresh.extend([right, above].into_iter().filter(|r| !r.is_empty()))
+                }
             }
         }
         // Keep only maximal children: drop one inscribed in a kept space or another child

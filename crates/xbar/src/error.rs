@@ -11,8 +11,14 @@ pub enum XbarError {
     #[error("option '{option}': {msg}")]
     Option { option: &'static str, msg: String },
     #[error("node '{node}' ({op}): {msg}")]
-    Layer { node: String, op: String, msg: String },
-    #[error("the graph has no layer that maps onto crossbars (no Conv/Gemm/MatMul/LSTM/GRU with constant weights)")]
+    Layer {
+        node: String,
+        op: String,
+        msg: String,
+    },
+    #[error(
+        "the graph has no layer that maps onto crossbars (no Conv/Gemm/MatMul/LSTM/GRU with constant weights)"
+    )]
     NoLayers,
     #[error(
         "crossbar budget {budget} is below one crossbar per layer ({layers} layers); boxes of one layer never \

@@ -160,7 +160,13 @@ fn shape<'g>(g: &'g Graph, n: &Node, input: usize) -> Result<&'g [usize]> {
     }
 }
 
-fn conv_layer(g: &Graph, n: &Node, x_idx: usize, w_idx: usize, group: usize) -> Result<Option<Layer>> {
+fn conv_layer(
+    g: &Graph,
+    n: &Node,
+    x_idx: usize,
+    w_idx: usize,
+    group: usize,
+) -> Result<Option<Layer>> {
     let w_id = n.inputs.get(w_idx).copied().flatten();
     let Some(w_id) = w_id else { return Ok(None) };
     if !is_weight(g, w_id) {
@@ -200,7 +206,14 @@ fn conv_layer(g: &Graph, n: &Node, x_idx: usize, w_idx: usize, group: usize) -> 
 }
 
 /// Matrix product `a x b` where one operand is a weight.
-fn matmul_layer(g: &Graph, n: &Node, a_idx: usize, b_idx: usize, trans_a: bool, trans_b: bool) -> Result<Option<Layer>> {
+fn matmul_layer(
+    g: &Graph,
+    n: &Node,
+    a_idx: usize,
+    b_idx: usize,
+    trans_a: bool,
+    trans_b: bool,
+) -> Result<Option<Layer>> {
     let (Some(a), Some(b)) = (
         n.inputs.get(a_idx).copied().flatten(),
         n.inputs.get(b_idx).copied().flatten(),
@@ -214,10 +227,16 @@ fn matmul_layer(g: &Graph, n: &Node, a_idx: usize, b_idx: usize, trans_a: bool, 
         msg,
     };
     if is_weight(g, b) && sb.len() == 2 {
-        let (k, out) = if trans_b { (sb[1], sb[0]) } else { (sb[0], sb[1]) };
+        let (k, out) = if trans_b {
+            (sb[1], sb[0])
+        } else {
+            (sb[0], sb[1])
+        };
         let total: usize = sa.iter().product();
         if k == 0 || total % k != 0 {
-            return Err(err(format!("activation {sa:?} does not match weight {sb:?}")));
+            return Err(err(format!(
+                "activation {sa:?} does not match weight {sb:?}"
+            )));
         }
         let _ = trans_a;
         return Ok(Some(Layer {
@@ -234,7 +253,9 @@ fn matmul_layer(g: &Graph, n: &Node, a_idx: usize, b_idx: usize, trans_a: bool, 
         let (m, k) = (sa[0], sa[1]);
         let total: usize = sb.iter().product();
         if k == 0 || total % k != 0 {
-            return Err(err(format!("weight {sa:?} does not match activation {sb:?}")));
+            return Err(err(format!(
+                "weight {sa:?} does not match activation {sb:?}"
+            )));
         }
         return Ok(Some(Layer {
             name: n.name.clone(),
@@ -249,7 +270,10 @@ fn matmul_layer(g: &Graph, n: &Node, a_idx: usize, b_idx: usize, trans_a: bool, 
 }
 
 fn rnn_layer(g: &Graph, n: &Node, gates: usize) -> Result<Option<Layer>> {
-    let (Some(w), Some(r)) = (n.inputs.get(1).copied().flatten(), n.inputs.get(2).copied().flatten()) else {
+    let (Some(w), Some(r)) = (
+        n.inputs.get(1).copied().flatten(),
+        n.inputs.get(2).copied().flatten(),
+    ) else {
         return Ok(None);
     };
     if !is_weight(g, w) || !is_weight(g, r) {
@@ -289,8 +313,12 @@ pub fn extract(g: &Graph) -> Result<Extraction> {
             Op::Conv(a) => conv_layer(g, n, 0, 1, a.group)?,
             Op::ConvInteger(a) => conv_layer(g, n, 0, 1, a.group)?,
             Op::QLinearConv(a) => conv_layer(g, n, 0, 3, a.group)?,
-            Op::Gemm { trans_a, trans_b, .. } => matmul_layer(g, n, 0, 1, *trans_a, *trans_b)?,
-            Op::QGemm { trans_a, trans_b, .. } => matmul_layer(g, n, 0, 3, *trans_a, *trans_b)?,
+            Op::Gemm {
+                trans_a, trans_b, ..
+            } => matmul_layer(g, n, 0, 1, *trans_a, *trans_b)?,
+            Op::QGemm {
+                trans_a, trans_b, ..
+            } => matmul_layer(g, n, 0, 3, *trans_a, *trans_b)?,
             Op::MatMul | Op::MatMulInteger => matmul_layer(g, n, 0, 1, false, false)?,
             Op::QLinearMatMul => matmul_layer(g, n, 0, 3, false, false)?,
             Op::Lstm(_) => rnn_layer(g, n, 4)?,

@@ -20,9 +20,9 @@ pub mod layer;
 mod map;
 pub mod pack;
 pub mod partition;
+mod report;
 mod result;
 pub mod sim;
-mod report;
 pub mod svg;
 pub mod sweep;
 
@@ -31,8 +31,8 @@ pub use bounds::Bounds;
 pub use error::{Result, XbarError};
 pub use layer::{Extraction, Layer, LayerKind, Skipped, extract};
 pub use map::{
-    Budget, MapOptions, Mapping, baseline, baseline_mapping, budget_crossbars, compile, isaac_crossbars, map_graph,
-    map_layers, partition_all, sim_layers, simulate_mapping, summarize,
+    Budget, MapOptions, Mapping, baseline, baseline_mapping, budget_crossbars, compile,
+    isaac_crossbars, map_graph, map_layers, partition_all, sim_layers, simulate_mapping, summarize,
 };
-pub use result::{BaselineResult, DuplicationResult, LayerResult, MapResult};
 pub use report::{report_section, result_tables, section_from};
+pub use result::{BaselineResult, DuplicationResult, LayerResult, MapResult};

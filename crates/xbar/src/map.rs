@@ -100,9 +100,17 @@ fn pack_cfg(arch: &Arch, opts: &MapOptions, budget: Option<usize>) -> PackCfg {
         cols: arch.crossbar.cols as u32,
         // RNC's --no-pack-heuristic turns off both the conflict and the load check.
         layer_threshold: p.hazard_rule.then_some(p.layer_threshold as u32),
-        max_load: if p.hazard_rule { p.max_load } else { usize::MAX },
+        max_load: if p.hazard_rule {
+            p.max_load
+        } else {
+            usize::MAX
+        },
         rnc_ems: compat,
-        dftrc: if compat { Dftrc::RncMixedAxes } else { Dftrc::Correct },
+        dftrc: if compat {
+            Dftrc::RncMixedAxes
+        } else {
+            Dftrc::Correct
+        },
         order: if compat {
             Order::RandomKeys(opts.seed)
         } else {
@@ -120,7 +128,9 @@ fn pack_orders_for(arch: &Arch, opts: &MapOptions) -> Vec<Order> {
         return vec![Order::RandomKeys(opts.seed)];
     }
     let n = arch.packing.restarts.max(1) as u64;
-    let mut v: Vec<Order> = (0..n).map(|i| Order::RandomKeys(opts.seed.wrapping_add(i))).collect();
+    let mut v: Vec<Order> = (0..n)
+        .map(|i| Order::RandomKeys(opts.seed.wrapping_add(i)))
+        .collect();
     if n > 1 {
         v.push(Order::DecreasingArea);
     }
@@ -146,7 +156,13 @@ fn items_for(pieces: &[Vec<Piece>], copies: &[u64]) -> Vec<BoxItem> {
 }
 
 /// Pieces of every layer.
-pub fn partition_all(layers: &[Layer], arch: &Arch, mode: Mode, dw: DepthwiseMapping, sdw: usize) -> Vec<Vec<Piece>> {
+pub fn partition_all(
+    layers: &[Layer],
+    arch: &Arch,
+    mode: Mode,
+    dw: DepthwiseMapping,
+    sdw: usize,
+) -> Vec<Vec<Piece>> {
     let cfg = PartitionCfg::new(arch, mode, dw, sdw);
     layers.iter().map(|l| partition(l, &cfg)).collect()
 }
@@ -163,7 +179,9 @@ pub fn isaac_crossbars(layers: &[Layer], arch: &Arch, mode: Mode) -> usize {
 pub fn budget_crossbars(layers: &[Layer], arch: &Arch, opts: &MapOptions) -> usize {
     match opts.budget {
         Budget::Crossbars(n) => n,
-        Budget::Relative(f) => ((f * isaac_crossbars(layers, arch, opts.mode) as f64).round() as usize).max(1),
+        Budget::Relative(f) => {
+            ((f * isaac_crossbars(layers, arch, opts.mode) as f64).round() as usize).max(1)
+        }
     }
 }
 
@@ -219,7 +237,12 @@ pub fn compile(layers: &[Layer], arch: &Arch, opts: &MapOptions) -> Result<Mappi
             stop_on_overflow: false,
             ..cfg
         };
-        (ones.clone(), pack_orders(&items_for(&pieces, &ones), &free, &orders, false), None, false)
+        (
+            ones.clone(),
+            pack_orders(&items_for(&pieces, &ones), &free, &orders, false),
+            None,
+            false,
+        )
     } else if !opts.duplicate {
         (ones.clone(), p1, None, true)
     } else if opts.mode == Mode::Pimkit {
@@ -271,7 +294,11 @@ pub fn compile(layers: &[Layer], arch: &Arch, opts: &MapOptions) -> Result<Mappi
         }
         let x = copies_for_period(&c, best.0);
         // The probe stopped at the first order that fitted; keep the tightest packing.
-        let p = if orders.len() > 1 && best.0 < t0 { try_pack(&x, false) } else { best.1 };
+        let p = if orders.len() > 1 && best.0 < t0 {
+            try_pack(&x, false)
+        } else {
+            best.1
+        };
         (x, p, None, true)
     } else {
         // RNC: solve the integer program on raw areas and raw cycles with a shrinking margin;
@@ -455,7 +482,13 @@ fn box_area(m: &Mapping) -> u64 {
 }
 
 /// Baseline figures for `samples` samples, compared with a budget of `budget` crossbars.
-pub fn baseline(layers: &[Layer], arch: &Arch, mode: Mode, samples: usize, budget: usize) -> BaselineResult {
+pub fn baseline(
+    layers: &[Layer],
+    arch: &Arch,
+    mode: Mode,
+    samples: usize,
+    budget: usize,
+) -> BaselineResult {
     let m = baseline_mapping(layers, arch, mode);
     let s = simulate_mapping(&m, layers, samples);
     let n = m.packing.crossbars;
@@ -512,9 +545,13 @@ pub fn summarize(
         })
         .collect();
     let lat_ns = s.latency as f64 * arch.cycle_ns();
-    let speedup = base
-        .as_ref()
-        .map(|b| if s.latency == 0 { f64::INFINITY } else { b.latency_cycles as f64 / s.latency as f64 });
+    let speedup = base.as_ref().map(|b| {
+        if s.latency == 0 {
+            f64::INFINITY
+        } else {
+            b.latency_cycles as f64 / s.latency as f64
+        }
+    });
     MapResult {
         model: model.to_string(),
         mode: opts.mode,
@@ -532,7 +569,11 @@ pub fn summarize(
         latency_cycles: s.latency,
         first_sample_cycles: s.first_sample,
         latency_ns: lat_ns,
-        throughput: if lat_ns > 0.0 { samples as f64 / (lat_ns * 1e-9) } else { 0.0 },
+        throughput: if lat_ns > 0.0 {
+            samples as f64 / (lat_ns * 1e-9)
+        } else {
+            0.0
+        },
         busy_fraction: if s.latency > 0 {
             s.busy as f64 / (s.latency as f64 * used.max(1) as f64)
         } else {
@@ -550,12 +591,27 @@ pub fn summarize(
 }
 
 /// Compile and simulate a list of layers.
-pub fn map_layers(model: &str, layers: &[Layer], skipped: &[Skipped], arch: &Arch, opts: &MapOptions) -> Result<MapResult> {
+pub fn map_layers(
+    model: &str,
+    layers: &[Layer],
+    skipped: &[Skipped],
+    arch: &Arch,
+    opts: &MapOptions,
+) -> Result<MapResult> {
     let m = compile(layers, arch, opts)?;
     let base = opts
         .baseline
         .then(|| baseline(layers, arch, opts.mode, opts.samples, m.budget));
-    Ok(summarize(model, layers, skipped, &m, arch, opts, opts.samples, base))
+    Ok(summarize(
+        model,
+        layers,
+        skipped,
+        &m,
+        arch,
+        opts,
+        opts.samples,
+        base,
+    ))
 }
 
 /// Extract the layers of a graph, then compile and simulate them.

@@ -95,11 +95,23 @@ pub fn box_order(items: &[BoxItem], order: Order) -> Vec<usize> {
     match order {
         Order::DecreasingArea => idx.sort_by_key(|&i| {
             let b = &items[i];
-            (std::cmp::Reverse(b.area()), std::cmp::Reverse(b.h), b.layer, b.piece, b.copy)
+            (
+                std::cmp::Reverse(b.area()),
+                std::cmp::Reverse(b.h),
+                b.layer,
+                b.piece,
+                b.copy,
+            )
         }),
         Order::CopyMajorArea => idx.sort_by_key(|&i| {
             let b = &items[i];
-            (b.copy, std::cmp::Reverse(b.area()), std::cmp::Reverse(b.h), b.layer, b.piece)
+            (
+                b.copy,
+                std::cmp::Reverse(b.area()),
+                std::cmp::Reverse(b.h),
+                b.layer,
+                b.piece,
+            )
         }),
         Order::RandomKeys(seed) => {
             let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
@@ -196,7 +208,9 @@ pub fn pack_orders(items: &[BoxItem], cfg: &PackCfg, orders: &[Order], first_fit
         }
         let better = match &best {
             None => true,
-            Some(b) => (p.fits, std::cmp::Reverse(p.crossbars)) > (b.fits, std::cmp::Reverse(b.crossbars)),
+            Some(b) => {
+                (p.fits, std::cmp::Reverse(p.crossbars)) > (b.fits, std::cmp::Reverse(b.crossbars))
+            }
         };
         if better {
             best = Some(p);
@@ -224,12 +238,19 @@ pub fn validate(p: &Packing, cfg: &PackCfg) -> Result<(), String> {
             return Err(format!("crossbar {xi} is open but empty"));
         }
         if v.len() > cfg.max_load {
-            return Err(format!("crossbar {xi} holds {} boxes (max {})", v.len(), cfg.max_load));
+            return Err(format!(
+                "crossbar {xi} holds {} boxes (max {})",
+                v.len(),
+                cfg.max_load
+            ));
         }
         for a in 0..v.len() {
             for b in a + 1..v.len() {
                 if v[a].rect().overlaps(&v[b].rect()) {
-                    return Err(format!("boxes {:?} and {:?} overlap in crossbar {xi}", v[a].item, v[b].item));
+                    return Err(format!(
+                        "boxes {:?} and {:?} overlap in crossbar {xi}",
+                        v[a].item, v[b].item
+                    ));
                 }
                 if let Some(t) = cfg.layer_threshold
                     && v[a].item.layer.abs_diff(v[b].item.layer) <= t

@@ -77,7 +77,14 @@ pub fn split_groups(g: usize, s: usize, mode: Mode) -> Vec<usize> {
 
 /// Tile a `rows x cols` matrix into pieces of at most `r x c`; `cycles(c0, c1)` gives the
 /// cycles of a piece spanning columns [c0, c1).
-fn tile(rows: usize, cols: usize, r: usize, c: usize, cycles: impl Fn(usize, usize) -> u64, out: &mut Vec<Piece>) {
+fn tile(
+    rows: usize,
+    cols: usize,
+    r: usize,
+    c: usize,
+    cycles: impl Fn(usize, usize) -> u64,
+    out: &mut Vec<Piece>,
+) {
     let mut r0 = 0;
     while r0 < rows {
         let h = (rows - r0).min(r);

@@ -39,7 +39,9 @@ pub fn simulate(layers: &[SimLayer], crossbars: usize, samples: usize, in_order:
             deps[job(j, s)] = u8::from(j > 0) + u8::from(s > 0 && (j == 0 || in_order));
         }
     }
-    let mut left: Vec<u32> = (0..njobs).map(|k| layers[k / samples].tasks.len() as u32).collect();
+    let mut left: Vec<u32> = (0..njobs)
+        .map(|k| layers[k / samples].tasks.len() as u32)
+        .collect();
     let mut busy = vec![false; crossbars];
     let mut queue: Vec<VecDeque<(u32, u64)>> = vec![VecDeque::new(); crossbars];
     let mut heap: BinaryHeap<Reverse<(u64, u64, u32, u32)>> = BinaryHeap::new();
@@ -54,7 +56,17 @@ pub fn simulate(layers: &[SimLayer], crossbars: usize, samples: usize, in_order:
             let j = k / samples;
             if left[k] == 0 {
                 // A layer without work finishes at once.
-                complete(k, now, samples, nl, in_order, &mut deps, &mut ready, &mut out, &mut first_done);
+                complete(
+                    k,
+                    now,
+                    samples,
+                    nl,
+                    in_order,
+                    &mut deps,
+                    &mut ready,
+                    &mut out,
+                    &mut first_done,
+                );
                 continue;
             }
             for &(x, d) in &layers[j].tasks {
@@ -69,7 +81,9 @@ pub fn simulate(layers: &[SimLayer], crossbars: usize, samples: usize, in_order:
                 }
             }
         }
-        let Some(Reverse((t, _, x, k))) = heap.pop() else { break };
+        let Some(Reverse((t, _, x, k))) = heap.pop() else {
+            break;
+        };
         now = t;
         let x = x as usize;
         if let Some((k2, d)) = queue[x].pop_front() {
@@ -82,7 +96,17 @@ pub fn simulate(layers: &[SimLayer], crossbars: usize, samples: usize, in_order:
         let k = k as usize;
         left[k] -= 1;
         if left[k] == 0 {
-            complete(k, now, samples, nl, in_order, &mut deps, &mut ready, &mut out, &mut first_done);
+            complete(
+                k,
+                now,
+                samples,
+                nl,
+                in_order,
+                &mut deps,
+                &mut ready,
+                &mut out,
+                &mut first_done,
+            );
         }
     }
     out

@@ -13,7 +13,10 @@ pub fn layer_colour(i: usize) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Draw the crossbars of `m` (at most `max_xbars`, the rest counted in the caption).
@@ -34,7 +37,11 @@ pub fn packing_svg(title: &str, layers: &[Layer], m: &Mapping, max_xbars: usize)
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(s, r#"<text x="{gap}" y="18" font-size="13">{}</text>"#, esc(title));
+    let _ = writeln!(
+        s,
+        r#"<text x="{gap}" y="18" font-size="13">{}</text>"#,
+        esc(title)
+    );
     let hidden = m.packing.crossbars - n;
     let _ = writeln!(
         s,
@@ -44,7 +51,11 @@ pub fn packing_svg(title: &str, layers: &[Layer], m: &Mapping, max_xbars: usize)
         m.cols,
         m.budget,
         m.packing.placements.len(),
-        if hidden > 0 { format!("; {hidden} more crossbars not drawn") } else { String::new() }
+        if hidden > 0 {
+            format!("; {hidden} more crossbars not drawn")
+        } else {
+            String::new()
+        }
     );
     for i in 0..n {
         let x = gap + (i % per_row) as f64 * (cell + gap);

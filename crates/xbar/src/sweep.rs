@@ -4,7 +4,9 @@
 use crate::arch::Arch;
 use crate::error::{Result, XbarError};
 use crate::layer::Layer;
-use crate::map::{Budget, MapOptions, baseline_mapping, budget_crossbars, compile, simulate_mapping};
+use crate::map::{
+    Budget, MapOptions, baseline_mapping, budget_crossbars, compile, simulate_mapping,
+};
 use pimkit_report::Table;
 use pimkit_report::plot::{Series, line_chart};
 use serde::{Deserialize, Serialize};
@@ -55,7 +57,13 @@ pub struct SweepResult {
 }
 
 /// Run the sweep; `base` supplies mode, depthwise mapping, seed and duplication setting.
-pub fn sweep(model: &str, layers: &[Layer], arch: &Arch, base: &MapOptions, spec: &SweepSpec) -> Result<SweepResult> {
+pub fn sweep(
+    model: &str,
+    layers: &[Layer],
+    arch: &Arch,
+    base: &MapOptions,
+    spec: &SweepSpec,
+) -> Result<SweepResult> {
     if spec.budgets.is_empty() || spec.sdws.is_empty() || spec.samples.is_empty() {
         return Err(XbarError::Option {
             option: "sweep",
@@ -119,7 +127,8 @@ pub fn sweep(model: &str, layers: &[Layer], arch: &Arch, base: &MapOptions, spec
                     latency_cycles: s.latency,
                     baseline_crossbars: bm.packing.crossbars,
                     baseline_latency_cycles: base_lat[ki],
-                    speedup: (m.fits && s.latency > 0).then(|| base_lat[ki] as f64 / s.latency as f64),
+                    speedup: (m.fits && s.latency > 0)
+                        .then(|| base_lat[ki] as f64 / s.latency as f64),
                 });
             }
         }
@@ -178,7 +187,11 @@ impl SweepResult {
         let mut ks: Vec<usize> = self.rows.iter().map(|r| r.samples).collect();
         ks.sort_unstable();
         ks.dedup();
-        if ks.contains(&want) { want } else { *ks.last().unwrap_or(&1) }
+        if ks.contains(&want) {
+            want
+        } else {
+            *ks.last().unwrap_or(&1)
+        }
     }
 
     /// Speedup over the ISAAC-like baseline vs budget, one line per S_DW (like Fig. 8), at
@@ -237,7 +250,10 @@ impl SweepResult {
                     .rows
                     .iter()
                     .filter(|r| r.budget == b && r.sdw == s && r.fits && r.latency_cycles > 0)
-                    .filter_map(|r| ref_lat(r.samples).map(|l| (r.samples as f64, l as f64 / r.latency_cycles as f64)))
+                    .filter_map(|r| {
+                        ref_lat(r.samples)
+                            .map(|l| (r.samples as f64, l as f64 / r.latency_cycles as f64))
+                    })
                     .collect(),
                 line: true,
             })

@@ -16,10 +16,16 @@ fn opts(mode: Mode, budget: Budget, sdw: usize, dup: bool) -> MapOptions {
 }
 
 fn boxes(rows: &[Row], mode: Mode, sdw: usize) -> Vec<usize> {
-    partition_all(&layers(rows), &Arch::default(), mode, DepthwiseMapping::Compact, sdw)
-        .iter()
-        .map(|p| p.len())
-        .collect()
+    partition_all(
+        &layers(rows),
+        &Arch::default(),
+        mode,
+        DepthwiseMapping::Compact,
+        sdw,
+    )
+    .iter()
+    .map(|p| p.len())
+    .collect()
 }
 
 #[test]
@@ -47,7 +53,10 @@ fn box_counts_match_every_table() {
 #[test]
 fn rnc_mbv3_split_counts() {
     // rnc.md §0 item 4: the floor-based split gives 249 boxes at S_DW = 5.
-    assert_eq!(boxes(RNC_MBV3, Mode::RncCompat, 5).iter().sum::<usize>(), 249);
+    assert_eq!(
+        boxes(RNC_MBV3, Mode::RncCompat, 5).iter().sum::<usize>(),
+        249
+    );
     // pimkit splits each of the 11 depthwise layers into exactly 5 parts: 210 - 24 + 55.
     assert_eq!(boxes(RNC_MBV3, Mode::Pimkit, 5).iter().sum::<usize>(), 241);
 }
@@ -56,6 +65,9 @@ fn rnc_mbv3_split_counts() {
 fn rnc_mbv3_cycles() {
     let l = layers(RNC_MBV3);
     let worst = l.iter().max_by_key(|l| l.raw_cycles()).unwrap();
-    assert_eq!((worst.name.as_str(), worst.raw_cycles()), ("bneck3.dw", 22528));
+    assert_eq!(
+        (worst.name.as_str(), worst.raw_cycles()),
+        ("bneck3.dw", 22528)
+    );
     assert_eq!(l.iter().map(|l| l.raw_cycles()).sum::<u64>(), 140_424);
 }

@@ -15,14 +15,20 @@ fn ems_after_one_box_is_right_and_above() {
     assert_eq!(b, Rect::new(0, 0, 64, 32));
     let mut e = c.ems.clone();
     e.sort();
-    assert_eq!(e, vec![Rect::new(0, 32, 128, 96), Rect::new(64, 0, 64, 128)]);
+    assert_eq!(
+        e,
+        vec![Rect::new(0, 32, 128, 96), Rect::new(64, 0, 64, 128)]
+    );
 }
 
 #[test]
 fn rnc_two_children_lose_space_the_full_rule_keeps() {
     // Box A (100 wide, 10 tall) at the origin, then B (20x20) right of it. B cuts the space
     // above A; RNC keeps only its right and above parts, losing [0,100) x [10,20).
-    let rnc = EmsRule::Rnc { min_dim: 0, min_area: 0 };
+    let rnc = EmsRule::Rnc {
+        min_dim: 0,
+        min_area: 0,
+    };
     for (rule, lost) in [(EmsRule::All, false), (rnc, true)] {
         let mut c = Container::new(128, 128);
         c.place(0, 100, 10, rule);
@@ -50,7 +56,13 @@ fn dftrc_axes_matter_for_non_square_boxes() {
 }
 
 fn item(layer: u32, piece: u32, w: u32, h: u32) -> BoxItem {
-    BoxItem { layer, piece, copy: 0, w, h }
+    BoxItem {
+        layer,
+        piece,
+        copy: 0,
+        w,
+        h,
+    }
 }
 
 fn cfg(t: Option<u32>, max_load: usize) -> PackCfg {
@@ -95,7 +107,10 @@ fn hazard_rule_and_threshold() {
 #[test]
 fn budget_overflow_is_reported() {
     let items: Vec<BoxItem> = (0..3).map(|i| item(i, 0, 128, 128)).collect();
-    let c = PackCfg { budget: Some(2), ..cfg(Some(1), 6) };
+    let c = PackCfg {
+        budget: Some(2),
+        ..cfg(Some(1), 6)
+    };
     let p = pack(&items, &c);
     assert!(!p.fits);
     assert_eq!(p.crossbars, 3);
@@ -121,7 +136,13 @@ fn partition_depthwise_compact_and_blockdiag() {
     let dims: Vec<(u32, u32, u64)> = p.iter().map(|p| (p.rows, p.cols, p.cycles)).collect();
     assert_eq!(
         dims,
-        vec![(25, 128, 2048), (25, 128, 2048), (25, 128, 2048), (25, 128, 2048), (25, 64, 1024)]
+        vec![
+            (25, 128, 2048),
+            (25, 128, 2048),
+            (25, 128, 2048),
+            (25, 128, 2048),
+            (25, 64, 1024)
+        ]
     );
     let p = partition(&dw, &pcfg(Mode::Pimkit, DepthwiseMapping::Compact, 5));
     assert_eq!(p.len(), 5);
@@ -134,7 +155,10 @@ fn partition_depthwise_compact_and_blockdiag() {
     let g = Layer::conv("g", 32, 64, 3, 4, 2, 2);
     assert_eq!(g.kind, LayerKind::Grouped);
     let p = partition(&g, &pcfg(Mode::Pimkit, DepthwiseMapping::Compact, 1));
-    assert_eq!((p.len(), p[0].rows, p[0].cols, p[0].cycles), (1, 72, 64, 16));
+    assert_eq!(
+        (p.len(), p[0].rows, p[0].cols, p[0].cycles),
+        (1, 72, 64, 16)
+    );
 }
 
 #[test]
@@ -142,14 +166,32 @@ fn bit_slicing_widens_columns_in_pimkit_mode_only() {
     let mut arch = Arch::default();
     arch.crossbar.cell_bits = 1;
     let l = Layer::conv("c", 3, 17, 3, 1, 4, 4); // 27 x 17 -> 27 x 136 with 8 slices
-    let p = partition(&l, &PartitionCfg::new(&arch, Mode::Pimkit, DepthwiseMapping::Compact, 1));
-    assert_eq!(p.iter().map(|p| (p.rows, p.cols)).collect::<Vec<_>>(), vec![(27, 128), (27, 8)]);
+    let p = partition(
+        &l,
+        &PartitionCfg::new(&arch, Mode::Pimkit, DepthwiseMapping::Compact, 1),
+    );
+    assert_eq!(
+        p.iter().map(|p| (p.rows, p.cols)).collect::<Vec<_>>(),
+        vec![(27, 128), (27, 8)]
+    );
     arch.crossbar.differential = true;
     arch.crossbar.bit_slice = arch::BitSlice::Rows;
-    let p = partition(&l, &PartitionCfg::new(&arch, Mode::Pimkit, DepthwiseMapping::Compact, 1));
-    assert_eq!(p.iter().map(|p| (p.rows, p.cols)).collect::<Vec<_>>(), vec![(128, 34), (88, 34)]);
-    let p = partition(&l, &PartitionCfg::new(&arch, Mode::RncCompat, DepthwiseMapping::Compact, 1));
-    assert_eq!(p.iter().map(|p| (p.rows, p.cols)).collect::<Vec<_>>(), vec![(27, 17)]);
+    let p = partition(
+        &l,
+        &PartitionCfg::new(&arch, Mode::Pimkit, DepthwiseMapping::Compact, 1),
+    );
+    assert_eq!(
+        p.iter().map(|p| (p.rows, p.cols)).collect::<Vec<_>>(),
+        vec![(128, 34), (88, 34)]
+    );
+    let p = partition(
+        &l,
+        &PartitionCfg::new(&arch, Mode::RncCompat, DepthwiseMapping::Compact, 1),
+    );
+    assert_eq!(
+        p.iter().map(|p| (p.rows, p.cols)).collect::<Vec<_>>(),
+        vec![(27, 17)]
+    );
 }
 
 #[test]
@@ -172,7 +214,9 @@ fn pipeline_of_dedicated_crossbars_is_a_flow_shop() {
     let layers: Vec<SimLayer> = [30u64, 50, 20]
         .iter()
         .enumerate()
-        .map(|(i, &c)| SimLayer { tasks: vec![(i as u32, c)] })
+        .map(|(i, &c)| SimLayer {
+            tasks: vec![(i as u32, c)],
+        })
         .collect();
     for k in [1usize, 2, 8] {
         let s = simulate(&layers, 3, k, true);
@@ -183,9 +227,15 @@ fn pipeline_of_dedicated_crossbars_is_a_flow_shop() {
     // Layers 0 and 2 share crossbar 0: the second sample's layer 0 waits for layer 2 of the
     // first sample (FIFO on the crossbar).
     let shared = vec![
-        SimLayer { tasks: vec![(0, 30)] },
-        SimLayer { tasks: vec![(1, 10)] },
-        SimLayer { tasks: vec![(0, 20)] },
+        SimLayer {
+            tasks: vec![(0, 30)],
+        },
+        SimLayer {
+            tasks: vec![(1, 10)],
+        },
+        SimLayer {
+            tasks: vec![(0, 20)],
+        },
     ];
     let s = simulate(&shared, 2, 2, true);
     // t=0..30 L0(s0); 30..40 L1(s0) while L0(s1) runs 30..60; L2(s0) queued until 60..80;
@@ -199,7 +249,12 @@ fn arch_validation_names_the_field() {
     let e = Arch::from_toml_str(&bad).unwrap_err().to_string();
     assert!(e.contains("crossbar.rows"), "{e}");
     let bad = pimkit_xbar::arch::RRAM_128_TOML.replace("max_load = 6", "max_load = 0");
-    assert!(Arch::from_toml_str(&bad).unwrap_err().to_string().contains("packing.max_load"));
+    assert!(
+        Arch::from_toml_str(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("packing.max_load")
+    );
     let bad = pimkit_xbar::arch::RRAM_128_TOML.replace("[timing]", "[timing]\nbogus = 1");
     assert!(Arch::from_toml_str(&bad).is_err());
 }
@@ -207,10 +262,24 @@ fn arch_validation_names_the_field() {
 #[test]
 fn budget_below_one_crossbar_per_layer_is_an_error() {
     let arch = Arch::default();
-    let layers: Vec<Layer> = (0..4).map(|i| Layer::dense(format!("fc{i}"), 64, 64, 1)).collect();
-    let opts = MapOptions { budget: Budget::Crossbars(3), ..MapOptions::from_arch(&arch) };
+    let layers: Vec<Layer> = (0..4)
+        .map(|i| Layer::dense(format!("fc{i}"), 64, 64, 1))
+        .collect();
+    let opts = MapOptions {
+        budget: Budget::Crossbars(3),
+        ..MapOptions::from_arch(&arch)
+    };
     let e = map_layers("m", &layers, &[], &arch, &opts).unwrap_err();
-    assert!(matches!(e, XbarError::BudgetTooSmall { budget: 3, layers: 4 }), "{e}");
+    assert!(
+        matches!(
+            e,
+            XbarError::BudgetTooSmall {
+                budget: 3,
+                layers: 4
+            }
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("at least 4 crossbars"));
 }
 
@@ -224,9 +293,18 @@ fn single_sample_latency_is_the_sum_of_layer_times() {
         Layer::dense("fc", 32, 10, 1),
     ];
     for mode in [Mode::Pimkit, Mode::RncCompat] {
-        let opts = MapOptions { budget: Budget::Relative(2.0), samples: 1, mode, ..MapOptions::from_arch(&arch) };
+        let opts = MapOptions {
+            budget: Budget::Relative(2.0),
+            samples: 1,
+            mode,
+            ..MapOptions::from_arch(&arch)
+        };
         let r = map_layers("m", &layers, &[], &arch, &opts).unwrap();
-        assert_eq!(r.latency_cycles, r.layers.iter().map(|l| l.cycles).sum::<u64>(), "{mode:?}");
+        assert_eq!(
+            r.latency_cycles,
+            r.layers.iter().map(|l| l.cycles).sum::<u64>(),
+            "{mode:?}"
+        );
         assert!(r.speedup.unwrap() >= 1.0);
     }
 }

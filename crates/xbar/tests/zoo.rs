@@ -10,7 +10,13 @@ fn graph(name: &str) -> pimkit_ir::Graph {
 }
 
 fn sorted_boxes(layers: &[Layer], mode: Mode, sdw: usize) -> (usize, Vec<(usize, usize, usize)>) {
-    let p = partition_all(layers, &Arch::default(), mode, DepthwiseMapping::Compact, sdw);
+    let p = partition_all(
+        layers,
+        &Arch::default(),
+        mode,
+        DepthwiseMapping::Compact,
+        sdw,
+    );
     let mut v: Vec<(usize, usize, usize)> = layers
         .iter()
         .zip(&p)
@@ -51,7 +57,12 @@ fn extracted_layers_match_the_tables() {
 
 fn run(name: &str, mode: Mode, budget: f64, dup: bool) -> MapResult {
     let arch = Arch::default();
-    let opts = MapOptions { budget: Budget::Relative(budget), duplicate: dup, mode, ..MapOptions::from_arch(&arch) };
+    let opts = MapOptions {
+        budget: Budget::Relative(budget),
+        duplicate: dup,
+        mode,
+        ..MapOptions::from_arch(&arch)
+    };
     map_graph(&graph(name), &arch, &opts).unwrap()
 }
 
@@ -62,8 +73,17 @@ fn packing_saves_crossbars_on_mobile_nets_not_on_resnet() {
             let r = run(name, mode, 1.0, false);
             let base = r.baseline.as_ref().unwrap();
             let saving = 1.0 - r.crossbars_used as f64 / base.crossbars as f64;
-            assert!(saving > 0.40, "{name} {mode:?}: {} vs {} crossbars", r.crossbars_used, base.crossbars);
-            assert!(r.utilization > 0.80, "{name} {mode:?}: utilization {}", r.utilization);
+            assert!(
+                saving > 0.40,
+                "{name} {mode:?}: {} vs {} crossbars",
+                r.crossbars_used,
+                base.crossbars
+            );
+            assert!(
+                r.utilization > 0.80,
+                "{name} {mode:?}: utilization {}",
+                r.utilization
+            );
             assert!(base.utilization < 0.6);
             assert!(r.crossbars_used >= r.lower_bound);
         }
@@ -81,7 +101,9 @@ fn speedups_are_in_the_papers_range() {
         // degrades at 1x and exceeds 8x at 1.8x.
         let s = run("rnc_squeezenet1_1", mode, 1.0, true).speedup.unwrap();
         assert!(s > 6.0, "squeezenet {mode:?}: {s}");
-        let m = run("rnc_mobilenet_v3_small", mode, 1.0, true).speedup.unwrap();
+        let m = run("rnc_mobilenet_v3_small", mode, 1.0, true)
+            .speedup
+            .unwrap();
         assert!((6.0..20.0).contains(&m), "mbv3 {mode:?}: {m}");
         let r1 = run("rnc_resnet18", mode, 1.0, true).speedup.unwrap();
         assert!(r1 <= 1.1, "resnet18 1x {mode:?}: {r1}");

@@ -15,8 +15,7 @@ use super::{CompileError, Kind, Loc, Piece, Schedule, VId};
 use crate::arch::Arch;
 use crate::isa::{CoreInstr, TileInstr};
 use crate::program::{
-    FIRST_COMPUTE_TILE, INPUT_TILE, IoMap, MvmuWeights, OUTPUT_TILE, PERSISTENT, Placement, Program,
-    TileProgram,
+    FIRST_COMPUTE_TILE, INPUT_TILE, IoMap, MvmuWeights, OUTPUT_TILE, Placement, Program, TileProgram,
 };
 use pimkit_ir::Graph;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -89,7 +88,7 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
                         msg: "an output depends only on constants; nothing to compute".into(),
                     });
                 }
-                if src.loc == op.loc && matches!(op.loc, Loc::Core { .. }) {
+                if src.loc == op.loc && matches!(op.loc, Loc::Core { .. }) && !src.shm {
                     let q = local_uses.entry((op.loc, p.v)).or_default();
                     if q.back() != Some(&i) {
                         q.push_back(i);
@@ -614,7 +613,7 @@ impl Gen<'_> {
         let mut o = 0;
         for p in ps {
             let src = &self.s.ops[p.v as usize];
-            if src.loc == me {
+            if src.loc == me && !src.shm {
                 let a = self.ensure_resident(cs, p.v, pinned, shm, spills)?;
                 cs.code.push(CoreInstr::Copy { d1: dst + o, r1: a + p.off, vec: p.len });
             } else {
@@ -639,7 +638,7 @@ impl Gen<'_> {
         spills: &mut usize,
     ) -> Result<(u32, bool), CompileError> {
         let me = Loc::Core { tile: self.tile, core: self.core };
-        if ps.len() == 1 && self.s.ops[ps[0].v as usize].loc == me {
+        if ps.len() == 1 && self.s.ops[ps[0].v as usize].loc == me && !self.s.ops[ps[0].v as usize].shm {
             let a = self.ensure_resident(cs, ps[0].v, pinned, shm, spills)?;
             return Ok((a + ps[0].off, false));
         }

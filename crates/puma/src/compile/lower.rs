@@ -120,6 +120,7 @@ impl<'a> Lb<'a> {
             len,
             loc,
             node: self.node,
+            shm: false,
         });
         id
     }
@@ -184,20 +185,29 @@ impl<'a> Lb<'a> {
         vec![Piece { v, off: 0, len }]
     }
 
-    /// Vector segments of a tensor: maximal runs of consecutive elements of one value,
-    /// at most `seg` long. Returns (first logical index, pieces (one), len).
-    pub fn segments(&self, t: &LT) -> Vec<(usize, Piece)> {
-        let mut out: Vec<(usize, Piece)> = Vec::new();
-        for (i, &(v, off)) in t.map.iter().enumerate() {
-            if let Some((_, last)) = out.last_mut()
+    /// Vector segments of a tensor: runs of consecutive offsets of one value (in the
+    /// order values first appear), at most `seg` long. Returns, per segment, its piece
+    /// and the logical indices of its elements in order.
+    pub fn segments(&self, t: &LT) -> Vec<(Piece, Vec<usize>)> {
+        let mut idx: Vec<usize> = (0..t.map.len()).collect();
+        let mut first: HashMap<VId, usize> = HashMap::new();
+        for (i, &(v, _)) in t.map.iter().enumerate() {
+            first.entry(v).or_insert(i);
+        }
+        idx.sort_by_key(|&i| (first[&t.map[i].0], t.map[i].1, i));
+        let mut out: Vec<(Piece, Vec<usize>)> = Vec::new();
+        for i in idx {
+            let (v, off) = t.map[i];
+            if let Some((last, ids)) = out.last_mut()
                 && last.v == v
                 && last.off + last.len == off
                 && (last.len as usize) < self.seg
             {
                 last.len += 1;
+                ids.push(i);
                 continue;
             }
-            out.push((i, Piece { v, off, len: 1 }));
+            out.push((Piece { v, off, len: 1 }, vec![i]));
         }
         out
     }
@@ -206,10 +216,14 @@ impl<'a> Lb<'a> {
     pub fn map_unary(&mut self, x: &LT, mut f: impl FnMut(&mut Self, Vec<Piece>) -> VId) -> LT {
         let segs = self.segments(x);
         let mut map = vec![(0, 0); x.map.len()];
-        for (start, p) in segs {
+        for (p, ids) in segs {
             let v = f(self, vec![p]);
-            for k in 0..p.len as usize {
-                map[start + k] = (v, k as u32);
+            // Elementwise results of feature maps stay feature maps.
+            if self.ops[p.v as usize].shm {
+                self.ops[v as usize].shm = true;
+            }
+            for (k, i) in ids.into_iter().enumerate() {
+                map[i] = (v, k as u32);
             }
         }
         LT {
@@ -267,30 +281,15 @@ impl<'a> Lb<'a> {
         let a_lt = self.as_lt(a);
         let a_shape = a.shape().to_vec();
         let b_shape = b.shape().to_vec();
-        // Segment the output along runs of the first operand.
-        let mut segs: Vec<(usize, usize)> = Vec::new(); // (start, len)
-        let mut prev: Option<(VId, u32)> = None;
-        for o in 0..n {
-            let loc = a_lt.map[bcast_index(o, out_shape, &a_shape)];
-            let cont = match (prev, segs.last()) {
-                (Some((pv, po)), Some(&(_, l))) => pv == loc.0 && po + 1 == loc.1 && l < self.seg,
-                _ => false,
-            };
-            if cont {
-                segs.last_mut().unwrap().1 += 1;
-            } else {
-                segs.push((o, 1));
-            }
-            prev = Some(loc);
-        }
+        // Segment the output along runs of the first operand's values.
+        let a_of: Vec<(VId, u32)> = (0..n).map(|o| a_lt.map[bcast_index(o, out_shape, &a_shape)]).collect();
+        let segs = self.segments(&LT { shape: out_shape.to_vec(), map: a_of.clone() });
         let mut map = vec![(0, 0); n];
-        for (start, len) in segs {
-            let a_p = runs((start..start + len).map(|o| a_lt.map[bcast_index(o, out_shape, &a_shape)]));
+        for (_, ids) in segs {
+            let a_p = runs(ids.iter().map(|&o| a_of[o]));
             let v = match b {
                 Val::Const { data, .. } => {
-                    let vals: Vec<f32> = (start..start + len)
-                        .map(|o| data[bcast_index(o, out_shape, &b_shape)])
-                        .collect();
+                    let vals: Vec<f32> = ids.iter().map(|&o| data[bcast_index(o, out_shape, &b_shape)]).collect();
                     let uniform = vals.iter().all(|&x| x == vals[0]);
                     if uniform && op != AluOp::Div {
                         self.alui(op, a_p, vals[0])
@@ -302,12 +301,15 @@ impl<'a> Lb<'a> {
                     }
                 }
                 Val::Dyn(bt) => {
-                    let b_p = runs((start..start + len).map(|o| bt.map[bcast_index(o, out_shape, &b_shape)]));
+                    let b_p = runs(ids.iter().map(|&o| bt.map[bcast_index(o, out_shape, &b_shape)]));
                     self.alu(op, a_p, Some(b_p))
                 }
             };
-            for k in 0..len {
-                map[start + k] = (v, k as u32);
+            if self.ops[a_of[ids[0]].0 as usize].shm {
+                self.ops[v as usize].shm = true;
+            }
+            for (k, &o) in ids.iter().enumerate() {
+                map[o] = (v, k as u32);
             }
         }
         LT {

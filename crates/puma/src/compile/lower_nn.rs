@@ -270,6 +270,11 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     }, bias.as_deref());
     let os = strides(&out_shape);
     let mut map = vec![(0, 0); out_shape.iter().product()];
+    for o in &outs {
+        for &(v, _) in o {
+            lb.ops[v as usize].shm = true;
+        }
+    }
     for (i, o) in outs.into_iter().enumerate() {
         let (n, pix) = (i / npix, i % npix);
         let (oy, ox) = (pix / ow, pix % ow);
@@ -342,6 +347,7 @@ pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
                     } else {
                         acc[0].v
                     };
+                    lb.ops[v as usize].shm = true;
                     for k2 in 0..cn {
                         map[n * os[0] + (c0 + k2) * os[1] + oy * os[2] + ox] = (v, k2 as u32);
                     }

@@ -114,6 +114,10 @@ pub struct VOp {
     pub loc: Loc,
     /// Graph node index (for messages).
     pub node: u32,
+    /// Keep the value in shared memory even for readers on the producing core (feature
+    /// maps: frees registers after every pixel so repeated blocks stay identical and can
+    /// be rolled into loops).
+    pub shm: bool,
 }
 
 impl VOp {

@@ -275,10 +275,11 @@ fn finalize(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tn: usize, tk:
     Ok(())
 }
 
-/// The dedicated vector-matrix kernel (M = 1, quinn §4.3.1 / Table 2 VM row): B tiles of
-/// 30 rows in V0-V29, accumulator V30, A slice V31. K-tiles go round-robin over the VPUs;
-/// with more than one VPU the next tile is prefetched into the next VPU while the current
-/// one computes (double buffering), and the partial accumulators are reduced on chip.
+/// The dedicated vector-matrix kernel (M = 1, quinn §4.3.1 / Table 2 VM row): B tiles in
+/// V0-V29, accumulator V30, A slice V31. K-tiles are double-buffered: across VPUs
+/// (round-robin, each VPU a 30-row buffer) or, with one VPU, across the two halves of its
+/// weight window (V0-V13 + A slice in V14, V15-V28 + A slice in V29). The next tile is
+/// prefetched while the current one computes; partial accumulators are reduced on chip.
 pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
     check(j)?;
     if j.m != 1 {
@@ -286,7 +287,13 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
     }
     let v = m.vlen;
     let p = m.vpus();
-    let kt = 30.min(j.k);
+    // Buffer slots: (vpu, first B register, A register, rows).
+    let slots: Vec<(usize, usize, usize, usize)> = if p == 1 {
+        vec![(0, 0, 14, 14), (0, 15, 29, 14)]
+    } else {
+        (0..p).map(|q| (q, 0, A_REG, 30)).collect()
+    };
+    let kt = slots[0].3.min(j.k);
     let k_tiles = j.k.div_ceil(kt);
     let acc = 30;
     let zb_vec = if j.b_zp.len() > 1 { Some(m.put(Elem::I32, &j.b_zp)) } else { None };
@@ -303,36 +310,30 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
             }
         }
         let load = |m: &mut Machine, t: usize| -> Result<()> {
-            let q = t % p;
+            let (q, b0, ar, _) = slots[t % slots.len()];
             let k0 = t * kt;
             let nk = kt.min(j.k - k0);
             let ea = j.a_elem.size();
-            m.dma_in(&Xfer::row(q, A_REG, 0, v, j.a + (k0 * ea) as u64, j.a_elem, nk))?;
+            m.dma_in(&Xfer::row(q, ar, 0, v, j.a + (k0 * ea) as u64, j.a_elem, nk))?;
             let eb = j.b_elem.size();
-            m.dma_in(&Xfer::rows(q, 0, v, j.b + ((k0 * j.n + n0) * eb) as u64, j.b_elem, nk, nc, j.n * eb))
+            m.dma_in(&Xfer::rows(q, b0, v, j.b + ((k0 * j.n + n0) * eb) as u64, j.b_elem, nk, nc, j.n * eb))
         };
-        if p > 1 {
-            load(m, 0)?;
-        }
+        load(m, 0)?;
         let mut sums = vec![0i32; p];
         for t in 0..k_tiles {
             m.host_loop(1);
-            if p > 1 {
-                if t + 1 < k_tiles {
-                    load(m, t + 1)?;
-                }
-            } else {
-                load(m, t)?;
+            if t + 1 < k_tiles {
+                load(m, t + 1)?;
             }
-            let q = t % p;
+            let (q, b0, ar, _) = slots[t % slots.len()];
             let nk = kt.min(j.k - t * kt);
             if j.a_zp != 0 {
-                m.vadd_vx(q, A_REG, A_REG, -j.a_zp, nk);
+                m.vadd_vx(q, ar, ar, -j.a_zp, nk);
             }
             for kk in 0..nk {
-                let x = m.vmv_x_s(q, A_REG, kk);
+                let x = m.vmv_x_s(q, ar, kk);
                 sums[q] = sums[q].wrapping_add(x);
-                m.vmacc_vx(q, acc, x, kk, nc);
+                m.vmacc_vx(q, acc, x, b0 + kk, nc);
             }
         }
         // Reduce partial accumulators into VPU 0 (on-chip copies), then correct zb.

@@ -3,7 +3,15 @@
 #![allow(dead_code)]
 use pimkit_xbar::Layer;
 
-pub type Row = (&'static str, &'static str, usize, usize, usize, usize, usize);
+pub type Row = (
+    &'static str,
+    &'static str,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+);
 
 pub fn layers(rows: &[Row]) -> Vec<Layer> {
     rows.iter()
