@@ -15,8 +15,38 @@ pub struct Args {
     pub out: PathBuf,
 }
 
-/// The models reported on when none is given: one real CNN for the model section.
-pub const DEFAULT_MODELS: &[&str] = &["zoo:mobilenet_v2"];
+/// Which engine a report job runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Engine {
+    Model,
+    Loops,
+}
+
+/// The built-in set: each engine on a model of the kind its paper studies.
+pub const DEFAULT_JOBS: &[(Engine, &str)] = &[(Engine::Model, "zoo:mobilenet_v2"), (Engine::Loops, "zoo:softmax?n=1024")];
+
+/// Every engine, for a model the user names.
+pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops];
+
+/// Loop nests of the model with native per-nest timings.
+fn loops_section(g: &Graph) -> anyhow::Result<Section> {
+    let p = pimkit_loops::lower(g).map_err(user)?;
+    let prof = pimkit_loops::profile(&p, 3).map_err(user)?;
+    Ok(pimkit_loops::report_section(&p, Some(&prof)))
+}
+
+/// Run one engine; an engine that cannot handle the model yields a note, not a failure.
+fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
+    let r = match engine {
+        Engine::Model => Ok(model_section(spec, g)),
+        Engine::Loops => loops_section(g),
+    };
+    r.unwrap_or_else(|e| {
+        let mut s = Section::new(format!("{engine:?}").to_lowercase(), format!("{engine:?} on {spec}"));
+        s.note(format!("not run on {spec}: {e:#}"));
+        s
+    })
+}
 
 /// Graph summary, per-node MACs and bytes, and a reference-interpreter run.
 pub fn model_section(spec: &str, g: &Graph) -> Section {
@@ -103,15 +133,26 @@ pub fn model_section(spec: &str, g: &Graph) -> Section {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let specs: Vec<String> = match &a.model {
-        Some(m) => vec![m.clone()],
-        None => DEFAULT_MODELS.iter().map(|s| s.to_string()).collect(),
+    let jobs: Vec<(Engine, String)> = match &a.model {
+        Some(m) => ALL_ENGINES.iter().map(|&e| (e, m.clone())).collect(),
+        None => DEFAULT_JOBS.iter().map(|&(e, m)| (e, m.to_string())).collect(),
     };
+    let mut specs: Vec<&str> = jobs.iter().map(|(_, m)| m.as_str()).collect();
+    specs.dedup();
     let mut report = Report::new(format!("pimkit report: {}", specs.join(", ")));
-    let pb = crate::output::progress(specs.len() as u64, "model sections");
-    for spec in &specs {
-        let g = load_model(spec)?;
-        report.sections.push(model_section(spec, &g));
+    let pb = crate::output::progress(jobs.len() as u64, "engines");
+    let mut graphs: std::collections::HashMap<String, Graph> = Default::default();
+    for (engine, spec) in &jobs {
+        pb.set_message(format!("{engine:?}"));
+        if !graphs.contains_key(spec) {
+            graphs.insert(spec.clone(), load_model(spec)?);
+        }
+        let mut sec = engine_section(*engine, spec, &graphs[spec]);
+        // Section ids must be unique within the report.
+        if report.sections.iter().any(|s| s.id == sec.id) {
+            sec.id = format!("{}-{}", sec.id, model_label(spec));
+        }
+        report.sections.push(sec);
         pb.inc(1);
     }
     pb.finish_and_clear();
