@@ -70,18 +70,9 @@ fn load_bytes_named(
             msg: "it contains no graph (truncated or not an ONNX file?)".into(),
         });
     }
-    // Last line of defence for "never panic": IR helpers may index or multiply on
-    // adversarial shapes that slipped past validation.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        load_model_notes(&model, base_dir, opts)
-    }))
-    .unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "panic".into());
-        Err(OnnxError::Internal(format!("{file}: {msg}")))
+    load_model_notes(&model, base_dir, opts).map_err(|e| match e {
+        OnnxError::Internal(m) => OnnxError::Internal(format!("{file}: {m}")),
+        e => e,
     })
 }
 
@@ -137,7 +128,28 @@ fn input_type(
     Ok(TensorType::new(dtype, shape))
 }
 
+/// Like [`load_model`], also returning import notes. Never panics: IR helpers may index
+/// or multiply on adversarial shapes that slipped past validation, so a panic is turned
+/// into [`OnnxError::Internal`] as a last line of defence.
 pub fn load_model_notes(
+    model: &ModelProto,
+    base_dir: Option<&Path>,
+    opts: &LoadOptions,
+) -> Result<Loaded> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load_model_inner(model, base_dir, opts)
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into());
+        Err(OnnxError::Internal(msg))
+    })
+}
+
+fn load_model_inner(
     model: &ModelProto,
     base_dir: Option<&Path>,
     opts: &LoadOptions,
