@@ -233,7 +233,7 @@ fn matmul_layer(
             (sb[0], sb[1])
         };
         let total: usize = sa.iter().product();
-        if k == 0 || total % k != 0 {
+        if k == 0 || !total.is_multiple_of(k) {
             return Err(err(format!(
                 "activation {sa:?} does not match weight {sb:?}"
             )));
@@ -252,7 +252,7 @@ fn matmul_layer(
         // y = W x: the crossbar holds W^T (K rows, M columns), one read per column of x.
         let (m, k) = (sa[0], sa[1]);
         let total: usize = sb.iter().product();
-        if k == 0 || total % k != 0 {
+        if k == 0 || !total.is_multiple_of(k) {
             return Err(err(format!(
                 "weight {sa:?} does not match activation {sb:?}"
             )));

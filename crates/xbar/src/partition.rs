@@ -67,7 +67,7 @@ pub fn split_groups(g: usize, s: usize, mode: Mode) -> Vec<usize> {
         Mode::RncCompat => {
             let w = (g / s).max(1);
             let mut v = vec![w; g / w];
-            if g % w != 0 {
+            if !g.is_multiple_of(w) {
                 v.push(g % w);
             }
             v

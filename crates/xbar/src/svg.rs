@@ -8,7 +8,7 @@ use std::fmt::Write;
 /// Fill colour of layer `i`: golden-angle hues, two lightness levels.
 pub fn layer_colour(i: usize) -> String {
     let hue = (i as f64 * 137.507_764) % 360.0;
-    let light = if i % 2 == 0 { 55 } else { 42 };
+    let light = if i.is_multiple_of(2) { 55 } else { 42 };
     format!("hsl({hue:.1},62%,{light}%)")
 }
 

@@ -5,16 +5,6 @@ mod common;
 use common::tables::*;
 use pimkit_xbar::*;
 
-fn opts(mode: Mode, budget: Budget, sdw: usize, dup: bool) -> MapOptions {
-    MapOptions {
-        budget,
-        sdw,
-        mode,
-        duplicate: dup,
-        ..MapOptions::from_arch(&Arch::default())
-    }
-}
-
 fn boxes(rows: &[Row], mode: Mode, sdw: usize) -> Vec<usize> {
     partition_all(
         &layers(rows),

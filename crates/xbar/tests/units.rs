@@ -48,8 +48,8 @@ fn dftrc_axes_matter_for_non_square_boxes() {
         rows: 128,
         ems: vec![Rect::new(100, 0, 28, 128), Rect::new(0, 100, 128, 28)],
     };
-    // A 20-wide, 28-tall box fits both. Correct distance: right strip (8^2 + 100^2) beats the
-    // top strip (108^2 + 0) -> no: 108^2 = 11664 > 10064, the top strip wins.
+    // A 20-wide, 28-tall box fits both. Correct distance: right strip (128-100-20)^2 +
+    // (128-0-28)^2 = 10064 vs top strip (128-0-20)^2 + (128-100-28)^2 = 11664: top wins.
     assert_eq!(c.choose(20, 28, Dftrc::Correct), Some(1));
     // Mixed axes: right strip (128-100-28)^2 + (128-0-20)^2 = 11664 vs top (128-0-28)^2 + (128-100-20)^2 = 10064.
     assert_eq!(c.choose(20, 28, Dftrc::RncMixedAxes), Some(0));

@@ -1,8 +1,227 @@
-//! Placeholder owned by the xbar engine: replaced by its subcommands.
+//! `pimkit xbar`: RRAM crossbar compilation (RNC). Library: pimkit-xbar; docs/xbar.md.
+
+use crate::error::user;
+use crate::model::{load_model_with, model_label};
+use pimkit_xbar::sweep::{SweepSpec, sweep};
+use pimkit_xbar::{Arch, Budget, DepthwiseMapping, MapOptions, Mode, XbarError};
+use std::path::PathBuf;
 
 #[derive(clap::Subcommand, Debug)]
-pub enum XbarCmd {}
+pub enum XbarCmd {
+    /// Map a model onto crossbars: partition, duplication, packing, latency vs the ISAAC-like baseline.
+    Map(MapArgs),
+    /// Sweep crossbar budgets x depthwise split factors x sample counts (CSV + SVG charts).
+    Sweep(SweepArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CommonArgs {
+    /// Model: path.onnx or zoo:NAME (e.g. zoo:rnc_mobilenet_v3_small).
+    pub model: String,
+    /// Architecture TOML (default: the built-in arch/rram-128.toml).
+    #[arg(long)]
+    pub arch: Option<PathBuf>,
+    /// Crossbar size (rows = columns).
+    #[arg(long)]
+    pub xbar: Option<usize>,
+    /// Depthwise/grouped mapping: compact (RNC) or blockdiag.
+    #[arg(long)]
+    pub depthwise: Option<String>,
+    /// Rule set: pimkit or rnc-compat.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Seed of the random box orders.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Do not duplicate layers (packing only, minimum crossbars).
+    #[arg(long)]
+    pub no_dup: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MapArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Budget as a multiple of the ISAAC-like crossbar count.
+    #[arg(long, conflicts_with = "crossbars")]
+    pub budget: Option<f64>,
+    /// Budget as an absolute number of crossbars.
+    #[arg(long)]
+    pub crossbars: Option<usize>,
+    /// Depthwise split factor S_DW.
+    #[arg(long)]
+    pub sdw: Option<usize>,
+    /// Samples streamed through the network.
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write result.json, summary.csv, layers.csv and packing.svg here.
+    #[arg(short = 'o', long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Budgets (multiples of the ISAAC-like crossbar count).
+    #[arg(long, value_delimiter = ',', default_value = "0.8,1,1.2,1.8")]
+    pub budgets: Vec<f64>,
+    /// Depthwise split factors.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
+    pub sdw: Vec<usize>,
+    /// Sample counts.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8,16,32,64,128,256,512,1024"
+    )]
+    pub samples: Vec<usize>,
+    /// Print the sweep as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write sweep.csv, sweep.json, speedup.svg and sdw.svg here.
+    #[arg(short = 'o', long)]
+    pub out: Option<PathBuf>,
+}
+
+fn xerr(e: XbarError) -> anyhow::Error {
+    match e {
+        XbarError::Io(_) => anyhow::Error::new(e),
+        _ => user(e),
+    }
+}
+
+fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, MapOptions)> {
+    let mut arch = match &c.arch {
+        Some(p) => Arch::from_file(p).map_err(user)?,
+        None => Arch::default(),
+    };
+    if let Some(n) = c.xbar {
+        arch.crossbar.rows = n;
+        arch.crossbar.cols = n;
+        arch.validate().map_err(user)?;
+    }
+    let mut opts = MapOptions::from_arch(&arch);
+    if let Some(m) = &c.mode {
+        opts.mode = m.parse::<Mode>().map_err(user)?;
+    }
+    if let Some(d) = &c.depthwise {
+        opts.depthwise = d.parse::<DepthwiseMapping>().map_err(user)?;
+    }
+    if let Some(s) = c.seed {
+        opts.seed = s;
+    }
+    opts.duplicate = !c.no_dup;
+    // Shape-only weights suffice for mapping (ignored for .onnx files).
+    let g = load_model_with(&c.model, &[("weights".into(), "none".into())])?;
+    Ok((g, arch, opts))
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join(name), text)?;
+    Ok(())
+}
 
 pub fn run(c: XbarCmd) -> anyhow::Result<()> {
-    match c {}
+    match c {
+        XbarCmd::Map(a) => {
+            let (g, arch, mut opts) = setup(&a.common)?;
+            if let Some(b) = a.budget {
+                opts.budget = Budget::Relative(b);
+            }
+            if let Some(n) = a.crossbars {
+                opts.budget = Budget::Crossbars(n);
+            }
+            if let Some(s) = a.sdw {
+                opts.sdw = s;
+            }
+            if let Some(k) = a.samples {
+                opts.samples = k;
+            }
+            let ex = pimkit_xbar::extract(&g).map_err(xerr)?;
+            if ex.layers.is_empty() {
+                return Err(xerr(XbarError::NoLayers));
+            }
+            let label = model_label(&a.common.model);
+            let r = pimkit_xbar::map_layers(&label, &ex.layers, &ex.skipped, &arch, &opts)
+                .map_err(xerr)?;
+            let (summary, layers) = pimkit_xbar::result_tables(&r);
+            if a.json {
+                crate::output::print_json(&r)?;
+            } else {
+                println!("{}", summary.to_terminal());
+                println!("{}", layers.to_terminal());
+                if !r.fits {
+                    println!(
+                        "note: the model does not fit {} crossbars; the packer needed {}",
+                        r.crossbars_budget, r.crossbars_used
+                    );
+                }
+            }
+            if let Some(dir) = &a.out {
+                let m = pimkit_xbar::compile(&ex.layers, &arch, &opts).map_err(xerr)?;
+                let svg = pimkit_xbar::svg::packing_svg(
+                    &format!("{label}: packing"),
+                    &ex.layers,
+                    &m,
+                    2000,
+                );
+                write(
+                    dir,
+                    "result.json",
+                    &(serde_json::to_string_pretty(&r)? + "\n"),
+                )?;
+                write(dir, "summary.csv", &summary.to_csv())?;
+                write(dir, "layers.csv", &layers.to_csv())?;
+                write(dir, "packing.svg", &svg)?;
+                if !a.json {
+                    println!("wrote {}", dir.display());
+                }
+            }
+            Ok(())
+        }
+        XbarCmd::Sweep(a) => {
+            let (g, arch, opts) = setup(&a.common)?;
+            if a.budgets.iter().any(|b| !(b.is_finite() && *b > 0.0)) {
+                return Err(user("--budgets: every budget must be a positive number"));
+            }
+            if a.sdw.contains(&0) || a.samples.contains(&0) {
+                return Err(user("--sdw and --samples values must be at least 1"));
+            }
+            let ex = pimkit_xbar::extract(&g).map_err(xerr)?;
+            if ex.layers.is_empty() {
+                return Err(xerr(XbarError::NoLayers));
+            }
+            let label = model_label(&a.common.model);
+            let spec = SweepSpec {
+                budgets: a.budgets.clone(),
+                sdws: a.sdw.clone(),
+                samples: a.samples.clone(),
+            };
+            let s = sweep(&label, &ex.layers, &arch, &opts, &spec).map_err(xerr)?;
+            if a.json {
+                crate::output::print_json(&s)?;
+            } else {
+                println!("{}", s.table().to_terminal());
+            }
+            if let Some(dir) = &a.out {
+                write(dir, "sweep.csv", &s.to_csv())?;
+                write(
+                    dir,
+                    "sweep.json",
+                    &(serde_json::to_string_pretty(&s)? + "\n"),
+                )?;
+                write(dir, "speedup.svg", &s.speedup_chart(opts.samples))?;
+                write(dir, "sdw.svg", &s.sdw_chart(1.0))?;
+                if !a.json {
+                    println!("wrote {}", dir.display());
+                }
+            }
+            Ok(())
+        }
+    }
 }
