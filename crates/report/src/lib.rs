@@ -107,11 +107,16 @@ impl Report {
             dir.join("report.json"),
             serde_json::to_string_pretty(&self.json())? + "\n",
         )?;
+        let mut used = std::collections::HashSet::new();
         for s in &self.sections {
             let mut n = 0;
             for b in &s.blocks {
                 match b {
-                    Block::Svg { file, svg, .. } => std::fs::write(dir.join(file), svg)?,
+                    Block::Svg { file, svg, .. } => {
+                        // Two sections may name a figure alike (same engine, two models).
+                        let name = if used.insert(file.clone()) { file.clone() } else { format!("{}-{file}", s.id) };
+                        std::fs::write(dir.join(name), svg)?
+                    }
                     Block::Table(t) => {
                         n += 1;
                         std::fs::write(dir.join(format!("{}-{n}.csv", s.id)), t.to_csv())?;

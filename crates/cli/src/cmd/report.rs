@@ -20,13 +20,18 @@ pub struct Args {
 pub enum Engine {
     Model,
     Loops,
+    Xbar,
 }
 
 /// The built-in set: each engine on a model of the kind its paper studies.
-pub const DEFAULT_JOBS: &[(Engine, &str)] = &[(Engine::Model, "zoo:mobilenet_v2"), (Engine::Loops, "zoo:softmax?n=1024")];
+pub const DEFAULT_JOBS: &[(Engine, &str)] = &[
+    (Engine::Model, "zoo:mobilenet_v2"),
+    (Engine::Loops, "zoo:softmax?n=1024"),
+    (Engine::Xbar, "zoo:rnc_mobilenet_v3_small?weights=none"),
+];
 
 /// Every engine, for a model the user names.
-pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops];
+pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops, Engine::Xbar];
 
 /// Loop nests of the model with native per-nest timings.
 fn loops_section(g: &Graph) -> anyhow::Result<Section> {
@@ -35,11 +40,19 @@ fn loops_section(g: &Graph) -> anyhow::Result<Section> {
     Ok(pimkit_loops::report_section(&p, Some(&prof)))
 }
 
+/// Crossbar mapping (RNC) at the architecture file's default budget.
+fn xbar_section(g: &Graph) -> anyhow::Result<Section> {
+    let arch = pimkit_xbar::Arch::default();
+    let opts = pimkit_xbar::MapOptions::from_arch(&arch);
+    pimkit_xbar::report_section(g, &arch, &opts).map_err(user)
+}
+
 /// Run one engine; an engine that cannot handle the model yields a note, not a failure.
 fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
     let r = match engine {
         Engine::Model => Ok(model_section(spec, g)),
         Engine::Loops => loops_section(g),
+        Engine::Xbar => xbar_section(g),
     };
     r.unwrap_or_else(|e| {
         let mut s = Section::new(format!("{engine:?}").to_lowercase(), format!("{engine:?} on {spec}"));
