@@ -82,6 +82,8 @@ macro_rules! draw_lines {
             .configure_mesh()
             .x_desc($xl)
             .y_desc($yl)
+            .x_label_formatter(&|v| fmt_tick(*v))
+            .y_label_formatter(&|v| fmt_tick(*v))
             .draw()
             .map_err(|e| e.to_string())?;
         for (i, s) in $series.iter().enumerate() {
