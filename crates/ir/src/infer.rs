@@ -235,6 +235,31 @@ fn matmul_shape(c: &Ctx, a: &[usize], b: &[usize], ia: usize, ib: usize) -> Resu
     Ok(s)
 }
 
+/// Output extents [m, n] of a (possibly transposed) 2-D product; `ib` is b's input index.
+fn gemm_mn(
+    c: &Ctx,
+    a: &TensorType,
+    b: &TensorType,
+    trans_a: bool,
+    trans_b: bool,
+    ib: usize,
+) -> Result<(usize, usize)> {
+    let (m, k) = if trans_a {
+        (a.shape[1], a.shape[0])
+    } else {
+        (a.shape[0], a.shape[1])
+    };
+    let (k2, n) = if trans_b {
+        (b.shape[1], b.shape[0])
+    } else {
+        (b.shape[0], b.shape[1])
+    };
+    if k != k2 {
+        return Err(c.shape_err(ib, format!("inner dimension {k}")));
+    }
+    Ok((m, n))
+}
+
 fn rnn_types(c: &Ctx, a: &RnnAttrs, gates: usize, nout: usize) -> Result<Vec<TensorType>> {
     let x = c.want_rank(0, 3)?;
     let w = c.want_rank(1, 3)?;
@@ -366,19 +391,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
         } => {
             let a = c.want_rank(0, 2)?;
             let b = c.want_rank(1, 2)?;
-            let (m, k) = if *trans_a {
-                (a.shape[1], a.shape[0])
-            } else {
-                (a.shape[0], a.shape[1])
-            };
-            let (k2, n) = if *trans_b {
-                (b.shape[1], b.shape[0])
-            } else {
-                (b.shape[0], b.shape[1])
-            };
-            if k != k2 {
-                return Err(c.shape_err(1, format!("inner dimension {k}")));
-            }
+            let (m, n) = gemm_mn(&c, a, b, *trans_a, *trans_b, 1)?;
             if let Some(cc) = c.opt(2)
                 && broadcast_shapes(&cc.shape, &[m, n]).as_deref() != Some(&[m, n][..])
             {
@@ -735,19 +748,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             if a.rank() != 2 || b.rank() != 2 {
                 return Err(c.err("QGemm operands must be 2-D"));
             }
-            let (m, k) = if *trans_a {
-                (a.shape[1], a.shape[0])
-            } else {
-                (a.shape[0], a.shape[1])
-            };
-            let (k2, n) = if *trans_b {
-                (b.shape[1], b.shape[0])
-            } else {
-                (b.shape[0], b.shape[1])
-            };
-            if k != k2 {
-                return Err(c.shape_err(3, format!("inner dimension {k}")));
-            }
+            let (m, n) = gemm_mn(&c, a, b, *trans_a, *trans_b, 3)?;
             let dt = match c.opt(8) {
                 Some(z) => z.dtype,
                 None if c.opt(7).is_some() => DType::U8,
