@@ -4,7 +4,13 @@
 //! as a JSON array (to refresh tests/data/times.json).
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let name = args.first().ok_or("usage: offload NAME [k=v ...] [runs=N] [fixed] [times]")?;
+    let name = args
+        .first()
+        .ok_or("usage: offload NAME [k=v ...] [runs=N] [fixed] [times]")?;
+    if name == "calibrate" {
+        println!("{}", pimkit_offload::host::calibrate()?.to_toml());
+        return Ok(());
+    }
     let mut o = pimkit_offload::Options {
         counters: pimkit_offload::CounterMode::Model,
         ..Default::default()

@@ -92,7 +92,13 @@ pub struct Analysis {
     pub profiling: Option<ProfilingCost>,
 }
 
-pub fn analyze(w: &Workload, host: &HostCalib, arch: &PimArch, th: Thresholds, cores: &[u32]) -> Analysis {
+pub fn analyze(
+    w: &Workload,
+    host: &HostCalib,
+    arch: &PimArch,
+    th: Thresholds,
+    cores: &[u32],
+) -> Analysis {
     let p = Params::new(host, arch, th);
     let t_all = w.t_cpu_total();
     let speed = |t: f64| if t > 0.0 { t_all / t } else { 1.0 };
@@ -104,7 +110,11 @@ pub fn analyze(w: &Workload, host: &HostCalib, arch: &PimArch, th: Thresholds, c
         let orc = oracle(w, c, arch, &p);
         let mut gran = BTreeMap::new();
         for g in Granularity::ALL {
-            let pl = if g == Granularity::Loop { rule_place.clone() } else { place(w, g, c, &p.rule) };
+            let pl = if g == Granularity::Loop {
+                rule_place.clone()
+            } else {
+                place(w, g, c, &p.rule)
+            };
             let e = evaluate(w, &pl, c, arch, &p, g != Granularity::Bb);
             gran.insert(
                 g.name().to_string(),
@@ -165,7 +175,8 @@ pub fn analyze(w: &Workload, host: &HostCalib, arch: &PimArch, th: Thresholds, c
                     oracle: o[i],
                 })
                 .collect();
-            let d = d0.unwrap_or_else(|| crate::rule::decide(&crate::plan::nest_facts(n), 1, &p.rule));
+            let d =
+                d0.unwrap_or_else(|| crate::rule::decide(&crate::plan::nest_facts(n), 1, &p.rule));
             NestResult {
                 id: n.id,
                 op: n.op.clone(),

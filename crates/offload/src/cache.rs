@@ -233,7 +233,11 @@ pub fn program_traffic(p: &Program, capacity: u64, line: u64) -> Vec<(f64, f64)>
                 if a.write {
                     // Writes to lines that stay cached are written back later, by
                     // whoever evicts them; cold lines stream out with this nest.
-                    wr += if resident { (a.mult - 1.0) * a.lines } else { a.lines * a.mult } * line as f64;
+                    wr += if resident {
+                        (a.mult - 1.0) * a.lines
+                    } else {
+                        a.lines * a.mult
+                    } * line as f64;
                 }
             }
             for a in acc {

@@ -61,7 +61,11 @@ pub fn model_counters(p: &Program, host: &HostCalib, t_cpu_ns: &[f64]) -> Vec<Co
         .enumerate()
         .map(|(i, (rd, wr))| {
             let t = t_cpu_ns.get(i).copied().unwrap_or(0.0);
-            let t_store = if wr > 0.0 { wr / host.store_gbs_for(wr) } else { 0.0 };
+            let t_store = if wr > 0.0 {
+                wr / host.store_gbs_for(wr)
+            } else {
+                0.0
+            };
             Counters {
                 offcore_read_bytes: rd,
                 offcore_write_bytes: wr,

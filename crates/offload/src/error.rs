@@ -39,7 +39,8 @@ impl OffloadError {
         ) || matches!(
             self,
             OffloadError::Loops(
-                pimkit_loops::LoopsError::Unsupported { .. } | pimkit_loops::LoopsError::Node { .. }
+                pimkit_loops::LoopsError::Unsupported { .. }
+                    | pimkit_loops::LoopsError::Node { .. }
             )
         )
     }

@@ -76,7 +76,10 @@ impl HostCalib {
         } else if x >= (c[c.len() - 1].0 as f64).ln() {
             c[c.len() - 1].1
         } else {
-            let k = c.windows(2).position(|w| x <= (w[1].0 as f64).ln()).unwrap_or(0);
+            let k = c
+                .windows(2)
+                .position(|w| x <= (w[1].0 as f64).ln())
+                .unwrap_or(0);
             let (x0, y0) = ((c[k].0 as f64).ln(), c[k].1);
             let (x1, y1) = ((c[k + 1].0 as f64).ln(), c[k + 1].1);
             y0 + (y1 - y0) * (x - x0) / (x1 - x0)
@@ -232,8 +235,21 @@ pub fn calibrate() -> Result<HostCalib> {
     let b_read = probes.read_gbs(big, 3);
     let b_store = probes.store_gbs(big, 3);
     let mut curve = vec![];
-    for sz in [4u64 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20] {
-        curve.push((sz, probes.cold_store_gbs(sz as usize, (llc * 2) as usize, 7).min(b_store)));
+    for sz in [
+        4u64 << 10,
+        16 << 10,
+        64 << 10,
+        256 << 10,
+        1 << 20,
+        4 << 20,
+        16 << 20,
+    ] {
+        curve.push((
+            sz,
+            probes
+                .cold_store_gbs(sz as usize, (llc * 2) as usize, 7)
+                .min(b_store),
+        ));
     }
     Ok(HostCalib {
         vendor,

@@ -79,19 +79,38 @@ pub fn run_program(p: &Program, host: &HostCalib, o: &Options) -> Result<Analysi
     let source = counters::resolve(o.counters, &host.vendor)?;
     let run = timing::host_run(p, o.runs, source, &host.vendor)?;
     let ctr = match &run.perf {
-        Some(raw) if source == CounterSource::Perf => timing::perf_counters(&host.vendor, raw, host.line_bytes),
+        Some(raw) if source == CounterSource::Perf => {
+            timing::perf_counters(&host.vendor, raw, host.line_bytes)
+        }
         _ => counters::model_counters(p, host, &run.t_cpu_ns),
     };
     let w = Workload::new(p, &run.t_cpu_ns, &ctr, &o.arch);
-    let mut a = analyze(&w, host, &o.arch, Thresholds::new(host, o.theta_gbs, o.sigma), &o.cores);
+    let mut a = analyze(
+        &w,
+        host,
+        &o.arch,
+        Thresholds::new(host, o.theta_gbs, o.sigma),
+        &o.cores,
+    );
     a.profiling = Some(run.cost);
     Ok(a)
 }
 
 /// Analyze with given per-nest host times (no execution): model counters. For tests,
 /// fixtures and docs on a noisy machine.
-pub fn analyze_with_times(p: &Program, t_cpu_ns: &[f64], host: &HostCalib, o: &Options) -> Analysis {
+pub fn analyze_with_times(
+    p: &Program,
+    t_cpu_ns: &[f64],
+    host: &HostCalib,
+    o: &Options,
+) -> Analysis {
     let ctr = counters::model_counters(p, host, t_cpu_ns);
     let w = Workload::new(p, t_cpu_ns, &ctr, &o.arch);
-    analyze(&w, host, &o.arch, Thresholds::new(host, o.theta_gbs, o.sigma), &o.cores)
+    analyze(
+        &w,
+        host,
+        &o.arch,
+        Thresholds::new(host, o.theta_gbs, o.sigma),
+        &o.cores,
+    )
 }

@@ -78,9 +78,11 @@ mod imp {
 
     impl CounterGroup {
         pub fn new(vendor: &str) -> Result<CounterGroup> {
-            let ev = events_for(vendor)
-                .ok_or_else(|| perf_unavailable(format!("no event table for CPU vendor '{vendor}'")))?;
-            let mut group = Group::new().map_err(|e| perf_unavailable(format!("perf_event_open: {e}")))?;
+            let ev = events_for(vendor).ok_or_else(|| {
+                perf_unavailable(format!("no event table for CPU vendor '{vendor}'"))
+            })?;
+            let mut group =
+                Group::new().map_err(|e| perf_unavailable(format!("perf_event_open: {e}")))?;
             let mut counters = vec![];
             for (name, cfg) in ev.iter() {
                 let c = group
@@ -93,15 +95,26 @@ mod imp {
         /// Run `f` with the group counting; the five deltas, or an error when the group was
         /// multiplexed (time_running < time_enabled).
         pub fn measure(&mut self, f: impl FnOnce()) -> Result<[u64; 5]> {
-            self.group.reset().map_err(|e| perf_unavailable(e.to_string()))?;
-            self.group.enable().map_err(|e| perf_unavailable(e.to_string()))?;
+            self.group
+                .reset()
+                .map_err(|e| perf_unavailable(e.to_string()))?;
+            self.group
+                .enable()
+                .map_err(|e| perf_unavailable(e.to_string()))?;
             f();
-            self.group.disable().map_err(|e| perf_unavailable(e.to_string()))?;
-            let d = self.group.read().map_err(|e| perf_unavailable(e.to_string()))?;
+            self.group
+                .disable()
+                .map_err(|e| perf_unavailable(e.to_string()))?;
+            let d = self
+                .group
+                .read()
+                .map_err(|e| perf_unavailable(e.to_string()))?;
             if let (Some(en), Some(run)) = (d.time_enabled(), d.time_running())
                 && run < en
             {
-                return Err(perf_unavailable("the event group was multiplexed; free hardware counters"));
+                return Err(perf_unavailable(
+                    "the event group was multiplexed; free hardware counters",
+                ));
             }
             let mut v = [0u64; 5];
             for (k, c) in self.counters.iter().enumerate() {

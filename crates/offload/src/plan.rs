@@ -106,7 +106,10 @@ pub fn op_facts(w: &Workload, s: usize, e: usize) -> RegionFacts {
         n_iter: ns.iter().map(|n| n.n_iter).max().unwrap_or(0),
         read_bytes: ns.iter().map(|n| n.counters.offcore_read_bytes).sum(),
         store_bound: if t > 0.0 {
-            ns.iter().map(|n| n.counters.store_bound * n.t_cpu_ns).sum::<f64>() / t
+            ns.iter()
+                .map(|n| n.counters.store_bound * n.t_cpu_ns)
+                .sum::<f64>()
+                / t
         } else {
             0.0
         },
@@ -149,7 +152,14 @@ pub struct Eval {
 }
 
 /// Evaluate a placement; `merge` = consecutive offloaded nests share a segment.
-pub fn evaluate(w: &Workload, place: &[bool], cores: u32, arch: &PimArch, p: &Params, merge: bool) -> Eval {
+pub fn evaluate(
+    w: &Workload,
+    place: &[bool],
+    cores: u32,
+    arch: &PimArch,
+    p: &Params,
+    merge: bool,
+) -> Eval {
     let mut e = Eval::default();
     for (n, &on) in w.nests.iter().zip(place) {
         if on {
@@ -161,7 +171,10 @@ pub fn evaluate(w: &Workload, place: &[bool], cores: u32, arch: &PimArch, p: &Pa
     let segs = if merge {
         segments(place)
     } else {
-        (0..place.len()).filter(|&i| place[i]).map(|i| (i, i + 1)).collect()
+        (0..place.len())
+            .filter(|&i| place[i])
+            .map(|i| (i, i + 1))
+            .collect()
     };
     let mv = movement_bound(w, &segs);
     e.fetch_bytes = mv.fetch_bytes;
@@ -221,5 +234,8 @@ pub fn oracle(w: &Workload, cores: u32, arch: &PimArch, p: &Params) -> Vec<bool>
 
 /// Placement decisions of the rule for one nest at one core count.
 pub fn decisions(w: &Workload, cores: u32, k: &RuleParams) -> Vec<Decision> {
-    w.nests.iter().map(|n| decide(&nest_facts(n), cores, k)).collect()
+    w.nests
+        .iter()
+        .map(|n| decide(&nest_facts(n), cores, k))
+        .collect()
 }

@@ -81,7 +81,13 @@ fn spans(name: &str, v: &[(usize, u64)], out: &mut String) {
         return;
     }
     let items: Vec<String> = v.iter().map(|(a, b)| format!("{{{a}, {b}ULL}}")).collect();
-    writeln!(out, "  static const pk_span {name}[{}] = {{{}}};", v.len(), items.join(", ")).unwrap();
+    writeln!(
+        out,
+        "  static const pk_span {name}[{}] = {{{}}};",
+        v.len(),
+        items.join(", ")
+    )
+    .unwrap();
 }
 
 /// The marked program's C source and the model's (N_region, bytes).
@@ -104,7 +110,13 @@ pub fn emit_program(p: &Program, w: &Workload, place: &[bool]) -> Result<(String
             writeln!(s, "  {{ /* PIM segment {k}: nests {st}..{} */", en - 1).unwrap();
             spans(&format!("rd{k}"), &r, &mut s);
             spans(&format!("wr{k}"), &wr, &mut s);
-            writeln!(s, "  pk_pim_segment_begin({k}, rd{k}, {}, wr{k}, {});", r.len(), wr.len()).unwrap();
+            writeln!(
+                s,
+                "  pk_pim_segment_begin({k}, rd{k}, {}, wr{k}, {});",
+                r.len(),
+                wr.len()
+            )
+            .unwrap();
             for j in st..en {
                 writeln!(s, "  pk_nest_{j}(bufs);").unwrap();
             }
@@ -126,7 +138,12 @@ type StatsFn = unsafe extern "C" fn(*mut u64);
 /// Write program.c, pim_runtime.{h,c} and README.md to `dir`, compile them, run the program
 /// once on the default runtime and compare its counts with the model's.
 pub fn emit_and_check(p: &Program, place: &[bool], dir: &Path) -> Result<EmitReport> {
-    let w = Workload::new(p, &vec![0.0; p.nests.len()], &[], &crate::PimArch::default());
+    let w = Workload::new(
+        p,
+        &vec![0.0; p.nests.len()],
+        &[],
+        &crate::PimArch::default(),
+    );
     let (src, n_region, bytes) = emit_program(p, &w, place)?;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let wf = |name: &str, text: &str| -> Result<PathBuf> {
@@ -172,10 +189,15 @@ pub fn emit_and_check(p: &Program, place: &[bool], dir: &Path) -> Result<EmitRep
         )));
     }
     // SAFETY: our generated library, no initializers; signatures as declared above.
-    let lib = unsafe { libloading::Library::new(&so) }.map_err(|e| OffloadError::Reinsert(e.to_string()))?;
+    let lib = unsafe { libloading::Library::new(&so) }
+        .map_err(|e| OffloadError::Reinsert(e.to_string()))?;
     let (prog, stats) = unsafe {
-        let f: ProgFn = *lib.get::<ProgFn>(b"pk_program").map_err(|e| OffloadError::Reinsert(e.to_string()))?;
-        let s: StatsFn = *lib.get::<StatsFn>(b"pk_rt_stats").map_err(|e| OffloadError::Reinsert(e.to_string()))?;
+        let f: ProgFn = *lib
+            .get::<ProgFn>(b"pk_program")
+            .map_err(|e| OffloadError::Reinsert(e.to_string()))?;
+        let s: StatsFn = *lib
+            .get::<StatsFn>(b"pk_rt_stats")
+            .map_err(|e| OffloadError::Reinsert(e.to_string()))?;
         (f, s)
     };
     let layouts: Vec<std::alloc::Layout> = p
@@ -185,14 +207,19 @@ pub fn emit_and_check(p: &Program, place: &[bool], dir: &Path) -> Result<EmitRep
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| OffloadError::Reinsert(e.to_string()))?;
     // SAFETY: non-zero sizes; freed below with the same layouts.
-    let ptrs: Vec<*mut u8> = layouts.iter().map(|l| unsafe { std::alloc::alloc_zeroed(*l) }).collect();
+    let ptrs: Vec<*mut u8> = layouts
+        .iter()
+        .map(|l| unsafe { std::alloc::alloc_zeroed(*l) })
+        .collect();
     if ptrs.iter().any(|p| p.is_null()) {
         for (q, l) in ptrs.iter().zip(&layouts) {
             if !q.is_null() {
                 unsafe { std::alloc::dealloc(*q, *l) };
             }
         }
-        return Err(OffloadError::Reinsert("out of memory allocating the program's buffers".into()));
+        return Err(OffloadError::Reinsert(
+            "out of memory allocating the program's buffers".into(),
+        ));
     }
     let mut st = [0u64; 3];
     // SAFETY: every nest indexes within its allocations (sized by the lowering).

@@ -13,7 +13,22 @@ pub fn nest_table(a: &Analysis) -> Table {
     let c0 = a.cores.first().map_or(0, |c| c.cores);
     let mut t = Table::new(
         format!("{}: per-nest decisions (C1/C2 at {c0} cores)", a.workload),
-        &["id", "op", "label", "t_cpu µs", "N_iter", "BW_read GB/s", "StoreBound", "C1", "C2", "C3", "C4", "offload", "oracle", "counters"],
+        &[
+            "id",
+            "op",
+            "label",
+            "t_cpu µs",
+            "N_iter",
+            "BW_read GB/s",
+            "StoreBound",
+            "C1",
+            "C2",
+            "C3",
+            "C4",
+            "offload",
+            "oracle",
+            "counters",
+        ],
     );
     for n in &a.nests {
         t.push(vec![
@@ -28,8 +43,18 @@ pub fn nest_table(a: &Analysis) -> Table {
             b(n.c2),
             b(n.c3),
             b(n.c4),
-            if n.offload { "PIM".into() } else { "host".into() },
-            n.by_cores.first().map_or("-".into(), |c| if c.oracle { "PIM".into() } else { "host".into() }),
+            if n.offload {
+                "PIM".into()
+            } else {
+                "host".into()
+            },
+            n.by_cores.first().map_or("-".into(), |c| {
+                if c.oracle {
+                    "PIM".into()
+                } else {
+                    "host".into()
+                }
+            }),
             n.counter_source.clone(),
         ]);
     }
@@ -38,8 +63,24 @@ pub fn nest_table(a: &Analysis) -> Table {
 
 pub fn cores_table(a: &Analysis) -> Table {
     let mut t = Table::new(
-        format!("{}: hybrid time per PIM core count (equation 9; ms)", a.workload),
-        &["cores", "offloaded", "T_host", "T_pim", "T_copy (bound)", "T_copy (exact)", "N_region", "speedup", "speedup exact", "captured", "oracle speedup", "agree"],
+        format!(
+            "{}: hybrid time per PIM core count (equation 9; ms)",
+            a.workload
+        ),
+        &[
+            "cores",
+            "offloaded",
+            "T_host",
+            "T_pim",
+            "T_copy (bound)",
+            "T_copy (exact)",
+            "N_region",
+            "speedup",
+            "speedup exact",
+            "captured",
+            "oracle speedup",
+            "agree",
+        ],
     );
     for c in &a.cores {
         t.push(vec![
@@ -63,8 +104,22 @@ pub fn cores_table(a: &Analysis) -> Table {
 /// Like Table 5: each granularity's terms relative to the loop granularity's T_hybrid.
 pub fn granularity_table(a: &Analysis) -> Table {
     let mut t = Table::new(
-        format!("{}: granularities (Δ as % of loop-granularity T_hybrid)", a.workload),
-        &["cores", "granularity", "offloaded", "N_region", "speedup", "ΔT_pim %", "ΔT_host %", "ΔT_copy %", "ΔT_switch %", "total %"],
+        format!(
+            "{}: granularities (Δ as % of loop-granularity T_hybrid)",
+            a.workload
+        ),
+        &[
+            "cores",
+            "granularity",
+            "offloaded",
+            "N_region",
+            "speedup",
+            "ΔT_pim %",
+            "ΔT_host %",
+            "ΔT_copy %",
+            "ΔT_switch %",
+            "total %",
+        ],
     );
     for c in &a.cores {
         let l = &c.granularity["loop"].eval;
@@ -96,7 +151,9 @@ pub fn sweep_table(param: &str, runs: &[(String, Analysis)]) -> Table {
         format!("Offloaded nests per operator as {param} varies (first core count)"),
         &["workload", "op", "nests", "offloaded per size"],
     );
-    let Some((_, first)) = runs.first() else { return t };
+    let Some((_, first)) = runs.first() else {
+        return t;
+    };
     let mut ops: Vec<String> = vec![];
     for n in &first.nests {
         if !ops.contains(&n.op) {
@@ -112,7 +169,12 @@ pub fn sweep_table(param: &str, runs: &[(String, Analysis)]) -> Table {
             })
             .collect();
         let total = first.nests.iter().filter(|n| n.op == op).count();
-        t.push(vec![first.workload.clone(), op, total.to_string(), cells.join(", ")]);
+        t.push(vec![
+            first.workload.clone(),
+            op,
+            total.to_string(),
+            cells.join(", "),
+        ]);
     }
     t
 }
@@ -145,7 +207,10 @@ pub fn terminal(a: &Analysis) -> String {
 }
 
 /// The report section for one or more analysed workloads, plus optional sweeps.
-pub fn report_section(analyses: &[Analysis], sweeps: &[(String, Vec<(String, Analysis)>)]) -> Section {
+pub fn report_section(
+    analyses: &[Analysis],
+    sweeps: &[(String, Vec<(String, Analysis)>)],
+) -> Section {
     let mut s = Section::new("offload", "PIM offloading (Torch-PIM rule)");
     s.text(
         "Each loop nest is placed by the two-stage rule of Torch-PIM (C1 ∧ C2) ∧ (C3 ∨ C4); \
@@ -175,26 +240,46 @@ pub fn report_section(analyses: &[Analysis], sweeps: &[(String, Vec<(String, Ana
                 points: a
                     .cores
                     .iter()
-                    .map(|c| (c.cores as f64, f.map_or(c.speedup, |g| c.granularity[g].speedup)))
+                    .map(|c| {
+                        (
+                            c.cores as f64,
+                            f.map_or(c.speedup, |g| c.granularity[g].speedup),
+                        )
+                    })
                     .collect(),
                 line: true,
             });
         }
         series.push(plot::Series {
             name: "oracle".into(),
-            points: a.cores.iter().map(|c| (c.cores as f64, c.oracle_speedup)).collect(),
+            points: a
+                .cores
+                .iter()
+                .map(|c| (c.cores as f64, c.oracle_speedup))
+                .collect(),
             line: true,
         });
         series.push(plot::Series {
             name: "loop, exact movement".into(),
-            points: a.cores.iter().map(|c| (c.cores as f64, c.speedup_exact)).collect(),
+            points: a
+                .cores
+                .iter()
+                .map(|c| (c.cores as f64, c.speedup_exact))
+                .collect(),
             line: true,
         });
         let file = format!("offload_speedup_{}.svg", sanitize(&a.workload));
         s.svg(
             file,
             format!("{}: speedup over CPU-only vs PIM cores", a.workload),
-            plot::line_chart(&format!("{}: speedup vs PIM cores", a.workload), "PIM cores", "speedup", &series, true, false),
+            plot::line_chart(
+                &format!("{}: speedup vs PIM cores", a.workload),
+                "PIM cores",
+                "speedup",
+                &series,
+                true,
+                false,
+            ),
         );
     }
     for (param, runs) in sweeps {
@@ -209,6 +294,12 @@ pub fn report_section(analyses: &[Analysis], sweeps: &[(String, Vec<(String, Ana
 
 fn sanitize(n: &str) -> String {
     n.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }

@@ -47,7 +47,11 @@ pub struct Decision {
 
 /// Equation (6): bytes per ns is GB/s.
 pub fn bw_read_gbs(read_bytes: f64, t_cpu_ns: f64) -> f64 {
-    if t_cpu_ns > 0.0 { read_bytes / t_cpu_ns } else { 0.0 }
+    if t_cpu_ns > 0.0 {
+        read_bytes / t_cpu_ns
+    } else {
+        0.0
+    }
 }
 
 /// Apply equations (1)-(7) for `cores` PIM cores.

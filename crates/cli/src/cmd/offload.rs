@@ -70,7 +70,11 @@ fn load_host(path: Option<&PathBuf>, fixed: bool, force: bool) -> anyhow::Result
 }
 
 fn conv(e: pimkit_offload::OffloadError) -> anyhow::Error {
-    if e.is_user() { user(e) } else { anyhow::Error::new(e) }
+    if e.is_user() {
+        user(e)
+    } else {
+        anyhow::Error::new(e)
+    }
 }
 
 pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
@@ -83,14 +87,22 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         "loop" => Some(Granularity::Loop),
         "op" => Some(Granularity::Op),
         "bb" => Some(Granularity::Bb),
-        g => return Err(user(format!("--granularity '{g}': use loop, op, bb or all"))),
+        g => {
+            return Err(user(format!(
+                "--granularity '{g}': use loop, op, bb or all"
+            )));
+        }
     };
     if a.runs == 0 {
         return Err(user("--runs must be at least 1"));
     }
     let hostc = load_host(a.host.as_ref(), a.host_fixed, false)?;
     let opts = Options {
-        cores: if a.cores.is_empty() { arch.cores.clone() } else { a.cores.clone() },
+        cores: if a.cores.is_empty() {
+            arch.cores.clone()
+        } else {
+            a.cores.clone()
+        },
         counters: a.counters,
         runs: a.runs,
         theta_gbs: a.theta,
@@ -114,12 +126,17 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
             .split_once('=')
             .ok_or_else(|| user(format!("--sweep '{sw}': expected PARAM=V1,V2,...")))?;
         if !a.model.starts_with("zoo:") {
-            return Err(user("--sweep needs a zoo:NAME model (it rebuilds the model per size)"));
+            return Err(user(
+                "--sweep needs a zoo:NAME model (it rebuilds the model per size)",
+            ));
         }
         for v in vals.split(',').filter(|v| !v.is_empty()) {
             let g = load_model_with(&a.model, &[(param.to_string(), v.to_string())])?;
             let p = pimkit_loops::lower(&g).map_err(|e| conv(e.into()))?;
-            sweep_runs.push((v.to_string(), pimkit_offload::run_program(&p, &hostc, &opts).map_err(conv)?));
+            sweep_runs.push((
+                v.to_string(),
+                pimkit_offload::run_program(&p, &hostc, &opts).map_err(conv)?,
+            ));
         }
     }
     if a.json {
@@ -166,7 +183,11 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         );
     }
     if !sweep_runs.is_empty() {
-        let param = a.sweep.as_deref().and_then(|s| s.split_once('=')).map_or("n", |x| x.0);
+        let param = a
+            .sweep
+            .as_deref()
+            .and_then(|s| s.split_once('='))
+            .map_or("n", |x| x.0);
         print!("{}", report::sweep_table(param, &sweep_runs).to_terminal());
     }
     Ok(())
@@ -180,8 +201,14 @@ pub fn run_calibrate(a: CalibrateArgs) -> anyhow::Result<()> {
     }
     println!("host calibration ({}): {}", h.source, p.display());
     println!("  CPU: {} ({})", h.cpu_model, h.vendor);
-    println!("  B_cpu (read) {:.2} GB/s, store {:.2} GB/s", h.b_read_gbs, h.b_store_gbs);
-    println!("  θ = 0.12 · B_cpu = {:.2} GB/s, σ = 0.40", host::THETA_RATIO * h.b_read_gbs);
+    println!(
+        "  B_cpu (read) {:.2} GB/s, store {:.2} GB/s",
+        h.b_read_gbs, h.b_store_gbs
+    );
+    println!(
+        "  θ = 0.12 · B_cpu = {:.2} GB/s, σ = 0.40",
+        host::THETA_RATIO * h.b_read_gbs
+    );
     println!("  T_ctx {:.2} µs", h.t_ctx_ns / 1e3);
     println!(
         "  caches: L1D {} KiB, L2 {} KiB, LLC {} KiB, line {} B",
