@@ -20,6 +20,7 @@ pub struct Args {
 pub enum Engine {
     Model,
     Loops,
+    Offload,
     Xbar,
 }
 
@@ -27,17 +28,25 @@ pub enum Engine {
 pub const DEFAULT_JOBS: &[(Engine, &str)] = &[
     (Engine::Model, "zoo:mobilenet_v2"),
     (Engine::Loops, "zoo:softmax?n=1024"),
+    (Engine::Offload, "zoo:llama_decode?weights=none"),
     (Engine::Xbar, "zoo:rnc_mobilenet_v3_small?weights=none"),
 ];
 
 /// Every engine, for a model the user names.
-pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops, Engine::Xbar];
+pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops, Engine::Offload, Engine::Xbar];
 
 /// Loop nests of the model with native per-nest timings.
 fn loops_section(g: &Graph) -> anyhow::Result<Section> {
     let p = pimkit_loops::lower(g).map_err(user)?;
     let prof = pimkit_loops::profile(&p, 3).map_err(user)?;
     Ok(pimkit_loops::report_section(&p, Some(&prof)))
+}
+
+/// Host-vs-PIM placement per nest with the host calibration cached on this machine.
+fn offload_section(g: &Graph) -> anyhow::Result<Section> {
+    let host = pimkit_offload::host::load_or_calibrate(&pimkit_offload::host::default_cache_path(), false).map_err(user)?;
+    let a = pimkit_offload::run_graph(g, &host, &pimkit_offload::Options::default()).map_err(user)?;
+    Ok(pimkit_offload::report::report_section(&[a], &[]))
 }
 
 /// Crossbar mapping (RNC) at the architecture file's default budget.
@@ -52,6 +61,7 @@ fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
     let r = match engine {
         Engine::Model => Ok(model_section(spec, g)),
         Engine::Loops => loops_section(g),
+        Engine::Offload => offload_section(g),
         Engine::Xbar => xbar_section(g),
     };
     r.unwrap_or_else(|e| {
