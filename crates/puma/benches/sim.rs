@@ -31,12 +31,16 @@ fn bench(c: &mut Criterion) {
         let mut grp = c.benchmark_group("cycles");
         grp.sample_size(10);
         grp.throughput(Throughput::Elements(cycles));
-        grp.bench_function(name, |b| b.iter(|| black_box(simulate(&p, &inputs, &SimOptions::default()).unwrap())));
+        grp.bench_function(name, |b| {
+            b.iter(|| black_box(simulate(&p, &inputs, &SimOptions::default()).unwrap()))
+        });
         grp.finish();
         let mut grp = c.benchmark_group("instructions");
         grp.sample_size(10);
         grp.throughput(Throughput::Elements(instr));
-        grp.bench_function(name, |b| b.iter(|| black_box(simulate(&p, &inputs, &SimOptions::default()).unwrap())));
+        grp.bench_function(name, |b| {
+            b.iter(|| black_box(simulate(&p, &inputs, &SimOptions::default()).unwrap()))
+        });
         grp.finish();
     }
 }

@@ -196,34 +196,59 @@ impl Arch {
         }
     }
 
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(x > 0.0)` also rejects NaN
     pub fn validate(&self) -> Result<(), ArchError> {
         let m = &self.mvmu;
         if !m.xbar_size.is_power_of_two() || !(16..=512).contains(&m.xbar_size) {
-            return Err(inv("mvmu.xbar_size", m.xbar_size, "must be a power of two in 16..=512"));
+            return Err(inv(
+                "mvmu.xbar_size",
+                m.xbar_size,
+                "must be a power of two in 16..=512",
+            ));
         }
         if ![1, 2, 4, 8].contains(&m.bits_per_cell) {
-            return Err(inv("mvmu.bits_per_cell", m.bits_per_cell, "must be 1, 2, 4 or 8"));
+            return Err(inv(
+                "mvmu.bits_per_cell",
+                m.bits_per_cell,
+                "must be 1, 2, 4 or 8",
+            ));
         }
-        if m.dac_bits == 0 || self.fixed.bits % m.dac_bits != 0 {
+        if m.dac_bits == 0 || !self.fixed.bits.is_multiple_of(m.dac_bits) {
             return Err(inv("mvmu.dac_bits", m.dac_bits, "must divide fixed.bits"));
         }
         if !(1..=16).contains(&m.adc_bits) {
             return Err(inv("mvmu.adc_bits", m.adc_bits, "must be in 1..=16"));
         }
         if self.fixed.bits != 16 {
-            return Err(inv("fixed.bits", self.fixed.bits, "only 16-bit words are supported"));
+            return Err(inv(
+                "fixed.bits",
+                self.fixed.bits,
+                "only 16-bit words are supported",
+            ));
         }
         if self.fixed.frac_bits >= self.fixed.bits {
-            return Err(inv("fixed.frac_bits", self.fixed.frac_bits, "must be < fixed.bits"));
+            return Err(inv(
+                "fixed.frac_bits",
+                self.fixed.frac_bits,
+                "must be < fixed.bits",
+            ));
         }
         if !(1..=8).contains(&self.core.mvmus) {
-            return Err(inv("core.mvmus", self.core.mvmus, "must be in 1..=8 (mvm mask is 8 bits)"));
+            return Err(inv(
+                "core.mvmus",
+                self.core.mvmus,
+                "must be in 1..=8 (mvm mask is 8 bits)",
+            ));
         }
         if self.core.alu_lanes == 0 {
             return Err(inv("core.alu_lanes", 0, "must be at least 1"));
         }
         if self.core.data_mem_words < 256 {
-            return Err(inv("core.data_mem_words", self.core.data_mem_words, "must be at least 256"));
+            return Err(inv(
+                "core.data_mem_words",
+                self.core.data_mem_words,
+                "must be at least 256",
+            ));
         }
         if self.reg_space() > 1 << crate::encode::REG_BITS {
             return Err(inv(
@@ -236,13 +261,23 @@ impl Arch {
             return Err(inv("tile.cores", self.tile.cores, "must be in 1..=64"));
         }
         if self.tile.max_transfer_words == 0 || self.tile.max_transfer_words > 31 {
-            return Err(inv("tile.max_transfer_words", self.tile.max_transfer_words, "must be in 1..=31"));
+            return Err(inv(
+                "tile.max_transfer_words",
+                self.tile.max_transfer_words,
+                "must be in 1..=31",
+            ));
         }
         if self.tile.receive_fifo_depth == 0 {
             return Err(inv("tile.receive_fifo_depth", 0, "must be at least 1"));
         }
-        if self.tile.shared_mem_words == 0 || self.tile.shared_mem_words > 1 << crate::encode::SET_IMM_BITS - 1 {
-            return Err(inv("tile.shared_mem_words", self.tile.shared_mem_words, "must be in 1..=2^21"));
+        if self.tile.shared_mem_words == 0
+            || self.tile.shared_mem_words > 1 << (crate::encode::SET_IMM_BITS - 1)
+        {
+            return Err(inv(
+                "tile.shared_mem_words",
+                self.tile.shared_mem_words,
+                "must be in 1..=2^21",
+            ));
         }
         if self.node.tiles == 0 {
             return Err(inv("node.tiles", 0, "must be at least 1"));
@@ -253,22 +288,50 @@ impl Arch {
         for (name, t) in [("head", &self.head), ("paper", &self.paper)] {
             let e = &t.energy;
             let vals = [
-                e.xbar_pj, e.adc_pj, e.dac_pj, e.snh_pj, e.shift_add_pj, e.alu_simple_pj, e.alu_mul_pj,
-                e.alu_div_pj, e.transcendental_pj, e.xbar_in_read_pj, e.xbar_in_write_pj, e.xbar_out_pj,
-                e.data_mem_pj, e.core_imem_pj, e.tile_imem_pj, e.edram_pj, e.edram_bus_pj, e.edram_ctrl_pj,
-                e.counter_pj, e.receive_buffer_pj, e.router_flit_pj, e.inter_node_packet_pj,
-                t.leakage.core_pj_per_cycle, t.leakage.tile_pj_per_cycle, t.leakage.router_pj_per_cycle,
+                e.xbar_pj,
+                e.adc_pj,
+                e.dac_pj,
+                e.snh_pj,
+                e.shift_add_pj,
+                e.alu_simple_pj,
+                e.alu_mul_pj,
+                e.alu_div_pj,
+                e.transcendental_pj,
+                e.xbar_in_read_pj,
+                e.xbar_in_write_pj,
+                e.xbar_out_pj,
+                e.data_mem_pj,
+                e.core_imem_pj,
+                e.tile_imem_pj,
+                e.edram_pj,
+                e.edram_bus_pj,
+                e.edram_ctrl_pj,
+                e.counter_pj,
+                e.receive_buffer_pj,
+                e.router_flit_pj,
+                e.inter_node_packet_pj,
+                t.leakage.core_pj_per_cycle,
+                t.leakage.tile_pj_per_cycle,
+                t.leakage.router_pj_per_cycle,
             ];
             if vals.iter().any(|v| !v.is_finite() || *v < 0.0) {
                 return Err(inv(
-                    if name == "head" { "head.energy" } else { "paper.energy" },
+                    if name == "head" {
+                        "head.energy"
+                    } else {
+                        "paper.energy"
+                    },
                     "…",
                     "every energy must be finite and non-negative",
                 ));
             }
             if !(t.latency.mvm_step_cycles > 0.0) || t.latency.edram_cycles == 0 {
                 return Err(inv(
-                    if name == "head" { "head.latency" } else { "paper.latency" },
+                    if name == "head" {
+                        "head.latency"
+                    } else {
+                        "paper.latency"
+                    },
                     t.latency.mvm_step_cycles,
                     "mvm_step_cycles and edram_cycles must be positive",
                 ));

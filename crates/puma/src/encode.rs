@@ -93,7 +93,11 @@ impl R {
     }
     fn i(&mut self, bits: u32) -> i32 {
         let v = self.u(bits) as i64;
-        (if v >> (bits - 1) == 1 { v - (1i64 << bits) } else { v }) as i32
+        (if v >> (bits - 1) == 1 {
+            v - (1i64 << bits)
+        } else {
+            v
+        }) as i32
     }
 }
 

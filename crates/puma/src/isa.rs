@@ -218,12 +218,25 @@ impl IntOp {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CoreInstr {
     /// Write `imm` into `vec` consecutive data-memory registers from `d1`.
-    Set { d1: u32, imm: i32, vec: u32 },
+    Set {
+        d1: u32,
+        imm: i32,
+        vec: u32,
+    },
     /// Copy `vec` words register → register (any class).
-    Copy { d1: u32, r1: u32, vec: u32 },
+    Copy {
+        d1: u32,
+        r1: u32,
+        vec: u32,
+    },
     /// Read `vec` chunks of `width` words from shared memory at the address held in
     /// register `r1` into registers from `d1`; blocks until the words are valid.
-    Load { d1: u32, r1: u32, width: u32, vec: u32 },
+    Load {
+        d1: u32,
+        r1: u32,
+        width: u32,
+        vec: u32,
+    },
     /// Write `vec` chunks of `width` words from register `r1` to the shared-memory
     /// address held in register `d1`; blocks until the words are invalid, then sets
     /// valid and the reader count to `counter`.
@@ -251,15 +264,30 @@ pub enum CoreInstr {
         vec: u32,
     },
     /// Scalar integer op on data-memory registers.
-    AluInt { op: IntOp, d1: u32, r1: u32, r2: u32 },
+    AluInt {
+        op: IntOp,
+        d1: u32,
+        r1: u32,
+        r2: u32,
+    },
     /// MVM on every MVMU whose mask bit is set (bit i = MVMU i). With `shift > 0` and
     /// `group > 0` the XbarIn is afterwards shuffled: inside each group of `group`
     /// entries, entries move down by `shift` and the last `shift` become zero (input
     /// reuse for sliding windows, paper §3).
-    Mvm { mask: u32, shift: u32, group: u32 },
+    Mvm {
+        mask: u32,
+        shift: u32,
+        group: u32,
+    },
     /// Branch to absolute pc `target` when registers `r1` and `r2` are equal.
-    Beq { r1: u32, r2: u32, target: u32 },
-    Jmp { target: u32 },
+    Beq {
+        r1: u32,
+        r2: u32,
+        target: u32,
+    },
+    Jmp {
+        target: u32,
+    },
     Hlt,
     Nop,
 }
@@ -312,8 +340,20 @@ impl CoreInstr {
         }
     }
     pub fn class_index(&self) -> usize {
-        let c = self.class();
-        CORE_CLASSES.iter().position(|&x| x == c).unwrap_or(0)
+        match self {
+            CoreInstr::Set { .. } => 0,
+            CoreInstr::Copy { .. } => 1,
+            CoreInstr::Load { .. } => 2,
+            CoreInstr::Store { .. } => 3,
+            CoreInstr::Alu { .. } => 4,
+            CoreInstr::Alui { .. } => 5,
+            CoreInstr::AluInt { .. } => 6,
+            CoreInstr::Mvm { .. } => 7,
+            CoreInstr::Beq { .. } => 8,
+            CoreInstr::Jmp { .. } => 9,
+            CoreInstr::Hlt => 10,
+            CoreInstr::Nop => 11,
+        }
     }
 }
 
@@ -559,7 +599,9 @@ fn parse_core_line(s: &str) -> Result<CoreInstr, String> {
             f.check_known(&["mask", "shift", "group"])?;
             let m = f.raw("mask")?;
             if m.is_empty() || m.len() > 32 || !m.chars().all(|c| c == '0' || c == '1') {
-                return Err(format!("mask must be a string of 0/1 (bit per MVMU), found `{m}`"));
+                return Err(format!(
+                    "mask must be a string of 0/1 (bit per MVMU), found `{m}`"
+                ));
             }
             let mask = m
                 .chars()

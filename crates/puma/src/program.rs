@@ -100,10 +100,7 @@ pub enum ProgramError {
     #[error("{path}: {msg}")]
     Io { path: String, msg: String },
     #[error("{path}: {source}")]
-    Asm {
-        path: String,
-        source: isa::AsmError,
-    },
+    Asm { path: String, source: isa::AsmError },
     #[error("{path}: manifest is invalid: {msg}")]
     Manifest { path: String, msg: String },
 }
@@ -129,7 +126,14 @@ impl Program {
         let p = &self.placement;
         let mut s = format!(
             "model {}\ntiles used {} (+ input tile 0, output tile 1), nodes {}, cores {}, MVMUs {}\ncoalesced mvm instructions {}, spill stores {}, rolled loops {}\n",
-            self.name, p.tiles_used, p.nodes_used, p.cores_used, p.mvmus_used, p.coalesced_mvms, p.spill_stores, p.loops_rolled
+            self.name,
+            p.tiles_used,
+            p.nodes_used,
+            p.cores_used,
+            p.mvmus_used,
+            p.coalesced_mvms,
+            p.spill_stores,
+            p.loops_rolled
         );
         for m in &p.matrices {
             s.push_str(&format!(

@@ -7,7 +7,8 @@ use pimkit_report::{Section, Table, plot};
 
 /// Reference figures (reference §5.3, ISCA-2018 spreadsheet, 16 MVMUs/tile):
 /// (model, latency µs, energy µJ).
-pub const REFERENCE_FIGURES: [(&str, f64, f64); 2] = [("puma_mlp_l4", 348.0, 90.9), ("puma_mlp_l5", 815.0, 567.0)];
+pub const REFERENCE_FIGURES: [(&str, f64, f64); 2] =
+    [("puma_mlp_l4", 348.0, 90.9), ("puma_mlp_l5", 815.0, 567.0)];
 
 /// Build the report section for one simulated model (`prog` adds the placement).
 pub fn report_section(res: &PumaResult, prog: Option<&Program>) -> Section {
@@ -28,7 +29,9 @@ pub fn report_section(res: &PumaResult, prog: Option<&Program>) -> Section {
         res.constants
     ));
     if let Some(e) = res.max_abs_error {
-        s.text(format!("Largest |PUMA − reference interpreter| over all outputs: {e:.6}."));
+        s.text(format!(
+            "Largest |PUMA − reference interpreter| over all outputs: {e:.6}."
+        ));
     }
     if res.shape_only {
         s.note("The model has shape-only weights: crossbars hold zeros, so outputs are not meaningful; timing and energy are.");
@@ -48,18 +51,29 @@ pub fn report_section(res: &PumaResult, prog: Option<&Program>) -> Section {
     let mut t = Table::new("Energy breakdown", &["component", "nJ", "share"]);
     let total = res.stats.energy_nj.max(1e-30);
     for (k, v) in &res.stats.energy_breakdown_nj {
-        t.push(vec![k.clone(), format!("{v:.3}"), format!("{:.1} %", 100.0 * v / total)]);
+        t.push(vec![
+            k.clone(),
+            format!("{v:.3}"),
+            format!("{:.1} %", 100.0 * v / total),
+        ]);
     }
     s.table(t);
     let mut t = Table::new("Instruction mix (executed)", &["class", "count", "share"]);
     let n = res.stats.simulated_instructions.max(1) as f64;
     for (k, v) in &res.stats.instructions {
         if *v > 0 {
-            t.push(vec![k.clone(), v.to_string(), format!("{:.1} %", 100.0 * *v as f64 / n)]);
+            t.push(vec![
+                k.clone(),
+                v.to_string(),
+                format!("{:.1} %", 100.0 * *v as f64 / n),
+            ]);
         }
     }
     s.table(t);
-    let mut t = Table::new("MVMU utilization", &["MVMUs", "mvm operations", "mean busy fraction"]);
+    let mut t = Table::new(
+        "MVMU utilization",
+        &["MVMUs", "mvm operations", "mean busy fraction"],
+    );
     t.push(vec![
         res.stats.mvmus.to_string(),
         res.stats.mvm_ops.to_string(),
@@ -75,7 +89,11 @@ pub fn report_section(res: &PumaResult, prog: Option<&Program>) -> Section {
                 m.node.clone(),
                 format!("{}x{}", m.rows, m.cols),
                 m.tiles.len().to_string(),
-                format!("{}..={}", tiles.first().unwrap_or(&0), tiles.last().unwrap_or(&0)),
+                format!(
+                    "{}..={}",
+                    tiles.first().unwrap_or(&0),
+                    tiles.last().unwrap_or(&0)
+                ),
             ]);
         }
         s.table(t);

@@ -31,7 +31,12 @@ pub fn default_inputs(g: &Graph) -> HashMap<String, Tensor> {
 /// Compile `g` into `dir`. When the graph has weights, the reference interpreter's
 /// outputs for the default inputs are saved too (reference/*.npy, inputs/*.npy), so that
 /// `sim DIR` can report `max_abs_error` without the model.
-pub fn compile_to_dir(g: &Graph, arch: &Arch, opts: &CompileOptions, dir: &Path) -> Result<Program, ToolError> {
+pub fn compile_to_dir(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CompileOptions,
+    dir: &Path,
+) -> Result<Program, ToolError> {
     let p = compile(g, arch, opts)?;
     p.save(dir)?;
     let inputs = default_inputs(g);
@@ -39,15 +44,18 @@ pub fn compile_to_dir(g: &Graph, arch: &Arch, opts: &CompileOptions, dir: &Path)
     std::fs::create_dir_all(&idir).map_err(|e| ToolError::Input(e.to_string()))?;
     for (i, io) in p.inputs.iter().enumerate() {
         let path = idir.join(format!("input_{i}.npy"));
-        pimkit_ir::npy::write_npy(&path, &inputs[&io.name]).map_err(|e| ToolError::Input(e.to_string()))?;
+        pimkit_ir::npy::write_npy(&path, &inputs[&io.name])
+            .map_err(|e| ToolError::Input(e.to_string()))?;
     }
     if !p.shape_only {
-        let outs = pimkit_interp::run(g, &inputs).map_err(|e| RunError::Reference(e.to_string()))?;
+        let outs =
+            pimkit_interp::run(g, &inputs).map_err(|e| RunError::Reference(e.to_string()))?;
         let rdir = dir.join("reference");
         std::fs::create_dir_all(&rdir).map_err(|e| ToolError::Input(e.to_string()))?;
         for (i, t) in outs.iter().enumerate() {
             let t = Tensor::from_f32(t.shape.clone(), t.to_f32_vec());
-            pimkit_ir::npy::write_npy(&rdir.join(format!("output_{i}.npy")), &t).map_err(|e| ToolError::Input(e.to_string()))?;
+            pimkit_ir::npy::write_npy(&rdir.join(format!("output_{i}.npy")), &t)
+                .map_err(|e| ToolError::Input(e.to_string()))?;
         }
     }
     Ok(p)
@@ -55,7 +63,11 @@ pub fn compile_to_dir(g: &Graph, arch: &Arch, opts: &CompileOptions, dir: &Path)
 
 /// Simulate a compiled directory. `inputs` are .npy files in graph-input order; without
 /// them the saved default inputs are used and compared with the saved reference outputs.
-pub fn sim_dir(dir: &Path, inputs: &[std::path::PathBuf], mode: NumMode) -> Result<(PumaResult, Vec<Tensor>, Program), ToolError> {
+pub fn sim_dir(
+    dir: &Path,
+    inputs: &[std::path::PathBuf],
+    mode: NumMode,
+) -> Result<(PumaResult, Vec<Tensor>, Program), ToolError> {
     let p = Program::load(dir)?;
     let mut map = HashMap::new();
     let use_default = inputs.is_empty();
@@ -63,25 +75,35 @@ pub fn sim_dir(dir: &Path, inputs: &[std::path::PathBuf], mode: NumMode) -> Resu
         let path = if use_default {
             dir.join("inputs").join(format!("input_{i}.npy"))
         } else {
-            inputs
-                .get(i)
-                .cloned()
-                .ok_or_else(|| ToolError::Input(format!("the program has {} inputs; {} --input files given", p.inputs.len(), inputs.len())))?
+            inputs.get(i).cloned().ok_or_else(|| {
+                ToolError::Input(format!(
+                    "the program has {} inputs; {} --input files given",
+                    p.inputs.len(),
+                    inputs.len()
+                ))
+            })?
         };
-        let t = pimkit_ir::npy::read_npy(&path).map_err(|e| ToolError::Input(format!("{}: {e}", path.display())))?;
+        let t = pimkit_ir::npy::read_npy(&path)
+            .map_err(|e| ToolError::Input(format!("{}: {e}", path.display())))?;
         map.insert(io.name.clone(), t);
     }
     let reference: Option<Vec<Tensor>> = if use_default && dir.join("reference").exists() {
         let mut v = Vec::new();
         for i in 0..p.outputs.len() {
             let path = dir.join("reference").join(format!("output_{i}.npy"));
-            v.push(pimkit_ir::npy::read_npy(&path).map_err(|e| ToolError::Input(format!("{}: {e}", path.display())))?);
+            v.push(
+                pimkit_ir::npy::read_npy(&path)
+                    .map_err(|e| ToolError::Input(format!("{}: {e}", path.display())))?,
+            );
         }
         Some(v)
     } else {
         None
     };
-    let opts = SimOptions { mode, ..Default::default() };
+    let opts = SimOptions {
+        mode,
+        ..Default::default()
+    };
     let (res, outs) = run_program(&p, &map, &opts, reference.as_deref())?;
     Ok((res, outs, p))
 }
@@ -90,7 +112,8 @@ pub fn sim_dir(dir: &Path, inputs: &[std::path::PathBuf], mode: NumMode) -> Resu
 pub fn write_outputs(dir: &Path, outs: &[Tensor]) -> Result<(), ToolError> {
     std::fs::create_dir_all(dir).map_err(|e| ToolError::Input(e.to_string()))?;
     for (i, t) in outs.iter().enumerate() {
-        pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t).map_err(|e| ToolError::Input(e.to_string()))?;
+        pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t)
+            .map_err(|e| ToolError::Input(e.to_string()))?;
     }
     Ok(())
 }

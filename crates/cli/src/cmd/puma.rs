@@ -1,8 +1,169 @@
-//! Placeholder owned by the puma engine: replaced by its subcommands.
+//! `pimkit puma`: compile a model for the PUMA accelerator, simulate it, or both.
+//! (Staged copy: the lead installs it as crates/cli/src/cmd/puma.rs once the CLI
+//! depends on pimkit-puma.)
+
+use crate::error::user;
+use crate::model::load_model;
+use crate::output::print_json;
+use pimkit_puma::{Arch, CompileOptions, NumMode, SimOptions, run_graph, tool};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct ArchArgs {
+    /// Architecture file (default: the built-in arch/puma.toml).
+    #[arg(long)]
+    arch: Option<PathBuf>,
+    /// Constant set: head (simulator HEAD) or paper (paper-era commit).
+    #[arg(long)]
+    constants: Option<String>,
+}
+
+impl ArchArgs {
+    fn load(&self) -> anyhow::Result<Arch> {
+        let mut a = match &self.arch {
+            Some(p) => Arch::load(p).map_err(user)?,
+            None => Arch::default(),
+        };
+        if let Some(c) = &self.constants {
+            a.constants = match c.as_str() {
+                "head" => pimkit_puma::arch::ConstSet::Head,
+                "paper" => pimkit_puma::arch::ConstSet::Paper,
+                _ => {
+                    return Err(user(format!(
+                        "--constants must be head or paper, not '{c}'"
+                    )));
+                }
+            };
+        }
+        Ok(a)
+    }
+}
 
 #[derive(clap::Subcommand, Debug)]
-pub enum PumaCmd {}
+pub enum PumaCmd {
+    /// Compile MODEL (file.onnx or zoo:NAME) into a program directory.
+    Compile {
+        model: String,
+        #[arg(short, long)]
+        out: PathBuf,
+        #[command(flatten)]
+        arch: ArchArgs,
+        /// Keep convolutions fully unrolled.
+        #[arg(long)]
+        no_loops: bool,
+    },
+    /// Simulate a compiled program directory.
+    Sim {
+        dir: PathBuf,
+        /// Input .npy files in graph-input order (default: the inputs saved at compile time).
+        #[arg(long)]
+        input: Vec<PathBuf>,
+        /// Write outputs as DIR/output_<i>.npy.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Reproduce the original simulator's bit-serial rounding.
+        #[arg(long)]
+        bitserial: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compile and simulate MODEL, comparing with the reference interpreter.
+    Run {
+        model: String,
+        #[arg(long)]
+        input: Vec<PathBuf>,
+        #[command(flatten)]
+        arch: ArchArgs,
+        #[arg(long)]
+        bitserial: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn mode(bitserial: bool) -> NumMode {
+    if bitserial {
+        NumMode::BitSerial
+    } else {
+        NumMode::Exact
+    }
+}
 
 pub fn run(c: PumaCmd) -> anyhow::Result<()> {
-    match c {}
+    match c {
+        PumaCmd::Compile {
+            model,
+            out,
+            arch,
+            no_loops,
+        } => {
+            let g = load_model(&model)?;
+            let a = arch.load()?;
+            let opts = CompileOptions {
+                loops: !no_loops,
+                ..Default::default()
+            };
+            let p = tool::compile_to_dir(&g, &a, &opts, &out).map_err(user)?;
+            print!("{}", p.placement_summary());
+            println!("wrote {}", out.display());
+        }
+        PumaCmd::Sim {
+            dir,
+            input,
+            out,
+            bitserial,
+            json,
+        } => {
+            let (res, outs, _) = tool::sim_dir(&dir, &input, mode(bitserial)).map_err(user)?;
+            if let Some(o) = out {
+                tool::write_outputs(&o, &outs).map_err(user)?;
+            }
+            if json {
+                print_json(&res)?
+            } else {
+                print!("{}", tool::summary(&res))
+            }
+        }
+        PumaCmd::Run {
+            model,
+            input,
+            arch,
+            bitserial,
+            json,
+        } => {
+            let g = load_model(&model)?;
+            let a = arch.load()?;
+            let inputs = if input.is_empty() {
+                None
+            } else {
+                let mut m = std::collections::HashMap::new();
+                for (i, &v) in g.inputs.iter().enumerate() {
+                    let p = input.get(i).ok_or_else(|| {
+                        user(format!(
+                            "the model has {} inputs; {} --input files given",
+                            g.inputs.len(),
+                            input.len()
+                        ))
+                    })?;
+                    m.insert(
+                        g.value(v).name.clone(),
+                        pimkit_ir::npy::read_npy(p).map_err(user)?,
+                    );
+                }
+                Some(m)
+            };
+            let so = SimOptions {
+                mode: mode(bitserial),
+                ..Default::default()
+            };
+            let (res, _, _) =
+                run_graph(&g, &a, &CompileOptions::default(), &so, inputs).map_err(user)?;
+            if json {
+                print_json(&res)?
+            } else {
+                print!("{}", tool::summary(&res))
+            }
+        }
+    }
+    Ok(())
 }

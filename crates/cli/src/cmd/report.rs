@@ -22,6 +22,7 @@ pub enum Engine {
     Loops,
     Offload,
     Xbar,
+    Puma,
 }
 
 /// The built-in set: each engine on a model of the kind its paper studies.
@@ -30,10 +31,11 @@ pub const DEFAULT_JOBS: &[(Engine, &str)] = &[
     (Engine::Loops, "zoo:softmax?n=1024"),
     (Engine::Offload, "zoo:llama_decode?weights=none"),
     (Engine::Xbar, "zoo:rnc_mobilenet_v3_small?weights=none"),
+    (Engine::Puma, "zoo:puma_mlp_l4"),
 ];
 
 /// Every engine, for a model the user names.
-pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops, Engine::Offload, Engine::Xbar];
+pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops, Engine::Offload, Engine::Xbar, Engine::Puma];
 
 /// Loop nests of the model with native per-nest timings.
 fn loops_section(g: &Graph) -> anyhow::Result<Section> {
@@ -56,6 +58,13 @@ fn xbar_section(g: &Graph) -> anyhow::Result<Section> {
     pimkit_xbar::report_section(g, &arch, &opts).map_err(user)
 }
 
+/// PUMA compile + simulate with the default architecture, exact arithmetic.
+fn puma_section(g: &Graph) -> anyhow::Result<Section> {
+    let arch = pimkit_puma::Arch::default();
+    let (res, _, prog) = pimkit_puma::run_graph(g, &arch, &Default::default(), &Default::default(), None).map_err(user)?;
+    Ok(pimkit_puma::report_section(&res, Some(&prog)))
+}
+
 /// Run one engine; an engine that cannot handle the model yields a note, not a failure.
 fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
     let r = match engine {
@@ -63,6 +72,7 @@ fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
         Engine::Loops => loops_section(g),
         Engine::Offload => offload_section(g),
         Engine::Xbar => xbar_section(g),
+        Engine::Puma => puma_section(g),
     };
     r.unwrap_or_else(|e| {
         let mut s = Section::new(format!("{engine:?}").to_lowercase(), format!("{engine:?} on {spec}"));

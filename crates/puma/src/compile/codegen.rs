@@ -15,7 +15,8 @@ use super::{CompileError, Kind, Loc, Piece, Schedule, VId};
 use crate::arch::Arch;
 use crate::isa::{CoreInstr, TileInstr};
 use crate::program::{
-    FIRST_COMPUTE_TILE, INPUT_TILE, IoMap, MvmuWeights, OUTPUT_TILE, Placement, Program, TileProgram,
+    FIRST_COMPUTE_TILE, INPUT_TILE, IoMap, MvmuWeights, OUTPUT_TILE, Placement, Program,
+    TileProgram,
 };
 use pimkit_ir::Graph;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -47,7 +48,12 @@ struct Gen<'a> {
     pos: usize,
 }
 
-pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Program, CompileError> {
+pub fn generate(
+    s: &Schedule,
+    l: &Lowered,
+    arch: &Arch,
+    g: &Graph,
+) -> Result<Program, CompileError> {
     let ops = &s.ops;
     let n = ops.len();
     let mut pos = vec![usize::MAX; n];
@@ -61,7 +67,8 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
             max_tile = max_tile.max(tile as usize);
         }
     }
-    let ntiles = max_tile.max(FIRST_COMPUTE_TILE + l.weights.len().div_ceil(per_tile).max(1) - 1) + 1;
+    let ntiles =
+        max_tile.max(FIRST_COMPUTE_TILE + l.weights.len().div_ceil(per_tile).max(1) - 1) + 1;
     let tile_of = |loc: Loc| -> Option<u32> {
         match loc {
             Loc::Core { tile, .. } => Some(tile),
@@ -96,7 +103,9 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
                 } else if src.loc == Loc::Const {
                     const_use.insert((rt, p.v), ());
                 } else {
-                    let c = counts.entry((rt, p.v)).or_insert_with(|| vec![0; src.len as usize]);
+                    let c = counts
+                        .entry((rt, p.v))
+                        .or_insert_with(|| vec![0; src.len as usize]);
                     for w in p.off..p.off + p.len {
                         c[w as usize] += 1;
                     }
@@ -119,7 +128,10 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
     for (&v, ds) in &dests {
         let pt = tile_of(ops[v as usize].loc).unwrap_or(0);
         let len = ops[v as usize].len as usize;
-        let mut pc = counts.get(&(pt, v)).cloned().unwrap_or_else(|| vec![0; len]);
+        let mut pc = counts
+            .get(&(pt, v))
+            .cloned()
+            .unwrap_or_else(|| vec![0; len]);
         for d in ds {
             for (w, &c) in counts[&(*d, v)].iter().enumerate() {
                 if c > 0 {
@@ -128,7 +140,10 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
             }
         }
         prod_counts.insert(v, pc);
-        last_read.insert((pt, v), pos[v as usize].max(*last_read.get(&(pt, v)).unwrap_or(&0)));
+        last_read.insert(
+            (pt, v),
+            pos[v as usize].max(*last_read.get(&(pt, v)).unwrap_or(&0)),
+        );
     }
     for (&(t, v), c) in &counts {
         let pt = tile_of(ops[v as usize].loc).unwrap_or(0);
@@ -147,7 +162,11 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
     let big = u32::MAX / 4;
     let mut shm: Vec<RangeAlloc> = (0..ntiles)
         .map(|t| {
-            let cap = if t == INPUT_TILE || t == OUTPUT_TILE { big } else { arch.tile.shared_mem_words as u32 };
+            let cap = if t == INPUT_TILE || t == OUTPUT_TILE {
+                big
+            } else {
+                arch.tile.shared_mem_words as u32
+            };
             RangeAlloc::new(0, cap)
         })
         .collect();
@@ -163,9 +182,13 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
         need: (a.high_water + len) as usize,
         have: arch.tile.shared_mem_words,
     };
-    for (&(t, v), _) in &const_use {
-        let Kind::Const(data) = &ops[v as usize].kind else { continue };
-        let a = shm[t as usize].alloc(data.len() as u32).ok_or_else(|| shm_err(t, &shm[t as usize], data.len() as u32))?;
+    for &(t, v) in const_use.keys() {
+        let Kind::Const(data) = &ops[v as usize].kind else {
+            continue;
+        };
+        let a = shm[t as usize]
+            .alloc(data.len() as u32)
+            .ok_or_else(|| shm_err(t, &shm[t as usize], data.len() as u32))?;
         addr_of[t as usize].insert(v, a);
         tiles[t as usize].shmem_init.push((a, data.clone()));
     }
@@ -174,9 +197,9 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
     for (name, shape, map) in &l.inputs {
         let mut seen = Vec::new();
         for &(v, _) in map {
-            if !input_addr.contains_key(&v) {
+            if let std::collections::hash_map::Entry::Vacant(e) = input_addr.entry(v) {
                 let a = shm[INPUT_TILE].alloc(ops[v as usize].len).unwrap_or(0);
-                input_addr.insert(v, a);
+                e.insert(a);
                 addr_of[INPUT_TILE].insert(v, a);
                 seen.push(v);
             }
@@ -218,8 +241,16 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
         let mut produced: Vec<VId> = Vec::new();
         if skip {
         } else if let Loc::Core { tile, core } = op.loc {
-            let cs = cores.entry((tile, core)).or_insert_with(|| new_core(arch, dm_base, gen_regs));
-            let gx = Gen { arch, s, tile, core, pos: i };
+            let cs = cores
+                .entry((tile, core))
+                .or_insert_with(|| new_core(arch, dm_base, gen_regs));
+            let gx = Gen {
+                arch,
+                s,
+                tile,
+                core,
+                pos: i,
+            };
             match &op.kind {
                 Kind::Mvm { .. } => {
                     let mut members = vec![o];
@@ -237,35 +268,68 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
                     let mut mask = 0u32;
                     let pinned: Vec<VId> = members
                         .iter()
-                        .flat_map(|&m| ops[m as usize].operands().into_iter().flat_map(|ps| ps.iter().map(|p| p.v)).collect::<Vec<_>>())
+                        .flat_map(|&m| {
+                            ops[m as usize]
+                                .operands()
+                                .into_iter()
+                                .flat_map(|ps| ps.iter().map(|p| p.v))
+                                .collect::<Vec<_>>()
+                        })
                         .collect();
                     for &m in &members {
-                        let Kind::Mvm { mvmu, input } = &ops[m as usize].kind else { unreachable!() };
+                        let Kind::Mvm { mvmu, input } = &ops[m as usize].kind else {
+                            unreachable!()
+                        };
                         let lm = *mvmu % arch.core.mvmus as u32;
                         mask |= 1 << lm;
                         gx.evict_xout(cs, lm, &pinned, &mut shm, &mut spill_stores)?;
                         let dst = lm * arch.mvmu.xbar_size as u32;
-                        gx.fill(cs, input, Some(dst), &pinned, &mut shm, &addr_of, &mut spill_stores)?;
+                        gx.fill(
+                            cs,
+                            input,
+                            Some(dst),
+                            &pinned,
+                            &mut shm,
+                            &addr_of,
+                            &mut spill_stores,
+                        )?;
                     }
-                    cs.code.push(CoreInstr::Mvm { mask, shift: 0, group: 0 });
+                    cs.code.push(CoreInstr::Mvm {
+                        mask,
+                        shift: 0,
+                        group: 0,
+                    });
                     for &m in &members {
-                        let Kind::Mvm { mvmu, .. } = &ops[m as usize].kind else { unreachable!() };
+                        let Kind::Mvm { mvmu, .. } = &ops[m as usize].kind else {
+                            unreachable!()
+                        };
                         let lm = *mvmu % arch.core.mvmus as u32;
                         cs.xout[lm as usize] = Some(m);
                         cs.resident.insert(m, Res::XOut(lm));
                         produced.push(m);
                     }
                     for &m in &members {
-                        let gm = Gen { arch, s, tile, core, pos: pos[m as usize] };
+                        let gm = Gen {
+                            arch,
+                            s,
+                            tile,
+                            core,
+                            pos: pos[m as usize],
+                        };
                         gm.release_operands(cs, &ops[m as usize].operands());
                     }
                 }
                 Kind::Alu { .. } | Kind::Alui { .. } | Kind::Gather(_) => {
-                    let pinned: Vec<VId> = op.operands().iter().flat_map(|ps| ps.iter().map(|p| p.v)).collect();
+                    let pinned: Vec<VId> = op
+                        .operands()
+                        .iter()
+                        .flat_map(|ps| ps.iter().map(|p| p.v))
+                        .collect();
                     let mut temps = Vec::new();
                     let mut srcs = Vec::new();
                     for ps in op.operands() {
-                        let (a, tmp) = gx.operand(cs, ps, &pinned, &mut shm, &addr_of, &mut spill_stores)?;
+                        let (a, tmp) =
+                            gx.operand(cs, ps, &pinned, &mut shm, &addr_of, &mut spill_stores)?;
                         srcs.push(a);
                         if tmp {
                             temps.push((a, ps.iter().map(|p| p.len).sum::<u32>()));
@@ -296,7 +360,11 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
                         }),
                         _ => {
                             if srcs[0] != d1 {
-                                cs.code.push(CoreInstr::Copy { d1, r1: srcs[0], vec: op.len });
+                                cs.code.push(CoreInstr::Copy {
+                                    d1,
+                                    r1: srcs[0],
+                                    vec: op.len,
+                                });
                             }
                         }
                     }
@@ -316,14 +384,16 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
                     && pc.iter().any(|&c| c > 0)
                 {
                     let t = tile as usize;
-                    let a = shm[t].alloc(len).ok_or_else(|| shm_err(tile, &shm[t], len))?;
+                    let a = shm[t]
+                        .alloc(len)
+                        .ok_or_else(|| shm_err(tile, &shm[t], len))?;
                     addr_of[t].insert(v, a);
                     let reg = gx.reg_of(cs, v);
                     for (r0, rl, c) in equal_runs(pc) {
                         emit_store(arch, &mut cs.code, a + r0, reg + r0, rl, c);
                     }
                 }
-                if !cs.uses.get(&v).is_some_and(|q| !q.is_empty()) {
+                if cs.uses.get(&v).is_none_or(|q| q.is_empty()) {
                     gx.drop_value(cs, v);
                 }
             }
@@ -338,7 +408,9 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
             let len = ops[v as usize].len;
             for &d in ds {
                 let dc = &counts[&(d, v)];
-                let da = shm[d as usize].alloc(len).ok_or_else(|| shm_err(d, &shm[d as usize], len))?;
+                let da = shm[d as usize]
+                    .alloc(len)
+                    .ok_or_else(|| shm_err(d, &shm[d as usize], len))?;
                 addr_of[d as usize].insert(v, da);
                 for (r0, rl, c) in equal_runs(dc) {
                     emit_transfer(arch, &mut tiles, src_t, src_a + r0, d, da + r0, rl, c);
@@ -379,12 +451,21 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
             let mut addrs = Vec::with_capacity(op.len as usize);
             for p in pieces {
                 let base = addr_of[OUTPUT_TILE].get(&p.v).copied().ok_or_else(|| {
-                    CompileError::Internal(format!("output value {} never reached the output tile", p.v))
+                    CompileError::Internal(format!(
+                        "output value {} never reached the output tile",
+                        p.v
+                    ))
                 })?;
                 addrs.extend((p.off..p.off + p.len).map(|w| base + w));
             }
             let (name, shape) = l.outputs[*index].clone();
-            outputs.push(IoMap { name, shape, tile: OUTPUT_TILE, addrs, counts: vec![] });
+            outputs.push(IoMap {
+                name,
+                shape,
+                tile: OUTPUT_TILE,
+                addrs,
+                counts: vec![],
+            });
         }
     }
     let weights: Vec<MvmuWeights> = l
@@ -409,7 +490,6 @@ pub fn generate(s: &Schedule, l: &Lowered, arch: &Arch, g: &Graph) -> Result<Pro
         coalesced_mvms: coalesced,
         loops_rolled: 0,
     };
-    let _: HashSet<u8> = HashSet::new();
     Ok(Program {
         name: g.name.clone(),
         arch: arch.clone(),
@@ -473,7 +553,7 @@ fn transfers(len: u32, w: u32, max_vec: u32) -> Vec<(u32, u32, u32)> {
         out.push((done * w, w, v));
         done += v;
     }
-    if len % w != 0 {
+    if !len.is_multiple_of(w) {
         out.push((full * w, len % w, 1));
     }
     out
@@ -482,23 +562,70 @@ fn transfers(len: u32, w: u32, max_vec: u32) -> Vec<(u32, u32, u32)> {
 fn emit_load(arch: &Arch, code: &mut Vec<CoreInstr>, dst: u32, shm_addr: u32, len: u32) {
     let ar = addr_reg(arch);
     for (o, w, v) in transfers(len, arch.tile.max_transfer_words as u32, 4095) {
-        code.push(CoreInstr::Set { d1: ar, imm: (shm_addr + o) as i32, vec: 1 });
-        code.push(CoreInstr::Load { d1: dst + o, r1: ar, width: w, vec: v });
+        code.push(CoreInstr::Set {
+            d1: ar,
+            imm: (shm_addr + o) as i32,
+            vec: 1,
+        });
+        code.push(CoreInstr::Load {
+            d1: dst + o,
+            r1: ar,
+            width: w,
+            vec: v,
+        });
     }
 }
 
-fn emit_store(arch: &Arch, code: &mut Vec<CoreInstr>, shm_addr: u32, src: u32, len: u32, counter: u32) {
+fn emit_store(
+    arch: &Arch,
+    code: &mut Vec<CoreInstr>,
+    shm_addr: u32,
+    src: u32,
+    len: u32,
+    counter: u32,
+) {
     let ar = addr_reg(arch);
     for (o, w, v) in transfers(len, arch.tile.max_transfer_words as u32, 4095) {
-        code.push(CoreInstr::Set { d1: ar, imm: (shm_addr + o) as i32, vec: 1 });
-        code.push(CoreInstr::Store { d1: ar, r1: src + o, counter, width: w, vec: v });
+        code.push(CoreInstr::Set {
+            d1: ar,
+            imm: (shm_addr + o) as i32,
+            vec: 1,
+        });
+        code.push(CoreInstr::Store {
+            d1: ar,
+            r1: src + o,
+            counter,
+            width: w,
+            vec: v,
+        });
     }
 }
 
-fn emit_transfer(arch: &Arch, tiles: &mut [TileProgram], src: u32, sa: u32, dst: u32, da: u32, len: u32, counter: u32) {
+fn emit_transfer(
+    arch: &Arch,
+    tiles: &mut [TileProgram],
+    src: u32,
+    sa: u32,
+    dst: u32,
+    da: u32,
+    len: u32,
+    counter: u32,
+) {
     for (o, w, v) in transfers(len, arch.tile.max_transfer_words as u32, 255) {
-        tiles[src as usize].tile_code.push(TileInstr::Send { addr: sa + o, fifo: src, width: w, target: dst, vec: v });
-        tiles[dst as usize].tile_code.push(TileInstr::Receive { addr: da + o, fifo: src, width: w, counter, vec: v });
+        tiles[src as usize].tile_code.push(TileInstr::Send {
+            addr: sa + o,
+            fifo: src,
+            width: w,
+            target: dst,
+            vec: v,
+        });
+        tiles[dst as usize].tile_code.push(TileInstr::Receive {
+            addr: da + o,
+            fifo: src,
+            width: w,
+            counter,
+            vec: v,
+        });
     }
 }
 
@@ -523,7 +650,14 @@ impl Gen<'_> {
 
     /// Allocate `len` general registers, spilling the resident value with the furthest
     /// next use (not among `pinned`) to shared memory when full.
-    fn alloc(&self, cs: &mut CoreState, len: u32, pinned: &[VId], shm: &mut [RangeAlloc], spills: &mut usize) -> Result<u32, CompileError> {
+    fn alloc(
+        &self,
+        cs: &mut CoreState,
+        len: u32,
+        pinned: &[VId],
+        shm: &mut [RangeAlloc],
+        spills: &mut usize,
+    ) -> Result<u32, CompileError> {
         loop {
             if let Some(a) = cs.regs.alloc(len) {
                 return Ok(self.dm_base() + a);
@@ -563,12 +697,22 @@ impl Gen<'_> {
     }
 
     /// Bring a spilled local value back into registers.
-    fn ensure_resident(&self, cs: &mut CoreState, v: VId, pinned: &[VId], shm: &mut [RangeAlloc], spills: &mut usize) -> Result<u32, CompileError> {
+    fn ensure_resident(
+        &self,
+        cs: &mut CoreState,
+        v: VId,
+        pinned: &[VId],
+        shm: &mut [RangeAlloc],
+        spills: &mut usize,
+    ) -> Result<u32, CompileError> {
         if cs.resident.contains_key(&v) {
             return Ok(self.reg_of(cs, v));
         }
         let sa = cs.spilled.remove(&v).ok_or_else(|| {
-            CompileError::Internal(format!("value {v} read on t{} c{} before it was computed there", self.tile, self.core))
+            CompileError::Internal(format!(
+                "value {v} read on t{} c{} before it was computed there",
+                self.tile, self.core
+            ))
         })?;
         let len = self.s.ops[v as usize].len;
         let a = self.alloc(cs, len, pinned, shm, spills)?;
@@ -578,13 +722,24 @@ impl Gen<'_> {
     }
 
     /// Move a live XbarOut value to general registers before its MVMU runs again.
-    fn evict_xout(&self, cs: &mut CoreState, m: u32, pinned: &[VId], shm: &mut [RangeAlloc], spills: &mut usize) -> Result<(), CompileError> {
+    fn evict_xout(
+        &self,
+        cs: &mut CoreState,
+        m: u32,
+        pinned: &[VId],
+        shm: &mut [RangeAlloc],
+        spills: &mut usize,
+    ) -> Result<(), CompileError> {
         if let Some(v) = cs.xout[m as usize].take() {
             if cs.resident.get(&v) == Some(&Res::XOut(m)) && self.next_use(cs, v) != usize::MAX {
                 let len = self.s.ops[v as usize].len;
                 let a = self.alloc(cs, len, pinned, shm, spills)?;
                 let src = self.reg_of(cs, v);
-                cs.code.push(CoreInstr::Copy { d1: a, r1: src, vec: len });
+                cs.code.push(CoreInstr::Copy {
+                    d1: a,
+                    r1: src,
+                    vec: len,
+                });
                 cs.resident.insert(v, Res::Gen(a));
             } else if cs.resident.get(&v) == Some(&Res::XOut(m)) {
                 cs.resident.remove(&v);
@@ -609,17 +764,30 @@ impl Gen<'_> {
             Some(d) => d,
             None => self.alloc(cs, total, pinned, shm, spills)?,
         };
-        let me = Loc::Core { tile: self.tile, core: self.core };
+        let me = Loc::Core {
+            tile: self.tile,
+            core: self.core,
+        };
         let mut o = 0;
         for p in ps {
             let src = &self.s.ops[p.v as usize];
             if src.loc == me && !src.shm {
                 let a = self.ensure_resident(cs, p.v, pinned, shm, spills)?;
-                cs.code.push(CoreInstr::Copy { d1: dst + o, r1: a + p.off, vec: p.len });
+                cs.code.push(CoreInstr::Copy {
+                    d1: dst + o,
+                    r1: a + p.off,
+                    vec: p.len,
+                });
             } else {
-                let base = addr_of[self.tile as usize].get(&p.v).copied().ok_or_else(|| {
-                    CompileError::Internal(format!("value {} has no address on tile {}", p.v, self.tile))
-                })?;
+                let base = addr_of[self.tile as usize]
+                    .get(&p.v)
+                    .copied()
+                    .ok_or_else(|| {
+                        CompileError::Internal(format!(
+                            "value {} has no address on tile {}",
+                            p.v, self.tile
+                        ))
+                    })?;
                 emit_load(self.arch, &mut cs.code, dst + o, base + p.off, p.len);
             }
             o += p.len;
@@ -637,8 +805,14 @@ impl Gen<'_> {
         addr_of: &[HashMap<VId, u32>],
         spills: &mut usize,
     ) -> Result<(u32, bool), CompileError> {
-        let me = Loc::Core { tile: self.tile, core: self.core };
-        if ps.len() == 1 && self.s.ops[ps[0].v as usize].loc == me && !self.s.ops[ps[0].v as usize].shm {
+        let me = Loc::Core {
+            tile: self.tile,
+            core: self.core,
+        };
+        if ps.len() == 1
+            && self.s.ops[ps[0].v as usize].loc == me
+            && !self.s.ops[ps[0].v as usize].shm
+        {
             let a = self.ensure_resident(cs, ps[0].v, pinned, shm, spills)?;
             return Ok((a + ps[0].off, false));
         }
@@ -673,4 +847,3 @@ impl Gen<'_> {
         cs.uses.remove(&v);
     }
 }
-

@@ -40,11 +40,18 @@ pub fn roll_program(p: &mut Program) -> usize {
 
 fn delta(ar: u32, a: &CoreInstr, b: &CoreInstr) -> Option<i64> {
     match (a, b) {
-        (CoreInstr::Set { d1: d, imm: x, vec: 1 }, CoreInstr::Set { d1: e, imm: y, vec: 1 })
-            if *d == ar && *e == ar =>
-        {
-            Some(*y as i64 - *x as i64)
-        }
+        (
+            CoreInstr::Set {
+                d1: d,
+                imm: x,
+                vec: 1,
+            },
+            CoreInstr::Set {
+                d1: e,
+                imm: y,
+                vec: 1,
+            },
+        ) if *d == ar && *e == ar => Some(*y as i64 - *x as i64),
         _ if a == b => Some(0),
         _ => None,
     }
@@ -55,7 +62,9 @@ fn match_block(ar: u32, c: &[CoreInstr], i: usize, k: usize) -> Option<Vec<i64>>
     if i + 2 * k > c.len() {
         return None;
     }
-    (0..k).map(|j| delta(ar, &c[i + j], &c[i + k + j])).collect()
+    (0..k)
+        .map(|j| delta(ar, &c[i + j], &c[i + k + j]))
+        .collect()
 }
 
 fn roll(arch: &Arch, code: &[CoreInstr]) -> (Vec<CoreInstr>, usize) {
@@ -73,13 +82,20 @@ fn roll(arch: &Arch, code: &[CoreInstr]) -> (Vec<CoreInstr>, usize) {
             if delta(ar, &code[i], &code[i + k]).is_none() {
                 continue;
             }
-            let Some(d) = match_block(ar, code, i, k) else { continue };
+            let Some(d) = match_block(ar, code, i, k) else {
+                continue;
+            };
             let mut n = 2;
             while match_block(ar, code, i + (n - 1) * k, k).as_ref() == Some(&d) {
                 n += 1;
             }
             let strided = d.iter().filter(|&&x| x != 0).count();
-            let body_ok = code[i..i + k].iter().all(|x| !matches!(x, CoreInstr::Hlt | CoreInstr::Beq { .. } | CoreInstr::Jmp { .. }));
+            let body_ok = code[i..i + k].iter().all(|x| {
+                !matches!(
+                    x,
+                    CoreInstr::Hlt | CoreInstr::Beq { .. } | CoreInstr::Jmp { .. }
+                )
+            });
             if n >= MIN_REPEATS && strided <= max_strided && body_ok {
                 best = Some((k, n, d));
                 break;
@@ -93,26 +109,66 @@ fn roll(arch: &Arch, code: &[CoreInstr]) -> (Vec<CoreInstr>, usize) {
         let strided: Vec<usize> = (0..k).filter(|&j| d[j] != 0).collect();
         let breg = |s: usize| loop_base + 3 + 2 * s as u32;
         for (s, &j) in strided.iter().enumerate() {
-            let CoreInstr::Set { imm, .. } = code[i + j] else { unreachable!() };
-            out.push(CoreInstr::Set { d1: breg(s), imm, vec: 1 });
-            out.push(CoreInstr::Set { d1: breg(s) + 1, imm: d[j] as i32, vec: 1 });
+            let CoreInstr::Set { imm, .. } = code[i + j] else {
+                unreachable!()
+            };
+            out.push(CoreInstr::Set {
+                d1: breg(s),
+                imm,
+                vec: 1,
+            });
+            out.push(CoreInstr::Set {
+                d1: breg(s) + 1,
+                imm: d[j] as i32,
+                vec: 1,
+            });
         }
-        out.push(CoreInstr::Set { d1: cnt, imm: 0, vec: 1 });
-        out.push(CoreInstr::Set { d1: nreg, imm: n as i32, vec: 1 });
-        out.push(CoreInstr::Set { d1: one, imm: 1, vec: 1 });
+        out.push(CoreInstr::Set {
+            d1: cnt,
+            imm: 0,
+            vec: 1,
+        });
+        out.push(CoreInstr::Set {
+            d1: nreg,
+            imm: n as i32,
+            vec: 1,
+        });
+        out.push(CoreInstr::Set {
+            d1: one,
+            imm: 1,
+            vec: 1,
+        });
         let top_pc = out.len() as u32;
         for j in 0..k {
             match strided.iter().position(|&x| x == j) {
-                Some(s) => out.push(CoreInstr::Copy { d1: ar, r1: breg(s), vec: 1 }),
+                Some(s) => out.push(CoreInstr::Copy {
+                    d1: ar,
+                    r1: breg(s),
+                    vec: 1,
+                }),
                 None => out.push(code[i + j].clone()),
             }
         }
         for s in 0..strided.len() {
-            out.push(CoreInstr::AluInt { op: IntOp::Add, d1: breg(s), r1: breg(s), r2: breg(s) + 1 });
+            out.push(CoreInstr::AluInt {
+                op: IntOp::Add,
+                d1: breg(s),
+                r1: breg(s),
+                r2: breg(s) + 1,
+            });
         }
-        out.push(CoreInstr::AluInt { op: IntOp::Add, d1: cnt, r1: cnt, r2: one });
+        out.push(CoreInstr::AluInt {
+            op: IntOp::Add,
+            d1: cnt,
+            r1: cnt,
+            r2: one,
+        });
         let exit = out.len() as u32 + 2;
-        out.push(CoreInstr::Beq { r1: cnt, r2: nreg, target: exit });
+        out.push(CoreInstr::Beq {
+            r1: cnt,
+            r2: nreg,
+            target: exit,
+        });
         out.push(CoreInstr::Jmp { target: top_pc });
         rolled += 1;
         i += n * k;

@@ -234,7 +234,10 @@ impl<'a> Lb<'a> {
 
     pub fn val(&self, v: ValueId) -> Result<Val, CompileError> {
         self.vals[v.idx()].clone().ok_or_else(|| {
-            CompileError::Internal(format!("value {} used before lowering", self.g.value(v).name))
+            CompileError::Internal(format!(
+                "value {} used before lowering",
+                self.g.value(v).name
+            ))
         })
     }
 
@@ -244,7 +247,11 @@ impl<'a> Lb<'a> {
             Val::Const { shape, data } => {
                 // Materialize a constant as a tensor of constant vectors.
                 let _ = (shape, data, what);
-                Err(unsupported(self.g, self.node, format!("{what} must not be a constant")))
+                Err(unsupported(
+                    self.g,
+                    self.node,
+                    format!("{what} must not be a constant"),
+                ))
             }
         }
     }
@@ -282,14 +289,22 @@ impl<'a> Lb<'a> {
         let a_shape = a.shape().to_vec();
         let b_shape = b.shape().to_vec();
         // Segment the output along runs of the first operand's values.
-        let a_of: Vec<(VId, u32)> = (0..n).map(|o| a_lt.map[bcast_index(o, out_shape, &a_shape)]).collect();
-        let segs = self.segments(&LT { shape: out_shape.to_vec(), map: a_of.clone() });
+        let a_of: Vec<(VId, u32)> = (0..n)
+            .map(|o| a_lt.map[bcast_index(o, out_shape, &a_shape)])
+            .collect();
+        let segs = self.segments(&LT {
+            shape: out_shape.to_vec(),
+            map: a_of.clone(),
+        });
         let mut map = vec![(0, 0); n];
         for (_, ids) in segs {
             let a_p = runs(ids.iter().map(|&o| a_of[o]));
             let v = match b {
                 Val::Const { data, .. } => {
-                    let vals: Vec<f32> = ids.iter().map(|&o| data[bcast_index(o, out_shape, &b_shape)]).collect();
+                    let vals: Vec<f32> = ids
+                        .iter()
+                        .map(|&o| data[bcast_index(o, out_shape, &b_shape)])
+                        .collect();
                     let uniform = vals.iter().all(|&x| x == vals[0]);
                     if uniform && op != AluOp::Div {
                         self.alui(op, a_p, vals[0])
@@ -301,7 +316,10 @@ impl<'a> Lb<'a> {
                     }
                 }
                 Val::Dyn(bt) => {
-                    let b_p = runs(ids.iter().map(|&o| bt.map[bcast_index(o, out_shape, &b_shape)]));
+                    let b_p = runs(
+                        ids.iter()
+                            .map(|&o| bt.map[bcast_index(o, out_shape, &b_shape)]),
+                    );
                     self.alu(op, a_p, Some(b_p))
                 }
             };
@@ -495,7 +513,11 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
         if !ty.dtype.is_float() {
             return Err(CompileError::Graph {
                 graph: g.name.clone(),
-                msg: format!("input `{}` has type {}; PUMA takes float inputs", g.value(iv).name, ty),
+                msg: format!(
+                    "input `{}` has type {}; PUMA takes float inputs",
+                    g.value(iv).name,
+                    ty
+                ),
             });
         }
         let n = ty.numel();
@@ -534,7 +556,10 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
             Val::Const { .. } => {
                 return Err(CompileError::Graph {
                     graph: g.name.clone(),
-                    msg: format!("output `{}` is a constant; nothing to compute", g.value(ov).name),
+                    msg: format!(
+                        "output `{}` is a constant; nothing to compute",
+                        g.value(ov).name
+                    ),
                 });
             }
         };
@@ -600,7 +625,11 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
         }
     }
     let result: LT = match &node.op {
-        Op::Identity | Op::Reshape { .. } | Op::Cast { to: DType::F32 | DType::F16 } => {
+        Op::Identity
+        | Op::Reshape { .. }
+        | Op::Cast {
+            to: DType::F32 | DType::F16,
+        } => {
             let x = lb.val(inp(0)?)?;
             let x = lb.as_lt(&x);
             LT {
@@ -637,7 +666,10 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
                         return Err(unsupported(
                             g,
                             ni as u32,
-                            format!("unary {} has no PUMA VFU lowering (supported: Relu Sigmoid Tanh Exp Log Neg Abs LeakyRelu HardSigmoid)", u.name()),
+                            format!(
+                                "unary {} has no PUMA VFU lowering (supported: Relu Sigmoid Tanh Exp Log Neg Abs LeakyRelu HardSigmoid)",
+                                u.name()
+                            ),
                         ));
                     }
                 }
@@ -645,12 +677,20 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
         }
         Op::Binary(b) => {
             let op = binary_alu(b).ok_or_else(|| {
-                unsupported(g, ni as u32, "supported binary ops: Add Sub Mul Div Max Min")
+                unsupported(
+                    g,
+                    ni as u32,
+                    "supported binary ops: Add Sub Mul Div Max Min",
+                )
             })?;
             let a = lb.val(inp(0)?)?;
             let bv = lb.val(inp(1)?)?;
             if let (Val::Const { .. }, Val::Const { .. }) = (&a, &bv) {
-                return Err(unsupported(g, ni as u32, "both operands are constants (fold them first)"));
+                return Err(unsupported(
+                    g,
+                    ni as u32,
+                    "both operands are constants (fold them first)",
+                ));
             }
             lb.binary(op, &a, &bv, &out_shape)
         }
@@ -686,7 +726,10 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
                 }
                 map.push(x.map[idx]);
             }
-            LT { shape: out_shape, map }
+            LT {
+                shape: out_shape,
+                map,
+            }
         }
         Op::Concat { axis } => {
             let parts: Vec<LT> = node
@@ -703,7 +746,10 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
                     map.extend_from_slice(&p.map[o * inner..(o + 1) * inner]);
                 }
             }
-            LT { shape: out_shape, map }
+            LT {
+                shape: out_shape,
+                map,
+            }
         }
         Op::Slice { axes } => {
             let x = lb.val(inp(0)?)?;
@@ -724,7 +770,10 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
                 }
                 map.push(x.map[idx]);
             }
-            LT { shape: out_shape, map }
+            LT {
+                shape: out_shape,
+                map,
+            }
         }
         Op::Split { axis, sizes } => {
             let x = lb.val(inp(0)?)?;
@@ -751,10 +800,18 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
             let x = lb.dyn_val(inp(0)?, "the input")?;
             let inner: usize = x.shape[*axis..].iter().product();
             if *axis + 1 != x.shape.len() && inner != x.shape[*axis] {
-                return Err(unsupported(g, ni as u32, "softmax is supported over the last axis only"));
+                return Err(unsupported(
+                    g,
+                    ni as u32,
+                    "softmax is supported over the last axis only",
+                ));
             }
             if inner > arch_max_vec(lb.arch) {
-                return Err(unsupported(g, ni as u32, format!("softmax over {inner} elements exceeds the data memory")));
+                return Err(unsupported(
+                    g,
+                    ni as u32,
+                    format!("softmax over {inner} elements exceeds the data memory"),
+                ));
             }
             let mut map = Vec::with_capacity(x.map.len());
             for row in x.map.chunks(inner) {
@@ -767,14 +824,18 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
                 };
                 map.extend((0..inner).map(|k| (r, k as u32)));
             }
-            LT { shape: out_shape, map }
+            LT {
+                shape: out_shape,
+                map,
+            }
         }
         Op::BatchNorm { epsilon } => {
             let x = lb.dyn_val(inp(0)?, "the input")?;
             let get = |lb: &mut Lb, i: usize| -> Result<Vec<f32>, CompileError> {
                 let v = inp(i)?;
-                const_f32(g, v, &mut lb.shape_only)
-                    .ok_or_else(|| unsupported(g, ni as u32, "scale/bias/mean/var must be constants"))
+                const_f32(g, v, &mut lb.shape_only).ok_or_else(|| {
+                    unsupported(g, ni as u32, "scale/bias/mean/var must be constants")
+                })
             };
             let (s, b, m, var) = (get(lb, 1)?, get(lb, 2)?, get(lb, 3)?, get(lb, 4)?);
             let c = x.shape[1];
@@ -782,8 +843,24 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
             cshape[0] = c;
             let scale: Vec<f32> = (0..c).map(|i| s[i] / (var[i] + epsilon).sqrt()).collect();
             let shift: Vec<f32> = (0..c).map(|i| b[i] - m[i] * scale[i]).collect();
-            let t = lb.binary(AluOp::Mul, &Val::Dyn(x), &Val::Const { shape: cshape.clone(), data: scale }, &out_shape);
-            lb.binary(AluOp::Add, &Val::Dyn(t), &Val::Const { shape: cshape, data: shift }, &out_shape)
+            let t = lb.binary(
+                AluOp::Mul,
+                &Val::Dyn(x),
+                &Val::Const {
+                    shape: cshape.clone(),
+                    data: scale,
+                },
+                &out_shape,
+            );
+            lb.binary(
+                AluOp::Add,
+                &Val::Dyn(t),
+                &Val::Const {
+                    shape: cshape,
+                    data: shift,
+                },
+                &out_shape,
+            )
         }
         Op::Gemm { .. } | Op::MatMul => super::lower_nn::matmul(lb, ni)?,
         Op::Conv(_) => super::lower_nn::conv(lb, ni)?,

@@ -81,7 +81,11 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     match (&av, &bv) {
         (Val::Dyn(a), Val::Const { data: b, .. }) if b_shape.len() == 2 => {
             // y[m, :] = W · a[m, :] with W = Bᵀ (rows = N outputs, cols = K).
-            let (k, n) = if tb { (b_shape[1], b_shape[0]) } else { (b_shape[0], b_shape[1]) };
+            let (k, n) = if tb {
+                (b_shape[1], b_shape[0])
+            } else {
+                (b_shape[0], b_shape[1])
+            };
             let rank = a_shape.len();
             let (m_total, a_k) = if ta {
                 (a_shape[1], a_shape[0])
@@ -97,19 +101,44 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             let rb = lb.chunks(n);
             let ct = lb.chunks(k);
             let amap = a.map.clone();
-            let outs = dense(lb, node.name.clone(), n, k, rb, ct, &w, m_total, &mut |_, m| {
-                (0..k)
-                    .map(|c| if ta { amap[c * m_total + m] } else { amap[m * k + c] })
-                    .collect()
-            }, bias.as_deref());
+            let outs = dense(
+                lb,
+                node.name.clone(),
+                n,
+                k,
+                rb,
+                ct,
+                &w,
+                m_total,
+                &mut |_, m| {
+                    (0..k)
+                        .map(|c| {
+                            if ta {
+                                amap[c * m_total + m]
+                            } else {
+                                amap[m * k + c]
+                            }
+                        })
+                        .collect()
+                },
+                bias.as_deref(),
+            );
             for (m, o) in outs.into_iter().enumerate() {
                 locs_out[m * n..(m + 1) * n].copy_from_slice(&o);
             }
         }
         (Val::Const { data: a, .. }, Val::Dyn(b)) if a_shape.len() == 2 && b_shape.len() == 2 => {
             // y[:, j] = A · b[:, j].
-            let (m, k) = if ta { (a_shape[1], a_shape[0]) } else { (a_shape[0], a_shape[1]) };
-            let (bk, n) = if tb { (b_shape[1], b_shape[0]) } else { (b_shape[0], b_shape[1]) };
+            let (m, k) = if ta {
+                (a_shape[1], a_shape[0])
+            } else {
+                (a_shape[0], a_shape[1])
+            };
+            let (bk, n) = if tb {
+                (b_shape[1], b_shape[0])
+            } else {
+                (b_shape[0], b_shape[1])
+            };
             if bk != k {
                 return Err(unsupported(g, ni as u32, "inner dimensions differ"));
             }
@@ -119,11 +148,22 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             let rb = lb.chunks(m);
             let ct = lb.chunks(k);
             let bmap = b.map.clone();
-            let outs = dense(lb, node.name.clone(), m, k, rb, ct, &w, n, &mut |_, j| {
-                (0..k)
-                    .map(|c| if tb { bmap[j * k + c] } else { bmap[c * n + j] })
-                    .collect()
-            }, bias.as_deref());
+            let outs = dense(
+                lb,
+                node.name.clone(),
+                m,
+                k,
+                rb,
+                ct,
+                &w,
+                n,
+                &mut |_, j| {
+                    (0..k)
+                        .map(|c| if tb { bmap[j * k + c] } else { bmap[c * n + j] })
+                        .collect()
+                },
+                bias.as_deref(),
+            );
             for (j, o) in outs.into_iter().enumerate() {
                 for r in 0..m {
                     locs_out[r * n + j] = o[r];
@@ -147,7 +187,11 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
         && !matches!(node.op, Op::MatMul)
     {
         let c = lb.val(cv)?;
-        if !is_vector_bias(&c, &out_shape, lb.matrices.last().map(|m| m.rows).unwrap_or(0)) {
+        if !is_vector_bias(
+            &c,
+            &out_shape,
+            lb.matrices.last().map(|m| m.rows).unwrap_or(0),
+        ) {
             let c = match c {
                 Val::Const { shape, data } => Val::Const {
                     shape,
@@ -174,13 +218,24 @@ fn is_vector_bias(c: &Val, out_shape: &[usize], rows: usize) -> bool {
 }
 
 /// Gemm's C as a per-output bias vector when it broadcasts that way.
-fn gemm_bias(lb: &mut Lb, ni: usize, beta: f32, rows: usize, other: usize, row_is_last: bool) -> Result<Option<Vec<f32>>, CompileError> {
+fn gemm_bias(
+    lb: &mut Lb,
+    ni: usize,
+    beta: f32,
+    rows: usize,
+    other: usize,
+    row_is_last: bool,
+) -> Result<Option<Vec<f32>>, CompileError> {
     let node = &lb.g.nodes[ni];
     if matches!(node.op, Op::MatMul) {
         return Ok(None);
     }
-    let Some(cv) = opt_input(lb, ni, 2) else { return Ok(None) };
-    let Val::Const { shape, data } = lb.val(cv)? else { return Ok(None) };
+    let Some(cv) = opt_input(lb, ni, 2) else {
+        return Ok(None);
+    };
+    let Val::Const { shape, data } = lb.val(cv)? else {
+        return Ok(None);
+    };
     let n: usize = shape.iter().product();
     let ok = n == rows
         && (shape.len() <= 1
@@ -193,19 +248,36 @@ fn gemm_bias(lb: &mut Lb, ni: usize, beta: f32, rows: usize, other: usize, row_i
 pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let g = lb.g;
     let node = &g.nodes[ni];
-    let Op::Conv(a) = &node.op else { unreachable!() };
+    let Op::Conv(a) = &node.op else {
+        unreachable!()
+    };
     if a.kernel.len() != 2 {
-        return Err(unsupported(g, ni as u32, "only 2-D convolutions are supported"));
+        return Err(unsupported(
+            g,
+            ni as u32,
+            "only 2-D convolutions are supported",
+        ));
     }
     if a.group != 1 {
-        return Err(unsupported(g, ni as u32, format!("group = {} (grouped/depthwise) is not supported; PUMA maps group 1", a.group)));
+        return Err(unsupported(
+            g,
+            ni as u32,
+            format!(
+                "group = {} (grouped/depthwise) is not supported; PUMA maps group 1",
+                a.group
+            ),
+        ));
     }
     let x = lb.dyn_val(input(lb, ni, 0)?, "the input")?;
     let mut so = false;
     let wv = input(lb, ni, 1)?;
-    let w = const_f32(g, wv, &mut so).ok_or_else(|| unsupported(g, ni as u32, "weights must be constant"))?;
+    let w = const_f32(g, wv, &mut so)
+        .ok_or_else(|| unsupported(g, ni as u32, "weights must be constant"))?;
     let bias = match opt_input(lb, ni, 2) {
-        Some(b) => Some(const_f32(g, b, &mut so).ok_or_else(|| unsupported(g, ni as u32, "bias must be constant"))?),
+        Some(b) => Some(
+            const_f32(g, b, &mut so)
+                .ok_or_else(|| unsupported(g, ni as u32, "bias must be constant"))?,
+        ),
         None => None,
     };
     lb.shape_only |= so;
@@ -249,25 +321,39 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let (py, px) = (a.pads[0] as isize, a.pads[1] as isize);
     let (dy, dx) = (a.dilations[0], a.dilations[1]);
     let npix = oh * ow;
-    let outs = dense(lb, node.name.clone(), co, cols, row_blocks, col_tiles, &wf, nb * npix, &mut |_, i| {
-        let (n, pix) = (i / npix, i % npix);
-        let (oy, ox) = (pix / ow, pix % ow);
-        let mut v = Vec::with_capacity(cols);
-        for c in 0..cols {
-            let (p, ch) = (c / ci, c % ci);
-            let (ky, kx) = (p / kw, p % kw);
-            let iy = (oy * sy) as isize - py + (ky * dy) as isize;
-            let ix = (ox * sx) as isize - px + (kx * dx) as isize;
-            if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
-                // Offset within the column tile so that padding runs merge.
-                let t = ct2.iter().position(|&(c0, cn)| c >= c0 && c < c0 + cn).unwrap_or(0);
-                v.push((zeros, (c - ct2[t].0) as u32));
-            } else {
-                v.push(xmap[n * xs[0] + ch * xs[1] + iy as usize * xs[2] + ix as usize]);
+    let outs = dense(
+        lb,
+        node.name.clone(),
+        co,
+        cols,
+        row_blocks,
+        col_tiles,
+        &wf,
+        nb * npix,
+        &mut |_, i| {
+            let (n, pix) = (i / npix, i % npix);
+            let (oy, ox) = (pix / ow, pix % ow);
+            let mut v = Vec::with_capacity(cols);
+            for c in 0..cols {
+                let (p, ch) = (c / ci, c % ci);
+                let (ky, kx) = (p / kw, p % kw);
+                let iy = (oy * sy) as isize - py + (ky * dy) as isize;
+                let ix = (ox * sx) as isize - px + (kx * dx) as isize;
+                if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
+                    // Offset within the column tile so that padding runs merge.
+                    let t = ct2
+                        .iter()
+                        .position(|&(c0, cn)| c >= c0 && c < c0 + cn)
+                        .unwrap_or(0);
+                    v.push((zeros, (c - ct2[t].0) as u32));
+                } else {
+                    v.push(xmap[n * xs[0] + ch * xs[1] + iy as usize * xs[2] + ix as usize]);
+                }
             }
-        }
-        v
-    }, bias.as_deref());
+            v
+        },
+        bias.as_deref(),
+    );
     let os = strides(&out_shape);
     let mut map = vec![(0, 0); out_shape.iter().product()];
     for o in &outs {
@@ -282,7 +368,10 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             map[n * os[0] + c * os[1] + oy * os[2] + ox] = loc;
         }
     }
-    Ok(LT { shape: out_shape, map })
+    Ok(LT {
+        shape: out_shape,
+        map,
+    })
 }
 
 pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
@@ -290,7 +379,11 @@ pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let node = &g.nodes[ni];
     let x = lb.dyn_val(input(lb, ni, 0)?, "the input")?;
     if x.shape.len() != 4 {
-        return Err(unsupported(g, ni as u32, "only 2-D pooling (NCHW) is supported"));
+        return Err(unsupported(
+            g,
+            ni as u32,
+            "only 2-D pooling (NCHW) is supported",
+        ));
     }
     let out_shape = g.ty(node.outputs[0]).shape.clone();
     let (nb, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
@@ -331,13 +424,23 @@ pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
                             acc = Some(match acc {
                                 None => ps,
                                 Some(a) => {
-                                    let op = if kind == PoolKind::Max { AluOp::Max } else { AluOp::Add };
+                                    let op = if kind == PoolKind::Max {
+                                        AluOp::Max
+                                    } else {
+                                        AluOp::Add
+                                    };
                                     Lb::whole(lb.alu(op, a, Some(ps)), cn as u32)
                                 }
                             });
                         }
                     }
-                    let acc = acc.ok_or_else(|| unsupported(g, ni as u32, "a pooling window lies entirely in the padding"))?;
+                    let acc = acc.ok_or_else(|| {
+                        unsupported(
+                            g,
+                            ni as u32,
+                            "a pooling window lies entirely in the padding",
+                        )
+                    })?;
                     let v = if kind == PoolKind::Avg {
                         let div = if cip { k[0] * k[1] } else { count };
                         lb.alui(AluOp::Mul, acc, 1.0 / div as f32)
@@ -355,7 +458,10 @@ pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             }
         }
     }
-    Ok(LT { shape: out_shape, map })
+    Ok(LT {
+        shape: out_shape,
+        map,
+    })
 }
 
 struct Rnn {
@@ -382,19 +488,32 @@ fn rnn_common(lb: &mut Lb, ni: usize, gates: usize) -> Result<Rnn, CompileError>
         _ => unreachable!(),
     };
     if opt_input(lb, ni, 4).is_some() {
-        return Err(unsupported(g, ni as u32, "sequence_lens is not supported (all sequences run to full length)"));
+        return Err(unsupported(
+            g,
+            ni as u32,
+            "sequence_lens is not supported (all sequences run to full length)",
+        ));
     }
     let x = lb.dyn_val(input(lb, ni, 0)?, "X")?;
     let mut so = false;
-    let w = const_f32(g, input(lb, ni, 1)?, &mut so).ok_or_else(|| unsupported(g, ni as u32, "W must be constant"))?;
-    let r = const_f32(g, input(lb, ni, 2)?, &mut so).ok_or_else(|| unsupported(g, ni as u32, "R must be constant"))?;
+    let w = const_f32(g, input(lb, ni, 1)?, &mut so)
+        .ok_or_else(|| unsupported(g, ni as u32, "W must be constant"))?;
+    let r = const_f32(g, input(lb, ni, 2)?, &mut so)
+        .ok_or_else(|| unsupported(g, ni as u32, "R must be constant"))?;
     let b = match opt_input(lb, ni, 3) {
-        Some(v) => Some(const_f32(g, v, &mut so).ok_or_else(|| unsupported(g, ni as u32, "B must be constant"))?),
+        Some(v) => Some(
+            const_f32(g, v, &mut so)
+                .ok_or_else(|| unsupported(g, ni as u32, "B must be constant"))?,
+        ),
         None => None,
     };
     lb.shape_only |= so;
     let h0 = opt_input(lb, ni, 5).map(|v| lb.val(v)).transpose()?;
-    let c0 = if gates == 4 { opt_input(lb, ni, 6).map(|v| lb.val(v)).transpose()? } else { None };
+    let c0 = if gates == 4 {
+        opt_input(lb, ni, 6).map(|v| lb.val(v)).transpose()?
+    } else {
+        None
+    };
     let (seq, batch, input_size) = if attrs.batch_first {
         (x.shape[1], x.shape[0], x.shape[2])
     } else {
@@ -455,7 +574,13 @@ impl Rnn {
         }
         v
     }
-    fn store_outputs(&self, lb: &mut Lb, ni: usize, ys: &[Vec<Vec<Locs>>], finals: &[(usize, Vec<Vec<Locs>>)]) {
+    fn store_outputs(
+        &self,
+        lb: &mut Lb,
+        ni: usize,
+        ys: &[Vec<Vec<Locs>>],
+        finals: &[(usize, Vec<Vec<Locs>>)],
+    ) {
         // ys[d][t][b] = h locations; Y is [seq, dirs, batch, hidden] (or batch-first
         // [batch, seq, dirs, hidden]).
         let g = lb.g;
@@ -505,7 +630,11 @@ fn ew(lb: &mut Lb, op: AluOp, a: &[(VId, u32)], b: &[(VId, u32)]) -> Locs {
     let mut s = 0;
     while s < a.len() {
         let n = lb.seg.min(a.len() - s);
-        let v = lb.alu(op, runs(a[s..s + n].iter().copied()), Some(runs(b[s..s + n].iter().copied())));
+        let v = lb.alu(
+            op,
+            runs(a[s..s + n].iter().copied()),
+            Some(runs(b[s..s + n].iter().copied())),
+        );
         out.extend((0..n).map(|k| (v, k as u32)));
         s += n;
     }
@@ -525,7 +654,11 @@ fn ew1(lb: &mut Lb, op: AluOp, a: &[(VId, u32)]) -> Locs {
 }
 
 fn time_order(seq: usize, reverse: bool) -> Vec<usize> {
-    if reverse { (0..seq).rev().collect() } else { (0..seq).collect() }
+    if reverse {
+        (0..seq).rev().collect()
+    } else {
+        (0..seq).collect()
+    }
 }
 
 pub(super) fn lstm(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
@@ -539,14 +672,29 @@ pub(super) fn lstm(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
         let w = &rn.w[d * 4 * hs * is..(d + 1) * 4 * hs * is];
         let r = &rn.r[d * 4 * hs * hs..(d + 1) * 4 * hs * hs];
         let bias: Vec<f32> = match &rn.b {
-            Some(b) => (0..4 * hs).map(|k| b[d * 8 * hs + k] + b[d * 8 * hs + 4 * hs + k]).collect(),
+            Some(b) => (0..4 * hs)
+                .map(|k| b[d * 8 * hs + k] + b[d * 8 * hs + 4 * hs + k])
+                .collect(),
             None => vec![0.0; 4 * hs],
         };
-        let wf = |row: usize, c: usize| if c < is { w[row * is + c] } else { r[row * hs + c - is] };
+        let wf = |row: usize, c: usize| {
+            if c < is {
+                w[row * is + c]
+            } else {
+                r[row * hs + c - is]
+            }
+        };
         let blocks = rn.gate_blocks(lb, 0..4);
         let mut cols: Vec<(usize, usize)> = lb.chunks(is);
         cols.extend(lb.chunks(hs).into_iter().map(|(s, n)| (is + s, n)));
-        let mvmus = lb.add_matrix(format!("{name}/dir{d}"), 4 * hs, is + hs, &blocks, &cols, &wf);
+        let mvmus = lb.add_matrix(
+            format!("{name}/dir{d}"),
+            4 * hs,
+            is + hs,
+            &blocks,
+            &cols,
+            &wf,
+        );
         let reverse = d == 1 || rn.reverse_only;
         let mut yd = vec![vec![Vec::new(); rn.batch]; rn.seq];
         let mut hd = Vec::new();
@@ -558,10 +706,15 @@ pub(super) fn lstm(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
                 let mut xv: Locs = (0..is).map(|i| rn.x_loc(t, b, i)).collect();
                 xv.extend_from_slice(&h);
                 let cl = cols.clone();
-                let gv = lb.matvec(&mvmus, &blocks, &mut |_, k| {
-                    let (c0, cn) = cl[k];
-                    runs(xv[c0..c0 + cn].iter().copied())
-                }, Some(&bias));
+                let gv = lb.matvec(
+                    &mvmus,
+                    &blocks,
+                    &mut |_, k| {
+                        let (c0, cn) = cl[k];
+                        runs(xv[c0..c0 + cn].iter().copied())
+                    },
+                    Some(&bias),
+                );
                 let per_gate = blocks.len() / 4;
                 let gate = |gi: usize| -> Locs {
                     let mut v = Vec::with_capacity(hs);
@@ -617,18 +770,45 @@ pub(super) fn gru(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
         let bb = |k: usize| rn.b.as_ref().map(|b| b[d * 6 * hs + k]).unwrap_or(0.0);
         // z and r gates: one matrix over [x | h].
         let zr_bias: Vec<f32> = (0..2 * hs).map(|k| bb(k) + bb(3 * hs + k)).collect();
-        let wzr = |row: usize, c: usize| if c < is { w[row * is + c] } else { r[row * hs + c - is] };
+        let wzr = |row: usize, c: usize| {
+            if c < is {
+                w[row * is + c]
+            } else {
+                r[row * hs + c - is]
+            }
+        };
         let zr_blocks = rn.gate_blocks(lb, 0..2);
         let mut zr_cols = lb.chunks(is);
         zr_cols.extend(lb.chunks(hs).into_iter().map(|(s, n)| (is + s, n)));
-        let zr_m = lb.add_matrix(format!("{name}/dir{d}/zr"), 2 * hs, is + hs, &zr_blocks, &zr_cols, &wzr);
+        let zr_m = lb.add_matrix(
+            format!("{name}/dir{d}/zr"),
+            2 * hs,
+            is + hs,
+            &zr_blocks,
+            &zr_cols,
+            &wzr,
+        );
         let hx_bias: Vec<f32> = (0..hs).map(|k| bb(2 * hs + k)).collect();
         let hh_bias: Vec<f32> = (0..hs).map(|k| bb(5 * hs + k)).collect();
         let whx = |row: usize, c: usize| w[(2 * hs + row) * is + c];
         let whh = |row: usize, c: usize| r[(2 * hs + row) * hs + c];
         let hb = lb.chunks(hs);
-        let hx_m = lb.add_matrix(format!("{name}/dir{d}/hx"), hs, is, &hb, &lb.chunks(is), &whx);
-        let hh_m = lb.add_matrix(format!("{name}/dir{d}/hh"), hs, hs, &hb, &lb.chunks(hs), &whh);
+        let hx_m = lb.add_matrix(
+            format!("{name}/dir{d}/hx"),
+            hs,
+            is,
+            &hb,
+            &lb.chunks(is),
+            &whx,
+        );
+        let hh_m = lb.add_matrix(
+            format!("{name}/dir{d}/hh"),
+            hs,
+            hs,
+            &hb,
+            &lb.chunks(hs),
+            &whh,
+        );
         let reverse = d == 1 || rn.reverse_only;
         let mut yd = vec![vec![Vec::new(); rn.batch]; rn.seq];
         let mut hd = Vec::new();
@@ -646,35 +826,55 @@ pub(super) fn gru(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
                 let mut xh = xv.clone();
                 xh.extend_from_slice(&h);
                 let cl = zr_cols.clone();
-                let zr = lb.matvec(&zr_m, &zr_blocks, &mut |_, k| {
-                    let (c0, cn) = cl[k];
-                    runs(xh[c0..c0 + cn].iter().copied())
-                }, Some(&zr_bias));
+                let zr = lb.matvec(
+                    &zr_m,
+                    &zr_blocks,
+                    &mut |_, k| {
+                        let (c0, cn) = cl[k];
+                        runs(xh[c0..c0 + cn].iter().copied())
+                    },
+                    Some(&zr_bias),
+                );
                 let zr = flat(&zr, &zr_blocks);
                 let z = ew1(lb, AluOp::Sig, &zr[..hs]);
                 let rg = ew1(lb, AluOp::Sig, &zr[hs..]);
                 let xc = lb.chunks(is);
-                let hxv = lb.matvec(&hx_m, &hb, &mut |_, k| {
-                    let (c0, cn) = xc[k];
-                    runs(xv[c0..c0 + cn].iter().copied())
-                }, Some(&hx_bias));
+                let hxv = lb.matvec(
+                    &hx_m,
+                    &hb,
+                    &mut |_, k| {
+                        let (c0, cn) = xc[k];
+                        runs(xv[c0..c0 + cn].iter().copied())
+                    },
+                    Some(&hx_bias),
+                );
                 let hx = flat(&hxv, &hb);
                 let hcn = lb.chunks(hs);
                 let pre = if lbr {
                     let hin = h.clone();
-                    let hhv = lb.matvec(&hh_m, &hb, &mut |_, k| {
-                        let (c0, cn) = hcn[k];
-                        runs(hin[c0..c0 + cn].iter().copied())
-                    }, Some(&hh_bias));
+                    let hhv = lb.matvec(
+                        &hh_m,
+                        &hb,
+                        &mut |_, k| {
+                            let (c0, cn) = hcn[k];
+                            runs(hin[c0..c0 + cn].iter().copied())
+                        },
+                        Some(&hh_bias),
+                    );
                     let hh = flat(&hhv, &hb);
                     let rh = ew(lb, AluOp::Mul, &rg, &hh);
                     ew(lb, AluOp::Add, &hx, &rh)
                 } else {
                     let rh = ew(lb, AluOp::Mul, &rg, &h);
-                    let hhv = lb.matvec(&hh_m, &hb, &mut |_, k| {
-                        let (c0, cn) = hcn[k];
-                        runs(rh[c0..c0 + cn].iter().copied())
-                    }, Some(&hh_bias));
+                    let hhv = lb.matvec(
+                        &hh_m,
+                        &hb,
+                        &mut |_, k| {
+                            let (c0, cn) = hcn[k];
+                            runs(rh[c0..c0 + cn].iter().copied())
+                        },
+                        Some(&hh_bias),
+                    );
                     let hh = flat(&hhv, &hb);
                     ew(lb, AluOp::Add, &hx, &hh)
                 };

@@ -12,9 +12,9 @@
 
 mod alloc;
 mod codegen;
+mod loops;
 mod lower;
 mod lower_nn;
-mod loops;
 mod schedule;
 
 use crate::arch::Arch;
@@ -37,7 +37,11 @@ pub enum CompileError {
     #[error(
         "tile {tile}: shared memory needs {need} words but the architecture has {have} (raise tile.shared_mem_words or use a smaller input)"
     )]
-    SharedMemory { tile: usize, need: usize, have: usize },
+    SharedMemory {
+        tile: usize,
+        need: usize,
+        have: usize,
+    },
     #[error(
         "tile {tile} core {core}: an operand of {words} words does not fit in the {have}-word data memory (raise core.data_mem_words)"
     )]
@@ -86,7 +90,10 @@ pub enum Loc {
     InputTile,
     /// Preloaded (persistent) in every tile that reads it.
     Const,
-    Core { tile: u32, core: u32 },
+    Core {
+        tile: u32,
+        core: u32,
+    },
     OutputTile,
 }
 
@@ -95,16 +102,26 @@ pub enum Kind {
     Input,
     Const(Vec<i16>),
     /// MVM on global MVMU index `mvmu`; the input vector is the concatenation of pieces.
-    Mvm { mvmu: u32, input: Vec<Piece> },
+    Mvm {
+        mvmu: u32,
+        input: Vec<Piece>,
+    },
     Alu {
         op: AluOp,
         a: Vec<Piece>,
         b: Option<Vec<Piece>>,
     },
-    Alui { op: AluOp, a: Vec<Piece>, imm: i32 },
+    Alui {
+        op: AluOp,
+        a: Vec<Piece>,
+        imm: i32,
+    },
     Gather(Vec<Piece>),
     /// Graph output `index` (pieces in logical order).
-    Output { index: usize, pieces: Vec<Piece> },
+    Output {
+        index: usize,
+        pieces: Vec<Piece>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -208,7 +225,11 @@ pub(crate) fn check_matrices(ms: &[MatrixInfo]) -> Result<(), String> {
 }
 
 /// Lower and schedule (passes 1–2).
-pub fn schedule(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<(Schedule, Lowered), CompileError> {
+pub fn schedule(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CompileOptions,
+) -> Result<(Schedule, Lowered), CompileError> {
     let lowered = lower::lower(g, arch)?;
     let sched = schedule::linearize(&lowered, arch, opts.coalesce);
     Ok((sched, lowered))

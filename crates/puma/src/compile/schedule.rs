@@ -22,6 +22,31 @@ pub fn linearize(l: &Lowered, arch: &Arch, coalesce: bool) -> Schedule {
             order.push(i as VId);
         }
     }
+    // Feature-map (CNN) graphs are scheduled layer by layer (creation order, which is
+    // topological): every pixel's block then repeats with constant address strides and
+    // rolls into a loop; their values live in shared memory anyway.
+    let layered = l.ops.iter().any(|o| o.shm);
+    if layered {
+        let mut live = vec![false; n];
+        for i in (0..n).rev() {
+            if matches!(l.ops[i].kind, Kind::Output { .. }) {
+                live[i] = true;
+            }
+            if live[i] {
+                for ps in l.ops[i].operands() {
+                    for p in ps {
+                        live[p.v as usize] = true;
+                    }
+                }
+            }
+        }
+        for i in 0..n {
+            if live[i] && !visited[i] {
+                visited[i] = true;
+                order.push(i as VId);
+            }
+        }
+    }
     // Iterative post-order DFS: (op, next operand index).
     for root in 0..n {
         if !matches!(l.ops[root].kind, Kind::Output { .. }) {
@@ -63,7 +88,12 @@ pub fn linearize(l: &Lowered, arch: &Arch, coalesce: bool) -> Schedule {
 /// Pull independent MVMs of the same core (on other MVMUs) up next to an earlier MVM.
 /// A candidate may move only if all values it reads are produced before the leader,
 /// so the order stays topological.
-fn coalesce_mvms(l: &Lowered, arch: &Arch, order: &[VId], group_of: &mut [Option<VId>]) -> Vec<VId> {
+fn coalesce_mvms(
+    l: &Lowered,
+    arch: &Arch,
+    order: &[VId],
+    group_of: &mut [Option<VId>],
+) -> Vec<VId> {
     const WINDOW: usize = 24;
     let n = l.ops.len();
     let mut pos = vec![usize::MAX; n];
@@ -87,7 +117,9 @@ fn coalesce_mvms(l: &Lowered, arch: &Arch, order: &[VId], group_of: &mut [Option
         if moved[i] {
             continue;
         }
-        let Kind::Mvm { mvmu: ma, .. } = l.ops[a as usize].kind else { continue };
+        let Kind::Mvm { mvmu: ma, .. } = l.ops[a as usize].kind else {
+            continue;
+        };
         let loc = l.ops[a as usize].loc;
         let list = &per_core[&loc];
         let mut used = vec![ma];
@@ -100,7 +132,9 @@ fn coalesce_mvms(l: &Lowered, arch: &Arch, order: &[VId], group_of: &mut [Option
                 continue;
             }
             let b = order[j];
-            let Kind::Mvm { mvmu: mb, input } = &l.ops[b as usize].kind else { continue };
+            let Kind::Mvm { mvmu: mb, input } = &l.ops[b as usize].kind else {
+                continue;
+            };
             if used.contains(mb) || blocked.contains(mb) {
                 blocked.push(*mb);
                 continue;

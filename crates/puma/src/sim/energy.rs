@@ -21,7 +21,11 @@ pub struct Energy {
 /// Register-access energy of one word at a core address.
 pub fn reg_pj(arch: &Arch, e: &E, addr: u32, write: bool) -> f64 {
     if addr < arch.xbar_out_base() {
-        if write { e.xbar_in_write_pj } else { e.xbar_in_read_pj / arch.mvmu.xbar_size as f64 }
+        if write {
+            e.xbar_in_write_pj
+        } else {
+            e.xbar_in_read_pj / arch.mvmu.xbar_size as f64
+        }
     } else if addr < arch.data_mem_base() {
         e.xbar_out_pj
     } else {

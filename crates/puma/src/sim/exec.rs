@@ -14,13 +14,39 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 /// runaway loop from starving the event loop and lets max_cycles trigger).
 const QUANTUM: u64 = 1 << 20;
 
+/// Why an agent is parked (formatted only for deadlock reports).
+#[derive(Clone, Copy)]
+enum Park {
+    Load(usize, usize),
+    Store(usize, usize),
+    Send(usize, usize),
+    Fifo(u32),
+    Drain(usize, usize),
+}
+
+impl Park {
+    fn describe(self) -> String {
+        match self {
+            Park::Load(a, b) => format!("load waits for valid data at shared memory [{a}, {b})"),
+            Park::Store(a, b) => {
+                format!("store waits for readers to drain shared memory [{a}, {b})")
+            }
+            Park::Send(a, b) => format!("send waits for valid data at shared memory [{a}, {b})"),
+            Park::Fifo(f) => format!("receive waits for a packet in FIFO {f}"),
+            Park::Drain(a, b) => {
+                format!("receive waits for readers to drain shared memory [{a}, {b})")
+            }
+        }
+    }
+}
+
 struct CoreSt {
     regs: Vec<i32>,
     pc: usize,
     t: u64,
     chunk: u32,
     halted: bool,
-    parked: Option<String>,
+    parked: Option<Park>,
     mvmu_free: Vec<u64>,
     mvmu_busy: Vec<u64>,
     active: bool,
@@ -43,7 +69,7 @@ struct TileSt {
     t: u64,
     chunk: u32,
     halted: bool,
-    parked: Option<String>,
+    parked: Option<Park>,
     fifos: HashMap<u32, VecDeque<Packet>>,
     fifo_wait: Option<u32>,
     mem_waiters: Vec<u32>,
@@ -66,6 +92,8 @@ pub struct Machine<'a> {
     net: Vec<NetQ>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     weights: Vec<Option<usize>>,
+    /// Per weight block: the used (rows, cols) of the crossbar.
+    used: Vec<(usize, usize)>,
     energy: Energy,
     core_counts: [u64; 12],
     tile_counts: [u64; 3],
@@ -78,7 +106,9 @@ pub struct Machine<'a> {
 fn fault(tile: usize, who: Option<usize>, pc: usize, msg: impl Into<String>) -> SimError {
     SimError::Fault {
         tile,
-        who: who.map(|c| format!("core {c}")).unwrap_or_else(|| "tile unit".into()),
+        who: who
+            .map(|c| format!("core {c}"))
+            .unwrap_or_else(|| "tile unit".into()),
         pc,
         msg: msg.into(),
     }
@@ -95,7 +125,11 @@ impl<'a> Machine<'a> {
                 let code = p.tiles[t].cores.get(c);
                 let active = code.is_some_and(|c| c.len() > 1);
                 cores.push(CoreSt {
-                    regs: if active { vec![0; arch.reg_space()] } else { Vec::new() },
+                    regs: if active {
+                        vec![0; arch.reg_space()]
+                    } else {
+                        Vec::new()
+                    },
                     pc: 0,
                     t: 0,
                     chunk: 0,
@@ -109,7 +143,12 @@ impl<'a> Machine<'a> {
         }
         let mut tiles = Vec::with_capacity(ntiles);
         for tp in &p.tiles {
-            let words = arch.tile.shared_mem_words.max(tp.shmem_words_used);
+            // Compiled programs record how much shared memory they use.
+            let words = if tp.shmem_words_used > 0 {
+                tp.shmem_words_used
+            } else {
+                arch.tile.shared_mem_words
+            };
             let mut ts = TileSt {
                 mem: vec![0; words],
                 valid: vec![false; words],
@@ -141,6 +180,20 @@ impl<'a> Machine<'a> {
                 weights[k] = Some(i);
             }
         }
+        // Used block of each MVMU from the placement (the rest of a crossbar is zero).
+        let xs = arch.mvmu.xbar_size;
+        let mut used = vec![(xs, xs); p.weights.len()];
+        let mut slot: HashMap<(usize, usize, usize), usize> = HashMap::new();
+        for (i, w) in p.weights.iter().enumerate() {
+            slot.insert((w.tile, w.core, w.mvmu), i);
+        }
+        for m in &p.placement.matrices {
+            for t in &m.tiles {
+                if let Some(&i) = slot.get(&(t.tile, t.core, t.mvmu)) {
+                    used[i] = (t.rows.min(xs), t.cols.min(xs));
+                }
+            }
+        }
         let mut heap = BinaryHeap::new();
         let fill = arch.core.pipeline_fill_cycles;
         for (i, c) in cores.iter_mut().enumerate() {
@@ -163,9 +216,15 @@ impl<'a> Machine<'a> {
             ncores: ntiles * nc,
             cores,
             tiles,
-            net: (0..ntiles).map(|_| NetQ { q: VecDeque::new(), last: 0 }).collect(),
+            net: (0..ntiles)
+                .map(|_| NetQ {
+                    q: VecDeque::new(),
+                    last: 0,
+                })
+                .collect(),
             heap,
             weights,
+            used,
             energy: Energy::default(),
             core_counts: [0; 12],
             tile_counts: [0; 3],
@@ -177,7 +236,13 @@ impl<'a> Machine<'a> {
     }
 
     pub fn load_inputs(&mut self, inputs: &HashMap<String, Tensor>) -> Result<(), SimError> {
-        let names = self.p.inputs.iter().map(|i| i.name.clone()).collect::<Vec<_>>().join(", ");
+        let names = self
+            .p
+            .inputs
+            .iter()
+            .map(|i| i.name.clone())
+            .collect::<Vec<_>>()
+            .join(", ");
         for io in &self.p.inputs {
             let t = inputs
                 .get(&io.name)
@@ -202,7 +267,9 @@ impl<'a> Machine<'a> {
     }
 
     pub fn run(&mut self) -> Result<(), SimError> {
+        let mut events = 0u64;
         while let Some(Reverse((now, a))) = self.heap.pop() {
+            events += 1;
             if now > self.max_cycles {
                 return Err(SimError::Timeout(self.max_cycles));
             }
@@ -213,6 +280,9 @@ impl<'a> Machine<'a> {
                 self.step_tile(a - self.ncores, now)?;
             }
         }
+        if std::env::var_os("PUMA_PROFILE").is_some() {
+            eprintln!("events {events} mvms {}", self.mvm_ops);
+        }
         let mut blocked = Vec::new();
         let nc = self.arch.tile.cores;
         for (i, c) in self.cores.iter().enumerate() {
@@ -222,8 +292,14 @@ impl<'a> Machine<'a> {
                     tile: t,
                     core: Some(k),
                     pc: c.pc,
-                    instr: self.p.tiles[t].cores[k].get(c.pc).map(|x| x.to_string()).unwrap_or_default(),
-                    reason: c.parked.clone().unwrap_or_else(|| "not scheduled".into()),
+                    instr: self.p.tiles[t].cores[k]
+                        .get(c.pc)
+                        .map(|x| x.to_string())
+                        .unwrap_or_default(),
+                    reason: c
+                        .parked
+                        .map(Park::describe)
+                        .unwrap_or_else(|| "not scheduled".into()),
                 });
             }
         }
@@ -233,13 +309,23 @@ impl<'a> Machine<'a> {
                     tile: t,
                     core: None,
                     pc: u.pc,
-                    instr: self.p.tiles[t].tile_code.get(u.pc).map(|x| x.to_string()).unwrap_or_default(),
-                    reason: u.parked.clone().unwrap_or_else(|| "not scheduled".into()),
+                    instr: self.p.tiles[t]
+                        .tile_code
+                        .get(u.pc)
+                        .map(|x| x.to_string())
+                        .unwrap_or_default(),
+                    reason: u
+                        .parked
+                        .map(Park::describe)
+                        .unwrap_or_else(|| "not scheduled".into()),
                 });
             }
         }
         if !blocked.is_empty() {
-            return Err(SimError::Deadlock { cycle: self.end, blocked });
+            return Err(SimError::Deadlock {
+                cycle: self.end,
+                blocked,
+            });
         }
         Ok(())
     }
@@ -256,7 +342,12 @@ impl<'a> Machine<'a> {
         for &(a, len) in ranges {
             if a as u64 + len as u64 > n {
                 let nc = self.arch.tile.cores;
-                return Err(fault(ci / nc, Some(ci % nc), pc, format!("register range {a}+{len} outside the {n}-word register space")));
+                return Err(fault(
+                    ci / nc,
+                    Some(ci % nc),
+                    pc,
+                    format!("register range {a}+{len} outside the {n}-word register space"),
+                ));
             }
         }
         Ok(())
@@ -297,7 +388,12 @@ impl<'a> Machine<'a> {
         loop {
             let pc = self.cores[ci].pc;
             let Some(ins) = code.get(pc) else {
-                return Err(fault(tile, Some(core), pc, "ran past the end of the program (missing hlt)"));
+                return Err(fault(
+                    tile,
+                    Some(core),
+                    pc,
+                    "ran past the end of the program (missing hlt)",
+                ));
             };
             if self.cores[ci].t > now + QUANTUM {
                 let t = self.cores[ci].t;
@@ -310,7 +406,14 @@ impl<'a> Machine<'a> {
             }
             let mut next = pc + 1;
             match *ins {
-                CoreInstr::Load { d1, r1, width, vec } | CoreInstr::Store { d1: r1, r1: d1, width, vec, .. } => {
+                CoreInstr::Load { d1, r1, width, vec }
+                | CoreInstr::Store {
+                    d1: r1,
+                    r1: d1,
+                    width,
+                    vec,
+                    ..
+                } => {
                     let is_load = matches!(ins, CoreInstr::Load { .. });
                     // For a store, `r1` here is the address register and `d1` the source.
                     self.check_regs(ci, pc, &[(d1, width * vec), (r1, 1)])?;
@@ -330,7 +433,12 @@ impl<'a> Machine<'a> {
                     let a = base as i64 + (chunk * width) as i64;
                     let ts = &self.tiles[tile];
                     if a < 0 || a as usize + width as usize > ts.mem.len() {
-                        return Err(fault(tile, Some(core), pc, format!("shared-memory address {a} out of range")));
+                        return Err(fault(
+                            tile,
+                            Some(core),
+                            pc,
+                            format!("shared-memory address {a} out of range"),
+                        ));
                     }
                     let a = a as usize;
                     let w = width as usize;
@@ -341,12 +449,11 @@ impl<'a> Machine<'a> {
                     };
                     if !ok {
                         let c = &mut self.cores[ci];
-                        c.parked = Some(format!(
-                            "{} shared memory [{a}, {}) {}",
-                            if is_load { "load waits for valid data at" } else { "store waits for readers to drain" },
-                            a + w,
-                            if is_load { "" } else { "(words still valid)" }
-                        ));
+                        c.parked = Some(if is_load {
+                            Park::Load(a, a + w)
+                        } else {
+                            Park::Store(a, a + w)
+                        });
                         if chunk == 0 {
                             self.core_counts[ins.class_index()] -= 1;
                             self.energy.instruction_memory -= e.core_imem_pj;
@@ -359,7 +466,10 @@ impl<'a> Machine<'a> {
                     ts.edram_free = start + lat.edram_cycles;
                     let done = start + lat.edram_cycles;
                     if self.trace {
-                        eprintln!("t={now} tile {tile} core {core} pc {pc} {} chunk {chunk} addr {a}", if is_load { "load" } else { "store" });
+                        eprintln!(
+                            "t={now} tile {tile} core {core} pc {pc} {} chunk {chunk} addr {a}",
+                            if is_load { "load" } else { "store" }
+                        );
                     }
                     let mut changed = false;
                     let dst = (d1 + chunk * width) as usize;
@@ -377,7 +487,9 @@ impl<'a> Machine<'a> {
                         }
                         self.energy.register_file += w as f64 * reg_pj(arch, e, d1, true);
                     } else {
-                        let CoreInstr::Store { counter, .. } = *ins else { unreachable!() };
+                        let CoreInstr::Store { counter, .. } = *ins else {
+                            unreachable!()
+                        };
                         let c = &self.cores[ci];
                         for k in 0..w {
                             ts.mem[a + k] = c.regs[dst + k] as i16 as i32;
@@ -402,7 +514,12 @@ impl<'a> Machine<'a> {
                 CoreInstr::Set { d1, imm, vec } => {
                     self.check_regs(ci, pc, &[(d1, vec)])?;
                     if d1 < arch.data_mem_base() {
-                        return Err(fault(tile, Some(core), pc, "set cannot write MVMU registers (ref §1.1)"));
+                        return Err(fault(
+                            tile,
+                            Some(core),
+                            pc,
+                            "set cannot write MVMU registers (ref §1.1)",
+                        ));
                     }
                     let c = &mut self.cores[ci];
                     c.regs[d1 as usize..(d1 + vec) as usize].fill(imm);
@@ -413,12 +530,18 @@ impl<'a> Machine<'a> {
                     self.check_regs(ci, pc, &[(d1, vec), (r1, vec)])?;
                     self.sync_mvmu(ci, &[d1, r1]);
                     let c = &mut self.cores[ci];
-                    c.regs.copy_within(r1 as usize..(r1 + vec) as usize, d1 as usize);
+                    c.regs
+                        .copy_within(r1 as usize..(r1 + vec) as usize, d1 as usize);
                     c.t += lat.copy_cycles;
                     self.energy.register_file +=
                         vec as f64 * (reg_pj(arch, e, r1, false) + reg_pj(arch, e, d1, true));
                 }
-                CoreInstr::Alu { op, d1, r1, vec, .. } | CoreInstr::Alui { op, d1, r1, vec, .. } => {
+                CoreInstr::Alu {
+                    op, d1, r1, vec, ..
+                }
+                | CoreInstr::Alui {
+                    op, d1, r1, vec, ..
+                } => {
                     let (is_imm, r2v) = match *ins {
                         CoreInstr::Alu { r2, .. } => (false, r2 as i32),
                         CoreInstr::Alui { imm, .. } => (true, imm),
@@ -440,8 +563,17 @@ impl<'a> Machine<'a> {
                     } else {
                         c.regs[r2v as usize..(r2v as u32 + vec) as usize].to_vec()
                     };
-                    alu::apply(self.fmt, self.mode, op, &a, &b, &mut c.regs[d1 as usize..(d1 + vec) as usize]);
-                    c.t += (vec as u64).div_ceil(arch.core.alu_lanes).max(1) * lat.alu_cycles * op.passes();
+                    alu::apply(
+                        self.fmt,
+                        self.mode,
+                        op,
+                        &a,
+                        &b,
+                        &mut c.regs[d1 as usize..(d1 + vec) as usize],
+                    );
+                    c.t += (vec as u64).div_ceil(arch.core.alu_lanes).max(1)
+                        * lat.alu_cycles
+                        * op.passes();
                     self.energy.alu(e, op, vec as u64);
                     let reads = if unary || is_imm { 1.0 } else { 2.0 };
                     self.energy.register_file += vec as f64
@@ -476,7 +608,15 @@ impl<'a> Machine<'a> {
                         }
                     }
                     if mask >> arch.core.mvmus != 0 {
-                        return Err(fault(tile, Some(core), pc, format!("mvm mask {mask:#b} names MVMUs beyond the {} of a core", arch.core.mvmus)));
+                        return Err(fault(
+                            tile,
+                            Some(core),
+                            pc,
+                            format!(
+                                "mvm mask {mask:#b} names MVMUs beyond the {} of a core",
+                                arch.core.mvmus
+                            ),
+                        ));
                     }
                     for m in 0..arch.core.mvmus {
                         if (mask >> m) & 1 == 0 {
@@ -486,11 +626,26 @@ impl<'a> Machine<'a> {
                         let c = &mut self.cores[ci];
                         let xin = m * xs;
                         let xout = arch.xbar_out_base() as usize + m * xs;
-                        let x: Vec<i32> = c.regs[xin..xin + xs].iter().map(|&v| v as i16 as i32).collect();
+                        let x: Vec<i32> = c.regs[xin..xin + xs]
+                            .iter()
+                            .map(|&v| v as i16 as i32)
+                            .collect();
                         match wi {
                             Some(wi) => {
+                                // Only the used top-left block of a crossbar is non-zero.
+                                let (ru, cu) = self.used[wi];
                                 let w = &p.weights[wi].data;
-                                fixed::mvm(self.fmt, self.mode, w, xs, xs, &x, &mut c.regs[xout..xout + xs]);
+                                fixed::mvm(
+                                    self.fmt,
+                                    self.mode,
+                                    w,
+                                    xs,
+                                    ru,
+                                    cu,
+                                    &x,
+                                    &mut c.regs[xout..xout + ru],
+                                );
+                                c.regs[xout + ru..xout + xs].fill(0);
                             }
                             None => c.regs[xout..xout + xs].fill(0),
                         }
@@ -509,7 +664,11 @@ impl<'a> Machine<'a> {
                         self.mvm_ops += 1;
                     }
                     let c = &mut self.cores[ci];
-                    c.t = if arch.core.mvm_blocking { start + mv } else { start + 1 };
+                    c.t = if arch.core.mvm_blocking {
+                        start + mv
+                    } else {
+                        start + 1
+                    };
                 }
                 CoreInstr::Beq { r1, r2, target } => {
                     self.check_regs(ci, pc, &[(r1, 1), (r2, 1)])?;
@@ -529,7 +688,11 @@ impl<'a> Machine<'a> {
                 CoreInstr::Nop => self.cores[ci].t += lat.scalar_cycles,
                 CoreInstr::Hlt => {
                     let c = &mut self.cores[ci];
-                    let done = c.mvmu_free.iter().copied().fold(c.t + lat.scalar_cycles, u64::max);
+                    let done = c
+                        .mvmu_free
+                        .iter()
+                        .copied()
+                        .fold(c.t + lat.scalar_cycles, u64::max);
                     c.t = done;
                     c.halted = true;
                     self.end = self.end.max(done);
@@ -555,7 +718,8 @@ impl<'a> Machine<'a> {
             pk.arrival = arrival;
             f.push_back(pk);
             self.packets += 1;
-            self.energy.network += self.arch.network.flits_per_packet as f64 * e.router_flit_pj + e.receive_buffer_pj;
+            self.energy.network +=
+                self.arch.network.flits_per_packet as f64 * e.router_flit_pj + e.receive_buffer_pj;
             self.end = self.end.max(arrival);
             if self.tiles[dst].fifo_wait == Some(fifo) {
                 self.tiles[dst].fifo_wait = None;
@@ -579,7 +743,12 @@ impl<'a> Machine<'a> {
         loop {
             let pc = self.tiles[t].pc;
             let Some(ins) = code.get(pc) else {
-                return Err(fault(t, None, pc, "ran past the end of the tile program (missing halt)"));
+                return Err(fault(
+                    t,
+                    None,
+                    pc,
+                    "ran past the end of the tile program (missing halt)",
+                ));
             };
             if let TileInstr::Halt = ins {
                 let u = &mut self.tiles[t];
@@ -596,15 +765,26 @@ impl<'a> Machine<'a> {
             }
             let chunk = self.tiles[t].chunk;
             match *ins {
-                TileInstr::Send { addr, fifo, width, target, vec } => {
+                TileInstr::Send {
+                    addr,
+                    fifo,
+                    width,
+                    target,
+                    vec,
+                } => {
                     let a = (addr + chunk * width) as usize;
                     let w = width as usize;
                     let ntiles = self.tiles.len();
                     if target as usize >= ntiles || a + w > self.tiles[t].mem.len() {
-                        return Err(fault(t, None, pc, "send target tile or address out of range"));
+                        return Err(fault(
+                            t,
+                            None,
+                            pc,
+                            "send target tile or address out of range",
+                        ));
                     }
                     if !self.tiles[t].valid[a..a + w].iter().all(|&v| v) {
-                        self.tiles[t].parked = Some(format!("send waits for valid data at shared memory [{a}, {})", a + w));
+                        self.tiles[t].parked = Some(Park::Send(a, a + w));
                         self.tiles[t].mem_waiters.push((self.ncores + t) as u32);
                         return Ok(());
                     }
@@ -630,7 +810,13 @@ impl<'a> Machine<'a> {
                         self.energy.network += e.inter_node_packet_pj;
                     }
                     self.energy.edram(e);
-                    self.net[t].q.push_back(Packet { dst: target, fifo, data, ready: done + nl, arrival: 0 });
+                    self.net[t].q.push_back(Packet {
+                        dst: target,
+                        fifo,
+                        data,
+                        ready: done + nl,
+                        arrival: 0,
+                    });
                     self.try_deliver(t, now);
                     if changed {
                         self.wake_mem(t, done);
@@ -646,15 +832,25 @@ impl<'a> Machine<'a> {
                         u.pc += 1;
                     }
                 }
-                TileInstr::Receive { addr, fifo, width, counter, vec } => {
+                TileInstr::Receive {
+                    addr,
+                    fifo,
+                    width,
+                    counter,
+                    vec,
+                } => {
                     let a = (addr + chunk * width) as usize;
                     let w = width as usize;
                     if a + w > self.tiles[t].mem.len() {
                         return Err(fault(t, None, pc, "receive address out of range"));
                     }
-                    let front = self.tiles[t].fifos.get(&fifo).and_then(|f| f.front()).map(|pk| (pk.arrival, pk.data.len()));
+                    let front = self.tiles[t]
+                        .fifos
+                        .get(&fifo)
+                        .and_then(|f| f.front())
+                        .map(|pk| (pk.arrival, pk.data.len()));
                     let Some((arrival, plen)) = front else {
-                        self.tiles[t].parked = Some(format!("receive waits for a packet in FIFO {fifo}"));
+                        self.tiles[t].parked = Some(Park::Fifo(fifo));
                         self.tiles[t].fifo_wait = Some(fifo);
                         return Ok(());
                     };
@@ -664,10 +860,15 @@ impl<'a> Machine<'a> {
                         return Ok(());
                     }
                     if plen != w {
-                        return Err(fault(t, None, pc, format!("received a {plen}-word packet, instruction expects {w}")));
+                        return Err(fault(
+                            t,
+                            None,
+                            pc,
+                            format!("received a {plen}-word packet, instruction expects {w}"),
+                        ));
                     }
                     if self.tiles[t].valid[a..a + w].iter().any(|&v| v) {
-                        self.tiles[t].parked = Some(format!("receive waits for readers to drain shared memory [{a}, {})", a + w));
+                        self.tiles[t].parked = Some(Park::Drain(a, a + w));
                         self.tiles[t].mem_waiters.push((self.ncores + t) as u32);
                         return Ok(());
                     }
@@ -742,14 +943,19 @@ impl<'a> Machine<'a> {
         for (k, &n) in TILE_CLASSES.iter().zip(&self.tile_counts) {
             instructions.insert(k.to_string(), n);
         }
-        let total_instr = self.core_counts.iter().sum::<u64>() + self.tile_counts.iter().sum::<u64>();
+        let total_instr =
+            self.core_counts.iter().sum::<u64>() + self.tile_counts.iter().sum::<u64>();
         let outputs = self
             .p
             .outputs
             .iter()
             .map(|io| {
                 let ts = &self.tiles[OUTPUT_TILE];
-                let v: Vec<f32> = io.addrs.iter().map(|&a| self.fmt.to_f64(ts.mem[a as usize] as i16 as i32) as f32).collect();
+                let v: Vec<f32> = io
+                    .addrs
+                    .iter()
+                    .map(|&a| self.fmt.to_f64(ts.mem[a as usize] as i16 as i32) as f32)
+                    .collect();
                 Tensor::from_f32(io.shape.clone(), v)
             })
             .collect();
@@ -763,10 +969,18 @@ impl<'a> Machine<'a> {
             tiles: self.p.placement.tiles_used,
             cores: cores_used,
             mvmus,
-            mvmu_utilization: if mvmus > 0 && cycles > 0 { busy as f64 / (mvmus as f64 * cycles as f64) } else { 0.0 },
+            mvmu_utilization: if mvmus > 0 && cycles > 0 {
+                busy as f64 / (mvmus as f64 * cycles as f64)
+            } else {
+                0.0
+            },
             mvm_ops: self.mvm_ops,
             packets: self.packets,
         };
-        SimOutput { outputs, stats, core_dump }
+        SimOutput {
+            outputs,
+            stats,
+            core_dump,
+        }
     }
 }

@@ -101,9 +101,26 @@ pub struct SimOutput {
 }
 
 /// Run `p` on `inputs` (by graph input name).
-pub fn simulate(p: &Program, inputs: &HashMap<String, Tensor>, opts: &SimOptions) -> Result<SimOutput, SimError> {
+pub fn simulate(
+    p: &Program,
+    inputs: &HashMap<String, Tensor>,
+    opts: &SimOptions,
+) -> Result<SimOutput, SimError> {
+    let prof = std::env::var_os("PUMA_PROFILE").is_some();
+    let t0 = std::time::Instant::now();
     let mut m = exec::Machine::new(p, opts)?;
     m.load_inputs(inputs)?;
+    let t1 = std::time::Instant::now();
     m.run()?;
-    Ok(m.finish(opts.dump_core))
+    let t2 = std::time::Instant::now();
+    let out = m.finish(opts.dump_core);
+    if prof {
+        eprintln!(
+            "setup {:?} run {:?} finish {:?}",
+            t1 - t0,
+            t2 - t1,
+            t2.elapsed()
+        );
+    }
+    Ok(out)
 }

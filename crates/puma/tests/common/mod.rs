@@ -28,7 +28,12 @@ pub fn mlp(dims: &[usize], act: UnaryOp, seed: u64) -> (Graph, Vec<(Vec<f32>, us
         let y = g
             .op(
                 format!("fc{l}"),
-                Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false },
+                Op::Gemm {
+                    alpha: 1.0,
+                    beta: 1.0,
+                    trans_a: false,
+                    trans_b: false,
+                },
                 &[x, wv, bv],
             )
             .unwrap();
@@ -41,7 +46,15 @@ pub fn mlp(dims: &[usize], act: UnaryOp, seed: u64) -> (Graph, Vec<(Vec<f32>, us
 
 /// Exact-mode error bound of one dense layer y = act(W x + b) (docs/puma.md):
 /// e_out = L·(max_i Σ_j |W_ij|·e_in + (u/2)·(Σ_j|x_j| + Σ_j e_in·... ) + (T+1)·u/2) + u/2.
-pub fn dense_bound(w: &[f32], k: usize, n: usize, e_in: f64, x_abs_max: f64, lipschitz: f64, xbar: usize) -> f64 {
+pub fn dense_bound(
+    w: &[f32],
+    k: usize,
+    n: usize,
+    e_in: f64,
+    x_abs_max: f64,
+    lipschitz: f64,
+    xbar: usize,
+) -> f64 {
     let mut row_max: f64 = 0.0;
     for o in 0..n {
         let s: f64 = (0..k).map(|i| (w[i * n + o] as f64).abs() + U / 2.0).sum();
@@ -57,9 +70,18 @@ pub fn small_cnn(seed: u64) -> Graph {
     let mut rng = Pcg64Mcg::seed_from_u64(seed);
     let mut g = Graph::new("cnn");
     let x = g.add_input("x", TensorType::new(DType::F32, vec![1, 2, 8, 8]));
-    let w1 = g.add_const("w1", Tensor::from_f32(vec![4, 2, 3, 3], rand_vec(&mut rng, 72, 0.3)));
+    let w1 = g.add_const(
+        "w1",
+        Tensor::from_f32(vec![4, 2, 3, 3], rand_vec(&mut rng, 72, 0.3)),
+    );
     let b1 = g.add_const("b1", Tensor::from_f32(vec![4], rand_vec(&mut rng, 4, 0.1)));
-    let c1 = g.op("conv1", Op::Conv(ConvAttrs::simple(vec![3, 3], 1, 1, 1)), &[x, w1, b1]).unwrap();
+    let c1 = g
+        .op(
+            "conv1",
+            Op::Conv(ConvAttrs::simple(vec![3, 3], 1, 1, 1)),
+            &[x, w1, b1],
+        )
+        .unwrap();
     let r1 = g.op("relu1", Op::Unary(UnaryOp::Relu), &[c1]).unwrap();
     let p1 = g
         .op(
@@ -76,14 +98,37 @@ pub fn small_cnn(seed: u64) -> Graph {
             &[r1],
         )
         .unwrap();
-    let w2 = g.add_const("w2", Tensor::from_f32(vec![6, 4, 3, 3], rand_vec(&mut rng, 216, 0.2)));
-    let c2 = g.op("conv2", Op::Conv(ConvAttrs::simple(vec![3, 3], 1, 0, 1)), &[p1, w2]).unwrap();
+    let w2 = g.add_const(
+        "w2",
+        Tensor::from_f32(vec![6, 4, 3, 3], rand_vec(&mut rng, 216, 0.2)),
+    );
+    let c2 = g
+        .op(
+            "conv2",
+            Op::Conv(ConvAttrs::simple(vec![3, 3], 1, 0, 1)),
+            &[p1, w2],
+        )
+        .unwrap();
     let r2 = g.op("relu2", Op::Unary(UnaryOp::Relu), &[c2]).unwrap();
-    let f = g.op("flat", Op::Reshape { shape: vec![1, 24] }, &[r2]).unwrap();
-    let w3 = g.add_const("w3", Tensor::from_f32(vec![24, 5], rand_vec(&mut rng, 120, 0.3)));
+    let f = g
+        .op("flat", Op::Reshape { shape: vec![1, 24] }, &[r2])
+        .unwrap();
+    let w3 = g.add_const(
+        "w3",
+        Tensor::from_f32(vec![24, 5], rand_vec(&mut rng, 120, 0.3)),
+    );
     let b3 = g.add_const("b3", Tensor::from_f32(vec![5], rand_vec(&mut rng, 5, 0.1)));
     let y = g
-        .op("fc", Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }, &[f, w3, b3])
+        .op(
+            "fc",
+            Op::Gemm {
+                alpha: 1.0,
+                beta: 1.0,
+                trans_a: false,
+                trans_b: false,
+            },
+            &[f, w3, b3],
+        )
         .unwrap();
     g.outputs.push(y);
     g
@@ -96,18 +141,49 @@ pub fn lstm_net(seq: usize, input: usize, hidden: usize, seed: u64) -> Graph {
     let mut g = Graph::new("lstm");
     let x = g.add_input("x", TensorType::new(DType::F32, vec![seq, 1, input]));
     let s = 1.0 / (hidden as f32).sqrt();
-    let w = g.add_const("W", Tensor::from_f32(vec![1, 4 * hidden, input], rand_vec(&mut rng, 4 * hidden * input, s)));
-    let r = g.add_const("R", Tensor::from_f32(vec![1, 4 * hidden, hidden], rand_vec(&mut rng, 4 * hidden * hidden, s)));
-    let b = g.add_const("B", Tensor::from_f32(vec![1, 8 * hidden], rand_vec(&mut rng, 8 * hidden, 0.1)));
+    let w = g.add_const(
+        "W",
+        Tensor::from_f32(
+            vec![1, 4 * hidden, input],
+            rand_vec(&mut rng, 4 * hidden * input, s),
+        ),
+    );
+    let r = g.add_const(
+        "R",
+        Tensor::from_f32(
+            vec![1, 4 * hidden, hidden],
+            rand_vec(&mut rng, 4 * hidden * hidden, s),
+        ),
+    );
+    let b = g.add_const(
+        "B",
+        Tensor::from_f32(vec![1, 8 * hidden], rand_vec(&mut rng, 8 * hidden, 0.1)),
+    );
     let outs = g
         .add_node(
             "lstm",
-            Op::Lstm(RnnAttrs { hidden_size: hidden, direction: RnnDirection::Forward, linear_before_reset: false, batch_first: false }),
+            Op::Lstm(RnnAttrs {
+                hidden_size: hidden,
+                direction: RnnDirection::Forward,
+                linear_before_reset: false,
+                batch_first: false,
+            }),
             vec![Some(x), Some(w), Some(r), Some(b)],
         )
         .unwrap();
-    let h = g.op("flat", Op::Reshape { shape: vec![1, hidden] }, &[outs[1]]).unwrap();
-    let wo = g.add_const("Wo", Tensor::from_f32(vec![hidden, 10], rand_vec(&mut rng, hidden * 10, 0.2)));
+    let h = g
+        .op(
+            "flat",
+            Op::Reshape {
+                shape: vec![1, hidden],
+            },
+            &[outs[1]],
+        )
+        .unwrap();
+    let wo = g.add_const(
+        "Wo",
+        Tensor::from_f32(vec![hidden, 10], rand_vec(&mut rng, hidden * 10, 0.2)),
+    );
     let y = g.op("out", Op::MatMul, &[h, wo]).unwrap();
     g.outputs.push(y);
     g.outputs.push(outs[0]);
@@ -121,13 +197,33 @@ pub fn gru_net(seq: usize, input: usize, hidden: usize, seed: u64) -> Graph {
     let mut g = Graph::new("gru");
     let x = g.add_input("x", TensorType::new(DType::F32, vec![seq, 1, input]));
     let s = 1.0 / (hidden as f32).sqrt();
-    let w = g.add_const("W", Tensor::from_f32(vec![1, 3 * hidden, input], rand_vec(&mut rng, 3 * hidden * input, s)));
-    let r = g.add_const("R", Tensor::from_f32(vec![1, 3 * hidden, hidden], rand_vec(&mut rng, 3 * hidden * hidden, s)));
-    let b = g.add_const("B", Tensor::from_f32(vec![1, 6 * hidden], rand_vec(&mut rng, 6 * hidden, 0.1)));
+    let w = g.add_const(
+        "W",
+        Tensor::from_f32(
+            vec![1, 3 * hidden, input],
+            rand_vec(&mut rng, 3 * hidden * input, s),
+        ),
+    );
+    let r = g.add_const(
+        "R",
+        Tensor::from_f32(
+            vec![1, 3 * hidden, hidden],
+            rand_vec(&mut rng, 3 * hidden * hidden, s),
+        ),
+    );
+    let b = g.add_const(
+        "B",
+        Tensor::from_f32(vec![1, 6 * hidden], rand_vec(&mut rng, 6 * hidden, 0.1)),
+    );
     let outs = g
         .add_node(
             "gru",
-            Op::Gru(RnnAttrs { hidden_size: hidden, direction: RnnDirection::Forward, linear_before_reset: true, batch_first: false }),
+            Op::Gru(RnnAttrs {
+                hidden_size: hidden,
+                direction: RnnDirection::Forward,
+                linear_before_reset: true,
+                batch_first: false,
+            }),
             vec![Some(x), Some(w), Some(r), Some(b)],
         )
         .unwrap();
