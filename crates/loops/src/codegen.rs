@@ -134,7 +134,18 @@ impl Ctx<'_> {
             }
             Expr::Binary(f, a, b) => {
                 let (x, y) = (self.expr(a), self.expr(b));
-                let float = a.dtype(&self.dts).is_float();
+                let adt = a.dtype(&self.dts);
+                let float = adt.is_float();
+                // int32 add/sub/mul wrap around (as ONNX integer accumulation does):
+                // computed in unsigned arithmetic, which C defines, then converted back.
+                if adt == DType::I32 && matches!(f, BFn::Add | BFn::Sub | BFn::Mul) {
+                    let op = match f {
+                        BFn::Add => "+",
+                        BFn::Sub => "-",
+                        _ => "*",
+                    };
+                    return format!("((int32_t)((uint32_t)({x}) {op} (uint32_t)({y})))");
+                }
                 match f {
                     BFn::Add => format!("({x} + {y})"),
                     BFn::Sub => format!("({x} - {y})"),

@@ -157,6 +157,19 @@ pub(crate) fn conv_nest(
     a: &ConvAttrs,
     pre: impl Fn(Expr, Expr) -> (Expr, Expr),
 ) -> TensorId {
+    conv_nest_with(l, xp, w, init, a, |_, x, w, _| pre(x, w))
+}
+
+/// [`conv_nest`] whose `pre` also gets the nest builder and the output-channel index
+/// (per-channel weight zero points load through it).
+pub(crate) fn conv_nest_with(
+    l: &mut Lowerer,
+    xp: TensorId,
+    w: TensorId,
+    init: TensorId,
+    a: &ConvAttrs,
+    pre: impl FnOnce(&mut NB, Expr, Expr, &Index) -> (Expr, Expr),
+) -> TensorId {
     let (_, out) = l.ty(init);
     let cin = l.shape(xp)[1];
     let m = out[1];
@@ -190,11 +203,12 @@ pub(crate) fn conv_nest(
             0,
         ));
     }
+    let mch_w = mch.clone();
     let mut wi = vec![mch, Index::dim(dc)];
     wi.extend(dk.iter().map(|&d| Index::dim(d)));
     let xv = nb.load(xp, xi);
     let wv = nb.load(w, wi);
-    let (xv, wv) = pre(xv, wv);
+    let (xv, wv) = pre(&mut nb, xv, wv, &mch_w);
     let old = nb.load(r, oi.clone());
     nb.store(r, oi, Expr::add(old, Expr::mul(xv, wv)));
     l.push(nb);

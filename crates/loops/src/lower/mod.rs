@@ -8,13 +8,16 @@ mod builder;
 mod elementwise;
 mod linalg;
 mod norm;
+mod qcommon;
+mod qops;
 mod quant;
 mod reduce;
+mod rnn;
 mod shape;
 
 pub(crate) use builder::{Lowerer, NB};
 
-use crate::error::{LoopsError, Result};
+use crate::error::Result;
 use crate::ir::Program;
 use pimkit_ir::{Graph, Op};
 
@@ -97,12 +100,7 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
         } => one(quant::qgemm(l, node, *alpha, *trans_a, *trans_b)?),
         QLinearSigmoid => one(quant::qlinear_unary(l, node, None)?),
         QLinearLeakyRelu { alpha } => one(quant::qlinear_unary(l, node, Some(*alpha))?),
-        Lstm(_) | Gru(_) => Err(LoopsError::Unsupported {
-            node: node.name.clone(),
-            op: node.op.name().into(),
-            msg: "recurrent ops have no loop-nest lowering yet (their time loop would enclose \
-                  the nests); unroll the sequence in the model or use another engine"
-                .into(),
-        }),
+        Lstm(a) => rnn::lstm(l, node, a),
+        Gru(a) => rnn::gru(l, node, a),
     }
 }
