@@ -144,7 +144,14 @@ mod tests {
         assert!(c.access(64, false).hit);
         assert!(c.access(127, false).hit);
         assert!(!c.access(128, false).hit);
-        assert_eq!(c.stats, CacheStats { hits: 2, misses: 2, evictions: 0 });
+        assert_eq!(
+            c.stats,
+            CacheStats {
+                hits: 2,
+                misses: 2,
+                evictions: 0
+            }
+        );
     }
 
     #[test]

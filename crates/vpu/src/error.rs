@@ -9,10 +9,16 @@ pub enum VpuError {
     BadArch { field: &'static str, msg: String },
     #[error("kernel {kernel}: {msg}")]
     Kernel { kernel: &'static str, msg: String },
-    #[error("kernel {kernel}: the VRF is too small for one tile ({msg}); raise vpu.vrf_bytes or shrink the operand")]
+    #[error(
+        "kernel {kernel}: the VRF is too small for one tile ({msg}); raise vpu.vrf_bytes or shrink the operand"
+    )]
     VrfTooSmall { kernel: &'static str, msg: String },
     #[error("node `{node}` ({op}): {msg}")]
-    Node { node: String, op: String, msg: String },
+    Node {
+        node: String,
+        op: String,
+        msg: String,
+    },
     #[error("simulated memory access out of range: address {addr:#x} + {len} > {size:#x}")]
     Memory { addr: u64, len: usize, size: usize },
     #[error("{0}")]

@@ -58,7 +58,15 @@ pub struct Xfer {
 
 impl Xfer {
     /// Contiguous 1-D burst of `n` elements into register `reg` at element `at`.
-    pub fn row(vpu: usize, reg: usize, at: usize, vlen: usize, addr: u64, elem: Elem, n: usize) -> Xfer {
+    pub fn row(
+        vpu: usize,
+        reg: usize,
+        at: usize,
+        vlen: usize,
+        addr: u64,
+        elem: Elem,
+        n: usize,
+    ) -> Xfer {
         Xfer {
             vpu,
             addr,
@@ -72,7 +80,16 @@ impl Xfer {
         }
     }
     /// `rows` memory rows (`row_stride` bytes apart) into consecutive registers from `reg`.
-    pub fn rows(vpu: usize, reg: usize, vlen: usize, addr: u64, elem: Elem, rows: usize, cols: usize, row_stride: usize) -> Xfer {
+    pub fn rows(
+        vpu: usize,
+        reg: usize,
+        vlen: usize,
+        addr: u64,
+        elem: Elem,
+        rows: usize,
+        cols: usize,
+        row_stride: usize,
+    ) -> Xfer {
         Xfer {
             vpu,
             addr,
@@ -208,7 +225,11 @@ impl Machine {
     fn check(&self, addr: u64, len: usize) -> Result<usize> {
         let a = addr as usize;
         if a.checked_add(len).is_none_or(|e| e > self.mem.len()) {
-            return Err(VpuError::Memory { addr, len, size: self.mem.len() });
+            return Err(VpuError::Memory {
+                addr,
+                len,
+                size: self.mem.len(),
+            });
         }
         Ok(a)
     }
@@ -228,7 +249,9 @@ impl Machine {
     }
     pub fn get(&self, addr: u64, elem: Elem, n: usize) -> Result<Vec<i32>> {
         let a = self.check(addr, n * elem.size())?;
-        Ok((0..n).map(|i| read_elem(&self.mem, a + i * elem.size(), elem)).collect())
+        Ok((0..n)
+            .map(|i| read_elem(&self.mem, a + i * elem.size(), elem))
+            .collect())
     }
 
     // ---------------------------------------------------------------- host clock
@@ -269,7 +292,13 @@ impl Machine {
 
     /// Wait for every VPU and the DMA channel to go idle.
     pub fn finish(&mut self) {
-        let (p, v) = self.vpu_t.iter().copied().enumerate().max_by_key(|&(_, t)| t).unwrap_or((0, 0));
+        let (p, v) = self
+            .vpu_t
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by_key(|&(_, t)| t)
+            .unwrap_or((0, 0));
         if self.dma_t >= v {
             self.wait_vpu(p, v);
             self.wait_until(self.dma_t, Wait::Dma);
@@ -284,8 +313,17 @@ impl Machine {
     }
 
     pub fn counters(&self) -> Counters {
-        let CacheStats { hits, misses, evictions } = self.cache.stats;
-        Counters { hits, misses, evictions, ..self.ctr }
+        let CacheStats {
+            hits,
+            misses,
+            evictions,
+        } = self.cache.stats;
+        Counters {
+            hits,
+            misses,
+            evictions,
+            ..self.ctr
+        }
     }
 
     /// Statistics since snapshot `s0` (call [`Machine::finish`] first).
@@ -328,7 +366,13 @@ impl Machine {
     }
 
     /// Issue one vector instruction to VPU `p`: returns its (start, end).
-    pub(crate) fn issue(&mut self, p: usize, srcs: &[usize], dst: Option<usize>, cycles: u64) -> (u64, u64) {
+    pub(crate) fn issue(
+        &mut self,
+        p: usize,
+        srcs: &[usize],
+        dst: Option<usize>,
+        cycles: u64,
+    ) -> (u64, u64) {
         self.host(self.arch.host.issue_cycles);
         let depth = self.arch.vpu.queue_depth;
         while self.queue[p].front().is_some_and(|&s| s <= self.host_t) {
@@ -452,7 +496,12 @@ impl Machine {
             let vrf = &mut self.vrf[p];
             if to_mem {
                 for c in 0..x.cols {
-                    write_elem(&mut self.mem, base + c * x.col_stride, x.elem, vrf[vbase + c]);
+                    write_elem(
+                        &mut self.mem,
+                        base + c * x.col_stride,
+                        x.elem,
+                        vrf[vbase + c],
+                    );
                 }
             } else {
                 for c in 0..x.cols {
@@ -478,9 +527,14 @@ impl Machine {
         }
         let d = self.cache.stats.minus(&s0);
         let line = self.cache.line_bytes() as f64;
-        let onchip = (n as f64 / self.arch.dma.elems_per_cycle).ceil() as u64;
-        let offchip = ((d.misses + d.evictions) as f64 * line / self.arch.memory.bandwidth).ceil() as u64;
-        let lat = if d.misses > 0 { self.arch.memory.latency_cycles } else { 0 };
+        let onchip = ((n * es) as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
+        let offchip =
+            ((d.misses + d.evictions) as f64 * line / self.arch.memory.bandwidth).ceil() as u64;
+        let lat = if d.misses > 0 {
+            self.arch.memory.latency_cycles
+        } else {
+            0
+        };
         let dur = self.arch.dma.setup_cycles + onchip.max(offchip) + lat;
         let end = start + dur;
         self.dma_t = end;
@@ -525,9 +579,15 @@ impl Machine {
         }
         let d = self.cache.stats.minus(&s0);
         let n = x.rows * x.cols;
-        let onchip = (n as f64 / self.arch.dma.elems_per_cycle).ceil() as u64;
-        let offchip = ((d.misses + d.evictions) as f64 * self.cache.line_bytes() as f64 / self.arch.memory.bandwidth).ceil() as u64;
-        let lat = if d.misses > 0 { self.arch.memory.latency_cycles } else { 0 };
+        let onchip = ((n * es) as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
+        let offchip = ((d.misses + d.evictions) as f64 * self.cache.line_bytes() as f64
+            / self.arch.memory.bandwidth)
+            .ceil() as u64;
+        let lat = if d.misses > 0 {
+            self.arch.memory.latency_cycles
+        } else {
+            0
+        };
         let dur = self.arch.dma.setup_cycles + onchip.max(offchip) + lat;
         self.dma_t = start + dur;
         self.ctr.dma_busy += dur;
@@ -536,11 +596,21 @@ impl Machine {
     }
 
     /// On-chip VRF-to-VRF copy by the DMA (memory mode, no cache traffic).
-    pub fn vrf_copy(&mut self, src_p: usize, src_reg: usize, dst_p: usize, dst_reg: usize, n: usize) {
+    pub fn vrf_copy(
+        &mut self,
+        src_p: usize,
+        src_reg: usize,
+        dst_p: usize,
+        dst_reg: usize,
+        n: usize,
+    ) {
         self.program_dma();
         let mut start = self.host_t.max(self.dma_t).max(self.avail[src_p][src_reg]);
-        start = start.max(self.free[dst_p][dst_reg]).max(self.avail[dst_p][dst_reg]);
-        let dur = self.arch.dma.setup_cycles + (n as f64 / self.arch.dma.elems_per_cycle).ceil() as u64;
+        start = start
+            .max(self.free[dst_p][dst_reg])
+            .max(self.avail[dst_p][dst_reg]);
+        let dur = self.arch.dma.setup_cycles
+            + ((n * 4) as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
         let end = start + dur;
         let v = self.vlen;
         let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();

@@ -21,8 +21,8 @@ use pimkit_ir::{DType, Graph, Node, NodeId, Op, Tensor, ValueId};
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// How each kernel layer picks its dataflow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// How each kernel layer picks its dataflow (serialized as "auto", "os", "is", "ws").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataflowChoice {
     /// The winner of each kernel family's characterization (quinn §5.5–5.9 and pimkit's
     /// own sweeps agree): OS for matmul and 2-D conv, IS for 1-D and depthwise conv.
@@ -30,9 +30,22 @@ pub enum DataflowChoice {
     Fixed(Dataflow),
 }
 
+impl Serialize for DataflowChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            DataflowChoice::Auto => s.serialize_str("auto"),
+            DataflowChoice::Fixed(d) => d.serialize(s),
+        }
+    }
+}
+
 impl DataflowChoice {
     pub fn parse(s: &str) -> Option<DataflowChoice> {
-        if s.eq_ignore_ascii_case("auto") { Some(DataflowChoice::Auto) } else { Dataflow::parse(s).map(DataflowChoice::Fixed) }
+        if s.eq_ignore_ascii_case("auto") {
+            Some(DataflowChoice::Auto)
+        } else {
+            Dataflow::parse(s).map(DataflowChoice::Fixed)
+        }
     }
     fn pick(self, kernel: KernelKind) -> Dataflow {
         match self {
@@ -67,7 +80,10 @@ pub struct NetOptions {
 
 impl Default for NetOptions {
     fn default() -> Self {
-        NetOptions { dataflow: DataflowChoice::Auto, cold_layers: false }
+        NetOptions {
+            dataflow: DataflowChoice::Auto,
+            cold_layers: false,
+        }
     }
 }
 
@@ -122,7 +138,11 @@ enum Layout {
 }
 
 fn nerr(n: &Node, msg: impl Into<String>) -> VpuError {
-    VpuError::Node { node: n.name.clone(), op: n.op.name().into(), msg: msg.into() }
+    VpuError::Node {
+        node: n.name.clone(),
+        op: n.op.name().into(),
+        msg: msg.into(),
+    }
 }
 
 fn elem_of(d: DType) -> Option<Elem> {
@@ -151,7 +171,12 @@ struct Net<'a> {
 }
 
 /// Run graph `g` on the simulated system. `inputs` as for the interpreter.
-pub fn run_network(g: &Graph, inputs: &HashMap<String, Tensor>, arch: &Arch, opts: &NetOptions) -> Result<NetworkResult> {
+pub fn run_network(
+    g: &Graph,
+    inputs: &HashMap<String, Tensor>,
+    arch: &Arch,
+    opts: &NetOptions,
+) -> Result<NetworkResult> {
     let choice = opts.dataflow;
     let m = Machine::new(arch)?;
     let mut vals: Vec<Option<Tensor>> = vec![None; g.values.len()];
@@ -171,7 +196,15 @@ pub fn run_network(g: &Graph, inputs: &HashMap<String, Tensor>, arch: &Arch, opt
             vals[i.idx()] = Some(t.clone());
         }
     }
-    let mut net = Net { g, m, vals, placed: HashMap::new(), natural: HashMap::new(), choice, host_bytes: 0 };
+    let mut net = Net {
+        g,
+        m,
+        vals,
+        placed: HashMap::new(),
+        natural: HashMap::new(),
+        choice,
+        host_bytes: 0,
+    };
     let mut layers = Vec::with_capacity(g.nodes.len());
     for (i, n) in g.nodes.iter().enumerate() {
         if opts.cold_layers {
@@ -215,7 +248,11 @@ pub fn run_network(g: &Graph, inputs: &HashMap<String, Tensor>, arch: &Arch, opt
         offchip_bytes: sum(|l| l.offchip_bytes),
         host_bytes: sum(|l| l.host_bytes),
         ops: sum(|l| l.ops),
-        kernel_cycles: layers.iter().filter(|l| l.kernel != KernelKind::Host).map(|l| l.cycles).sum(),
+        kernel_cycles: layers
+            .iter()
+            .filter(|l| l.kernel != KernelKind::Host)
+            .map(|l| l.cycles)
+            .sum(),
         energy_j: energy_j(arch, cycles),
         latency_ms: cycles as f64 / (arch.clock_mhz * 1e3),
         layers,
@@ -241,15 +278,31 @@ fn from_layout(v: Vec<i32>, shape: &[usize], l: Layout) -> Vec<i32> {
 }
 
 fn spatial(t: &pimkit_ir::TensorType) -> usize {
-    if t.rank() == 4 { t.shape[2] * t.shape[3] } else { 1 }
+    if t.rank() == 4 {
+        t.shape[2] * t.shape[3]
+    } else {
+        1
+    }
 }
 
 impl Net<'_> {
     fn val(&self, n: &Node, v: ValueId) -> Result<&Tensor> {
-        self.vals[v.idx()].as_ref().ok_or_else(|| nerr(n, format!("value `{}` has no data (shape-only model? load it with weights)", self.g.value(v).name)))
+        self.vals[v.idx()].as_ref().ok_or_else(|| {
+            nerr(
+                n,
+                format!(
+                    "value `{}` has no data (shape-only model? load it with weights)",
+                    self.g.value(v).name
+                ),
+            )
+        })
     }
     fn input(&self, n: &Node, i: usize) -> Result<ValueId> {
-        n.inputs.get(i).copied().flatten().ok_or_else(|| nerr(n, format!("missing input {i}")))
+        n.inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| nerr(n, format!("missing input {i}")))
     }
     fn f32s(&self, n: &Node, i: usize) -> Result<Vec<f32>> {
         Ok(self.val(n, self.input(n, i)?)?.to_f32_vec())
@@ -263,7 +316,13 @@ impl Net<'_> {
     fn scalar_zp(&self, n: &Node, i: usize) -> Result<i32> {
         let z = self.zps(n, i)?;
         if z.len() != 1 {
-            return Err(nerr(n, format!("input {i}: per-tensor zero point expected, got {} values", z.len())));
+            return Err(nerr(
+                n,
+                format!(
+                    "input {i}: per-tensor zero point expected, got {} values",
+                    z.len()
+                ),
+            ));
         }
         Ok(z[0])
     }
@@ -272,16 +331,31 @@ impl Net<'_> {
     fn place(&mut self, n: &Node, v: ValueId, l: Layout) -> Result<u64> {
         let t = self.val(n, v)?.clone();
         let ty = self.g.ty(v).clone();
-        let l = if ty.rank() == 4 && spatial(&ty) > 1 && ty.shape[1] > 1 { l } else { Layout::Chw };
-        let other = if l == Layout::Chw { Layout::Hwc } else { Layout::Chw };
+        let l = if ty.rank() == 4 && spatial(&ty) > 1 && ty.shape[1] > 1 {
+            l
+        } else {
+            Layout::Chw
+        };
+        let other = if l == Layout::Chw {
+            Layout::Hwc
+        } else {
+            Layout::Chw
+        };
         if let Some(&a) = self.placed.get(&(v, l)) {
             return Ok(a);
         }
-        let elem = elem_of(t.dtype()).ok_or_else(|| nerr(n, format!("operand of type {} is not an 8/32-bit integer", t.dtype())))?;
-        let produced_other = self.placed.contains_key(&(v, other)) || self.natural.get(&v) == Some(&other);
+        let elem = elem_of(t.dtype()).ok_or_else(|| {
+            nerr(
+                n,
+                format!("operand of type {} is not an 8/32-bit integer", t.dtype()),
+            )
+        })?;
+        let produced_other =
+            self.placed.contains_key(&(v, other)) || self.natural.get(&v) == Some(&other);
         if produced_other {
             // Host layout conversion: read + write every element.
-            self.m.host((self.m.arch.host.copy_cycles * t.numel() as f64).ceil() as u64);
+            self.m
+                .host((self.m.arch.host.copy_cycles * t.numel() as f64).ceil() as u64);
             self.host_bytes += 2 * (t.numel() * elem.size()) as u64;
         }
         let a = self.m.put(elem, &to_layout(&t, l));
@@ -296,47 +370,105 @@ impl Net<'_> {
         let want = self.val(n, v)?.to_i32_vec();
         if got != want {
             let bad = got.iter().zip(&want).filter(|(a, b)| a != b).count();
-            return Err(nerr(n, format!("VPU kernel result differs from the reference interpreter in {bad} of {} elements (a pimkit-vpu bug: please report)", want.len())));
+            return Err(nerr(
+                n,
+                format!(
+                    "VPU kernel result differs from the reference interpreter in {bad} of {} elements (a pimkit-vpu bug: please report)",
+                    want.len()
+                ),
+            ));
         }
-        let l = if ty.rank() == 4 && spatial(&ty) > 1 && ty.shape[1] > 1 { l } else { Layout::Chw };
+        let l = if ty.rank() == 4 && spatial(&ty) > 1 && ty.shape[1] > 1 {
+            l
+        } else {
+            Layout::Chw
+        };
         self.placed.insert((v, l), addr);
         Ok(())
     }
 
     fn out_quant(&self, n: &Node, v: ValueId, zp_in: usize, scales: Vec<f32>) -> Result<OutQuant> {
         let dt = self.g.ty(v).dtype;
-        let elem = elem_of(dt).filter(|e| *e != Elem::I32).ok_or_else(|| nerr(n, format!("output type {dt} is not u8/i8")))?;
-        Ok(OutQuant { elem, zp: self.scalar_zp(n, zp_in)?, rq: scales.into_iter().map(IntRequant::new).collect() })
+        let elem = elem_of(dt)
+            .filter(|e| *e != Elem::I32)
+            .ok_or_else(|| nerr(n, format!("output type {dt} is not u8/i8")))?;
+        Ok(OutQuant {
+            elem,
+            zp: self.scalar_zp(n, zp_in)?,
+            rq: scales.into_iter().map(IntRequant::new).collect(),
+        })
     }
 
-    fn node(&mut self, _id: NodeId, n: &Node) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
+    fn node(
+        &mut self,
+        _id: NodeId,
+        n: &Node,
+    ) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
         match &n.op {
             Op::QLinearConv(a) => self.qconv(n, a),
             Op::QLinearMatMul => self.qmatmul(n, None),
-            Op::QGemm { alpha, trans_a: false, trans_b } if n.inputs.get(7).copied().flatten().is_some() => self.qmatmul(n, Some((*alpha, *trans_b))),
+            Op::QGemm {
+                alpha,
+                trans_a: false,
+                trans_b,
+            } if n.inputs.get(7).copied().flatten().is_some() => {
+                self.qmatmul(n, Some((*alpha, *trans_b)))
+            }
             _ => self.host_node(n),
         }
     }
 
     fn host_node(&mut self, n: &Node) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
         let h = self.m.arch.host.clone();
-        let in_el: usize = n.inputs.iter().flatten().filter(|v| !self.g.is_const(**v)).map(|v| self.g.ty(*v).numel()).sum();
-        let in_bytes: usize = n.inputs.iter().flatten().filter(|v| !self.g.is_const(**v)).map(|v| self.g.ty(*v).bytes()).sum();
+        let in_el: usize = n
+            .inputs
+            .iter()
+            .flatten()
+            .filter(|v| !self.g.is_const(**v))
+            .map(|v| self.g.ty(*v).numel())
+            .sum();
+        let in_bytes: usize = n
+            .inputs
+            .iter()
+            .flatten()
+            .filter(|v| !self.g.is_const(**v))
+            .map(|v| self.g.ty(*v).bytes())
+            .sum();
         let out_el: usize = n.outputs.iter().map(|v| self.g.ty(*v).numel()).sum();
         let out_bytes: usize = n.outputs.iter().map(|v| self.g.ty(*v).bytes()).sum();
         let first_layout = n.inputs.first().copied().flatten().and_then(|v| {
-            if self.placed.contains_key(&(v, Layout::Hwc)) && !self.placed.contains_key(&(v, Layout::Chw)) { Some(Layout::Hwc) } else { self.natural.get(&v).copied() }
+            if self.placed.contains_key(&(v, Layout::Hwc))
+                && !self.placed.contains_key(&(v, Layout::Chw))
+            {
+                Some(Layout::Hwc)
+            } else {
+                self.natural.get(&v).copied()
+            }
         });
         let (cycles, bytes) = match &n.op {
             Op::Reshape { .. } | Op::Identity => {
                 let src = n.inputs[0].map(|v| spatial(self.g.ty(v))).unwrap_or(1);
-                if first_layout == Some(Layout::Hwc) && src > 1 { (h.copy_cycles * in_el as f64, in_bytes + out_bytes) } else { (0.0, 0) }
+                if first_layout == Some(Layout::Hwc) && src > 1 {
+                    (h.copy_cycles * in_el as f64, in_bytes + out_bytes)
+                } else {
+                    (0.0, 0)
+                }
             }
-            Op::QLinearGlobalAveragePool { .. } => (h.zp_cycles * in_el as f64 + h.requant_cycles * out_el as f64, in_bytes + out_bytes),
+            Op::QLinearGlobalAveragePool { .. } => (
+                h.zp_cycles * in_el as f64 + h.requant_cycles * out_el as f64,
+                in_bytes + out_bytes,
+            ),
             Op::Pool(_) | Op::GlobalPool(_) => (h.copy_cycles * in_el as f64, in_bytes + out_bytes),
-            Op::QLinearConv(_) | Op::QLinearMatMul | Op::QGemm { .. } | Op::MatMulInteger | Op::ConvInteger(_) => {
+            Op::QLinearConv(_)
+            | Op::QLinearMatMul
+            | Op::QGemm { .. }
+            | Op::MatMulInteger
+            | Op::ConvInteger(_) => {
                 let c = pimkit_ir::node_cost(self.g, n);
-                (h.mac_cycles * c.macs as f64 + h.requant_cycles * out_el as f64, in_bytes + out_bytes)
+                (
+                    h.mac_cycles * c.macs as f64 + h.requant_cycles * out_el as f64,
+                    in_bytes + out_bytes,
+                )
             }
             _ => (h.eltwise_cycles * out_el as f64, in_bytes + out_bytes),
         };
@@ -349,10 +481,19 @@ impl Net<'_> {
                 }
             }
         }
-        Ok((KernelKind::Host, None, Work::default(), format!("{}", self.g.ty(n.outputs[0]))))
+        Ok((
+            KernelKind::Host,
+            None,
+            Work::default(),
+            format!("{}", self.g.ty(n.outputs[0])),
+        ))
     }
 
-    fn qconv(&mut self, n: &Node, a: &pimkit_ir::ConvAttrs) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
+    fn qconv(
+        &mut self,
+        n: &Node,
+        a: &pimkit_ir::ConvAttrs,
+    ) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
         let x = self.input(n, 0)?;
         let w = self.input(n, 3)?;
         let y = n.outputs[0];
@@ -370,7 +511,10 @@ impl Net<'_> {
         if x_s.len() != 1 || y_s.len() != 1 {
             return Err(nerr(n, "x_scale and y_scale must be per-tensor"));
         }
-        let scales: Vec<f32> = w_s.iter().map(|&s| output_scale(x_s[0], s, y_s[0])).collect();
+        let scales: Vec<f32> = w_s
+            .iter()
+            .map(|&s| output_scale(x_s[0], s, y_s[0]))
+            .collect();
         let out = self.out_quant(n, y, 7, scales)?;
         let x_zp = self.scalar_zp(n, 2)?;
         let w_zp = self.zps(n, 5)?;
@@ -383,14 +527,38 @@ impl Net<'_> {
         let wv = self.val(n, w)?.to_i32_vec();
         let kk: usize = a.kernel.iter().product();
         let macs = pimkit_ir::node_cost(self.g, n).macs;
-        let work = Work { macs, n_in: (xt.numel() + wt.numel()) as u64, n_out: yt.numel() as u64 };
+        let work = Work {
+            macs,
+            n_in: (xt.numel() + wt.numel()) as u64,
+            n_out: yt.numel() as u64,
+        };
         let shape = format!("{} * {} -> {}", xt, wt, yt);
         let rank2 = xt.rank() == 4;
-        let (h, wd) = if rank2 { (xt.shape[2], xt.shape[3]) } else { (1, xt.shape[2]) };
-        let pads = if rank2 { [a.pads[0], a.pads[1], a.pads[2], a.pads[3]] } else { [0, a.pads[0], 0, a.pads[1]] };
-        let stride = if rank2 { (a.strides[0], a.strides[1]) } else { (1, a.strides[0]) };
-        let dil = if rank2 { (a.dilations[0], a.dilations[1]) } else { (1, a.dilations[0]) };
-        let (kh, kw) = if rank2 { (a.kernel[0], a.kernel[1]) } else { (1, a.kernel[0]) };
+        let (h, wd) = if rank2 {
+            (xt.shape[2], xt.shape[3])
+        } else {
+            (1, xt.shape[2])
+        };
+        let pads = if rank2 {
+            [a.pads[0], a.pads[1], a.pads[2], a.pads[3]]
+        } else {
+            [0, a.pads[0], 0, a.pads[1]]
+        };
+        let stride = if rank2 {
+            (a.strides[0], a.strides[1])
+        } else {
+            (1, a.strides[0])
+        };
+        let dil = if rank2 {
+            (a.dilations[0], a.dilations[1])
+        } else {
+            (1, a.dilations[0])
+        };
+        let (kh, kw) = if rank2 {
+            (a.kernel[0], a.kernel[1])
+        } else {
+            (1, a.kernel[0])
+        };
         let pointwise = rank2 && kk == 1 && a.group == 1 && stride == (1, 1) && pads == [0; 4];
         if pointwise {
             // 1x1 convolution = matmul on HWC: [HW x C_in] @ [C_in x C_out].
@@ -405,7 +573,20 @@ impl Net<'_> {
             let b_addr = self.m.put(w_elem, &bt);
             let bias_addr = bias.as_ref().map(|b| self.m.put(Elem::I32, b));
             let y_addr = self.m.alloc(yt.numel() * out.elem.size());
-            let job = MatMulJob { m: hw, k: c_in, n: c_out, a: a_addr, a_elem: x_elem, a_zp: x_zp, b: b_addr, b_elem: w_elem, b_zp: w_zp, bias: bias_addr, y: y_addr, out: out.clone() };
+            let job = MatMulJob {
+                m: hw,
+                k: c_in,
+                n: c_out,
+                a: a_addr,
+                a_elem: x_elem,
+                a_zp: x_zp,
+                b: b_addr,
+                b_elem: w_elem,
+                b_zp: w_zp,
+                bias: bias_addr,
+                y: y_addr,
+                out: out.clone(),
+            };
             let (kind, df) = self.run_mm(&job)?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
             return Ok((kind, df, work, shape));
@@ -416,7 +597,25 @@ impl Net<'_> {
             let wt_addr = self.m.put(w_elem, &stage_weights(&wv, c_out, kk));
             let bias_addr = bias.as_ref().map(|b| self.m.put(Elem::I32, b));
             let y_addr = self.m.alloc(yt.numel() * out.elem.size());
-            let job = DwJob { c: c_in, h, w: wd, kh, kw, stride, pads, dil, x: x_addr, x_elem, x_zp, wt: wt_addr, w_elem, w_zp, bias: bias_addr, y: y_addr, out: out.clone() };
+            let job = DwJob {
+                c: c_in,
+                h,
+                w: wd,
+                kh,
+                kw,
+                stride,
+                pads,
+                dil,
+                x: x_addr,
+                x_elem,
+                x_zp,
+                wt: wt_addr,
+                w_elem,
+                w_zp,
+                bias: bias_addr,
+                y: y_addr,
+                out: out.clone(),
+            };
             let df = self.choice.pick(KernelKind::Depthwise);
             depthwise::depthwise(&mut self.m, &job, df)?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
@@ -429,8 +628,31 @@ impl Net<'_> {
         let x_addr = self.place(n, x, Layout::Chw)?;
         let wt_addr = self.m.put(w_elem, &wv);
         let y_addr = self.m.alloc(yt.numel() * out.elem.size());
-        let job = ConvJob { c_in, h, w: wd, c_out, kh, kw, stride, pads, dil, x: x_addr, x_elem, x_zp, wt: wt_addr, w_elem, w_zp, bias, y: y_addr, out: out.clone() };
-        let kind = if is1d { KernelKind::Conv1d } else { KernelKind::Conv2d };
+        let job = ConvJob {
+            c_in,
+            h,
+            w: wd,
+            c_out,
+            kh,
+            kw,
+            stride,
+            pads,
+            dil,
+            x: x_addr,
+            x_elem,
+            x_zp,
+            wt: wt_addr,
+            w_elem,
+            w_zp,
+            bias,
+            y: y_addr,
+            out: out.clone(),
+        };
+        let kind = if is1d {
+            KernelKind::Conv1d
+        } else {
+            KernelKind::Conv2d
+        };
         let df = self.choice.pick(kind);
         if is1d {
             conv1d::conv1d(&mut self.m, &job, df)?;
@@ -453,11 +675,19 @@ impl Net<'_> {
     }
 
     /// QLinearMatMul (gemm = None) or QGemm (Some((alpha, trans_b))) with rank-2 operands.
-    fn qmatmul(&mut self, n: &Node, gemm: Option<(f32, bool)>) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
+    fn qmatmul(
+        &mut self,
+        n: &Node,
+        gemm: Option<(f32, bool)>,
+    ) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
         let a = self.input(n, 0)?;
         let b = self.input(n, 3)?;
         let y = n.outputs[0];
-        let (at, bt, yt) = (self.g.ty(a).clone(), self.g.ty(b).clone(), self.g.ty(y).clone());
+        let (at, bt, yt) = (
+            self.g.ty(a).clone(),
+            self.g.ty(b).clone(),
+            self.g.ty(y).clone(),
+        );
         if at.rank() != 2 || bt.rank() != 2 {
             return self.host_node(n);
         }
@@ -471,8 +701,14 @@ impl Net<'_> {
             return self.host_node(n);
         }
         let scales: Vec<f32> = match gemm {
-            Some((alpha, _)) => b_s.iter().map(|&s| ((alpha * a_s[0]) * s) / y_s[0]).collect(),
-            None => b_s.iter().map(|&s| output_scale(a_s[0], s, y_s[0])).collect(),
+            Some((alpha, _)) => b_s
+                .iter()
+                .map(|&s| ((alpha * a_s[0]) * s) / y_s[0])
+                .collect(),
+            None => b_s
+                .iter()
+                .map(|&s| output_scale(a_s[0], s, y_s[0]))
+                .collect(),
         };
         let out = self.out_quant(n, y, if gemm.is_some() { 8 } else { 7 }, scales)?;
         let a_zp = self.scalar_zp(n, 2)?;
@@ -485,7 +721,13 @@ impl Net<'_> {
         let bias = match gemm.and(n.inputs.get(6).copied().flatten()) {
             Some(c) => {
                 let cv = self.val(n, c)?.to_i32_vec();
-                if cv.len() == nn { Some(cv) } else if cv.len() == 1 { Some(vec![cv[0]; nn]) } else { return self.host_node(n) }
+                if cv.len() == nn {
+                    Some(cv)
+                } else if cv.len() == 1 {
+                    Some(vec![cv[0]; nn])
+                } else {
+                    return self.host_node(n);
+                }
             }
             None => None,
         };
@@ -494,7 +736,8 @@ impl Net<'_> {
             // Weights are staged K x N offline; a runtime B is transposed by the host.
             let bv = self.val(n, b)?.to_i32_vec();
             if !self.g.is_const(b) {
-                self.m.host((self.m.arch.host.copy_cycles * bv.len() as f64).ceil() as u64);
+                self.m
+                    .host((self.m.arch.host.copy_cycles * bv.len() as f64).ceil() as u64);
             }
             let mut t = vec![0; k * nn];
             for j in 0..nn {
@@ -508,11 +751,27 @@ impl Net<'_> {
         };
         let bias_addr = bias.as_ref().map(|b| self.m.put(Elem::I32, b));
         let y_addr = self.m.alloc(yt.numel() * out.elem.size());
-        let job = MatMulJob { m: m_, k, n: nn, a: a_addr, a_elem, a_zp, b: b_addr, b_elem, b_zp, bias: bias_addr, y: y_addr, out: out.clone() };
+        let job = MatMulJob {
+            m: m_,
+            k,
+            n: nn,
+            a: a_addr,
+            a_elem,
+            a_zp,
+            b: b_addr,
+            b_elem,
+            b_zp,
+            bias: bias_addr,
+            y: y_addr,
+            out: out.clone(),
+        };
         let (kind, df) = self.run_mm(&job)?;
         self.collect(n, y, y_addr, Layout::Chw, out.elem)?;
-        let work = Work { macs: (m_ * k * nn) as u64, n_in: (at.numel() + bt.numel()) as u64, n_out: yt.numel() as u64 };
+        let work = Work {
+            macs: (m_ * k * nn) as u64,
+            n_in: (at.numel() + bt.numel()) as u64,
+            n_out: yt.numel() as u64,
+        };
         Ok((kind, df, work, format!("{} @ {} -> {}", at, bt, yt)))
     }
 }
-

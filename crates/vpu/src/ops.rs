@@ -56,7 +56,11 @@ mod tests {
         assert!((m - 5.28).abs() < 1e-9 && (ad - 4.0).abs() < 1e-9);
         // MM256: roof close to the MAC rate; paper range 4.77..5.28.
         let n = 256u64;
-        let w = Work { macs: n * n * n, n_in: 2 * n * n, n_out: n * n };
+        let w = Work {
+            macs: n * n * n,
+            n_in: 2 * n * n,
+            n_out: n * n,
+        };
         let r = compute_roof(&a, 1, &w);
         assert!(r > 5.2 && r < 5.28, "{r}");
         assert_eq!(w.n_op(), 2 * n * n * n + 2 * n * n + 4 * n * n);

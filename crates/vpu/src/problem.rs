@@ -90,7 +90,9 @@ pub struct Gen {
 
 impl Gen {
     pub fn new(seed: u64) -> Gen {
-        Gen { r: rand_pcg::Pcg64::seed_from_u64(seed) }
+        Gen {
+            r: rand_pcg::Pcg64::seed_from_u64(seed),
+        }
     }
     fn scale(&mut self, per: usize, k: usize) -> Vec<f32> {
         // a_scale * w_scale / y_scale with y_scale sized to the accumulator range.
@@ -103,9 +105,21 @@ impl Gen {
 
     pub fn matmul(&mut self, m: usize, k: usize, n: usize, per_col: bool, bias: bool) -> QMatMul {
         let a_elem = Elem::U8;
-        let b_elem = if self.r.random_bool(0.5) { Elem::I8 } else { Elem::U8 };
+        let b_elem = if self.r.random_bool(0.5) {
+            Elem::I8
+        } else {
+            Elem::U8
+        };
         let b_zp = if per_col {
-            (0..n).map(|_| if b_elem == Elem::I8 { self.r.random_range(-5..5) } else { self.r.random_range(100..156) }).collect()
+            (0..n)
+                .map(|_| {
+                    if b_elem == Elem::I8 {
+                        self.r.random_range(-5..5)
+                    } else {
+                        self.r.random_range(100..156)
+                    }
+                })
+                .collect()
         } else if b_elem == Elem::I8 {
             vec![self.r.random_range(-3..3)]
         } else {
@@ -123,7 +137,11 @@ impl Gen {
             b_elem,
             b_zp,
             bias: bias.then(|| (0..n).map(|_| self.r.random_range(-5000..5000)).collect()),
-            y_elem: if self.r.random_bool(0.5) { Elem::U8 } else { Elem::I8 },
+            y_elem: if self.r.random_bool(0.5) {
+                Elem::U8
+            } else {
+                Elem::I8
+            },
             y_zp: self.r.random_range(-20..20) + 100,
             scales,
         }
@@ -131,14 +149,41 @@ impl Gen {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub fn conv(&mut self, c_in: usize, h: usize, w: usize, c_out: usize, k: (usize, usize), stride: (usize, usize), pads: [usize; 4], dil: (usize, usize), group: usize) -> QConv {
+    pub fn conv(
+        &mut self,
+        c_in: usize,
+        h: usize,
+        w: usize,
+        c_out: usize,
+        k: (usize, usize),
+        stride: (usize, usize),
+        pads: [usize; 4],
+        dil: (usize, usize),
+        group: usize,
+    ) -> QConv {
         let x_elem = Elem::U8;
-        let w_elem = if self.r.random_bool(0.5) { Elem::I8 } else { Elem::U8 };
+        let w_elem = if self.r.random_bool(0.5) {
+            Elem::I8
+        } else {
+            Elem::U8
+        };
         let per_ch = self.r.random_bool(0.5);
         let nz = if per_ch { c_out } else { 1 };
-        let w_zp = (0..nz).map(|_| if w_elem == Elem::I8 { 0 } else { self.r.random_range(120..136) }).collect();
+        let w_zp = (0..nz)
+            .map(|_| {
+                if w_elem == Elem::I8 {
+                    0
+                } else {
+                    self.r.random_range(120..136)
+                }
+            })
+            .collect();
         let scales = self.scale(if per_ch { c_out } else { 1 }, c_in / group * k.0 * k.1);
-        let y_elem = if self.r.random_bool(0.5) { Elem::U8 } else { Elem::I8 };
+        let y_elem = if self.r.random_bool(0.5) {
+            Elem::U8
+        } else {
+            Elem::I8
+        };
         QConv {
             c_in,
             h,
@@ -156,9 +201,17 @@ impl Gen {
             w_data: rand_elems(&mut self.r, w_elem, c_out * (c_in / group) * k.0 * k.1),
             w_elem,
             w_zp,
-            bias: self.r.random_bool(0.7).then(|| (0..c_out).map(|_| self.r.random_range(-3000..3000)).collect()),
+            bias: self.r.random_bool(0.7).then(|| {
+                (0..c_out)
+                    .map(|_| self.r.random_range(-3000..3000))
+                    .collect()
+            }),
             y_elem,
-            y_zp: if y_elem == Elem::U8 { self.r.random_range(0..256) } else { self.r.random_range(-128..128) },
+            y_zp: if y_elem == Elem::U8 {
+                self.r.random_range(0..256)
+            } else {
+                self.r.random_range(-128..128)
+            },
             scales,
         }
     }
@@ -179,10 +232,15 @@ pub fn ref_matmul(p: &QMatMul) -> Vec<i32> {
     let mut y = vec![0; p.m * p.n];
     for i in 0..p.m {
         for j in 0..p.n {
-            let zb = if p.b_zp.len() == 1 { p.b_zp[0] } else { p.b_zp[j] };
+            let zb = if p.b_zp.len() == 1 {
+                p.b_zp[0]
+            } else {
+                p.b_zp[j]
+            };
             let mut acc: i32 = p.bias.as_ref().map_or(0, |b| b[j]);
             for k in 0..p.k {
-                acc = acc.wrapping_add((p.a[i * p.k + k] - p.a_zp).wrapping_mul(p.b[k * p.n + j] - zb));
+                acc = acc
+                    .wrapping_add((p.a[i * p.k + k] - p.a_zp).wrapping_mul(p.b[k * p.n + j] - zb));
             }
             let q = if rq.len() == 1 { rq[0] } else { rq[j] };
             y[i * p.n + j] = q.apply(acc, p.y_zp, lo, hi);
@@ -201,7 +259,11 @@ pub fn ref_conv(p: &QConv) -> Vec<i32> {
     let mut y = vec![0; p.c_out * ho * wo];
     for co in 0..p.c_out {
         let g = co / opg;
-        let wz = if p.w_zp.len() == 1 { p.w_zp[0] } else { p.w_zp[co] };
+        let wz = if p.w_zp.len() == 1 {
+            p.w_zp[0]
+        } else {
+            p.w_zp[co]
+        };
         let q = if rq.len() == 1 { rq[0] } else { rq[co] };
         for oh in 0..ho {
             for ow in 0..wo {

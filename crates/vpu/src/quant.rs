@@ -20,7 +20,10 @@ mod tests {
                 _ => r.random(),
             };
             let zp = r.random_range(0..256);
-            assert_eq!(IntRequant::new(scale).apply(acc, zp, 0, 255), requant_f32(acc, scale, zp, 0, 255));
+            assert_eq!(
+                IntRequant::new(scale).apply(acc, zp, 0, 255),
+                requant_f32(acc, scale, zp, 0, 255)
+            );
         }
     }
 }

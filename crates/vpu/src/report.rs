@@ -3,7 +3,7 @@
 
 use crate::arch::Arch;
 use crate::network::NetworkResult;
-use crate::roofline::{Point, points_table, roofline_svg, table3};
+use crate::roofline::{Point, points_table, roofline_svg, table3, table4};
 use pimkit_report::{Section, Table};
 use std::path::Path;
 
@@ -28,7 +28,9 @@ pub fn sweep_title(s: &str) -> &'static str {
         "conv2d" => "QLinearConv 2-D roofline (Fig. 6): c/k sweep, 32 outputs",
         "conv1d" => "Causal 1-D QLinearConv roofline (Fig. 7): c/K sweep",
         "depthwise" => "Depthwise QLinearConv roofline (Fig. 8): i/k sweep, 256 channels",
-        "simd" => "SIMD x bandwidth (Fig. 9): best dataflow per kernel, 1/2/4 VPUs, 1.2/0.8/0.5 B/cycle, scalar host",
+        "simd" => {
+            "SIMD x bandwidth (Fig. 9): best dataflow per kernel, 1/2/4 VPUs, 1.2/0.8/0.5 B/cycle, scalar host"
+        }
         "arch" => "Lanes x cache/VLEN (Fig. 10): MM256, per dataflow",
         _ => "roofline",
     }
@@ -62,6 +64,11 @@ pub fn write_roofline_dir(points: &[Point], dir: &Path) -> std::io::Result<Vec<S
             std::fs::write(&t, table3(&pts).to_csv())?;
             files.push(t.display().to_string());
         }
+        if s == "arch" {
+            let t = dir.join("table4.csv");
+            std::fs::write(&t, table4(&pts).to_csv())?;
+            files.push(t.display().to_string());
+        }
     }
     Ok(files)
 }
@@ -69,8 +76,23 @@ pub fn write_roofline_dir(points: &[Point], dir: &Path) -> std::io::Result<Vec<S
 /// Per-layer table of a network run.
 pub fn layer_table(r: &NetworkResult) -> Table {
     let mut t = Table::new(
-        format!("{}: per-layer cost ({} VPU, {} B/cycle)", r.model, r.vpus, r.bandwidth),
-        &["layer", "op", "kernel", "dataflow", "cycles", "compute", "dma stall", "host", "offchip B", "ops", "energy mJ"],
+        format!(
+            "{}: per-layer cost ({} VPU, {} B/cycle)",
+            r.model, r.vpus, r.bandwidth
+        ),
+        &[
+            "layer",
+            "op",
+            "kernel",
+            "dataflow",
+            "cycles",
+            "compute",
+            "dma stall",
+            "host",
+            "offchip B",
+            "ops",
+            "energy mJ",
+        ],
     );
     for l in &r.layers {
         t.push(vec![
@@ -92,14 +114,30 @@ pub fn layer_table(r: &NetworkResult) -> Table {
 
 /// Table 5 equivalent: whole-network totals beside the paper's MobileNetV2 numbers.
 pub fn table5(runs: &[&NetworkResult]) -> Table {
-    let mut t = Table::new("Table 5 equivalent: whole network (pimkit; paper MobileNetV2 at SIMD=1: 941.3 M cycles, 186.2 MiB)", &[
-        "model", "VPUs", "cache", "N_op [M]", "cycles [M]", "latency @clock [ms]", "off-chip [MiB]", "host-side [MiB]", "Ops/cycle", "energy [J]",
-    ]);
+    let mut t = Table::new(
+        "Table 5 equivalent: whole network (pimkit; paper MobileNetV2 at SIMD=1: 941.3 M cycles, 186.2 MiB)",
+        &[
+            "model",
+            "VPUs",
+            "cache",
+            "N_op [M]",
+            "cycles [M]",
+            "latency @clock [ms]",
+            "off-chip [MiB]",
+            "host-side [MiB]",
+            "Ops/cycle",
+            "energy [J]",
+        ],
+    );
     for r in runs {
         t.push(vec![
             r.model.clone(),
             r.vpus.to_string(),
-            if r.cold_layers { "cold per layer".into() } else { "carried".into() },
+            if r.cold_layers {
+                "cold per layer".into()
+            } else {
+                "carried".into()
+            },
             format!("{:.1}", r.ops as f64 / 1e6),
             format!("{:.1}", r.cycles as f64 / 1e6),
             format!("{:.1}", r.latency_ms),
@@ -123,16 +161,33 @@ pub fn report_section(arch: &Arch, points: &[Point], runs: &[&NetworkResult]) ->
     s.note("Model, not measurement: NM-Carus per-instruction cycle costs are not public; the MAC and adder rates follow the paper, the remaining costs are configurable and calibrated (arch/nm-carus.toml cites each).");
     for sw in sweeps_in(points) {
         let pts: Vec<Point> = points.iter().filter(|p| p.sweep == sw).cloned().collect();
-        s.svg(format!("vpu_{sw}.svg"), sweep_title(&sw), roofline_svg(sweep_title(&sw), &pts));
+        s.svg(
+            format!("vpu_{sw}.svg"),
+            sweep_title(&sw),
+            roofline_svg(sweep_title(&sw), &pts),
+        );
         s.table(points_table(&format!("vpu_{sw}"), &pts));
     }
     if points.iter().any(|p| p.sweep == "simd") {
         s.table(table3(points));
-        let mut pt = Table::new("Table 3 in the paper (G_P, L_I)", &["Kernel", "G_P 1V", "G_P 4V", "L_I 1V", "L_I 4V"]);
+        let mut pt = Table::new(
+            "Table 3 in the paper (G_P, L_I)",
+            &["Kernel", "G_P 1V", "G_P 4V", "L_I 1V", "L_I 4V"],
+        );
         for (k, a, b, c, d) in PAPER_TABLE3 {
-            pt.push(vec![k.into(), a.to_string(), b.to_string(), c.to_string(), d.to_string()]);
+            pt.push(vec![
+                k.into(),
+                a.to_string(),
+                b.to_string(),
+                c.to_string(),
+                d.to_string(),
+            ]);
         }
         s.table(pt);
+    }
+    if points.iter().any(|p| p.sweep == "arch") {
+        s.table(table4(points));
+        s.note("Energy per op uses an assumed linear dynamic-power model in lanes and cache size (power.lane_share / power.cache_share, unverified); compare trends, not absolute pJ/op, with quinn Table 4.");
     }
     if !runs.is_empty() {
         s.table(table5(runs));
@@ -146,4 +201,36 @@ pub fn report_section(arch: &Arch, points: &[Point], runs: &[&NetworkResult]) ->
         "networks": runs,
     });
     s
+}
+
+/// Convenience for `pimkit report`: quick sweeps (every figure at reduced sizes) plus,
+/// when a quantized model is given, its network run at 1 VPU and at `arch.vpus`.
+pub fn build_section(
+    arch: &Arch,
+    model: Option<(
+        &pimkit_ir::Graph,
+        &std::collections::HashMap<String, pimkit_ir::Tensor>,
+    )>,
+    quick: bool,
+) -> crate::error::Result<Section> {
+    use crate::network::{NetOptions, run_network};
+    use crate::roofline::{Scale, Sweep, run_sweep};
+    let mut pts = vec![];
+    for s in Sweep::ALL {
+        pts.extend(run_sweep(arch, s, Scale { quick })?);
+    }
+    let mut runs = vec![];
+    if let Some((g, inputs)) = model {
+        runs.push(run_network(
+            g,
+            inputs,
+            &arch.with(1, arch.memory.bandwidth),
+            &NetOptions::default(),
+        )?);
+        if arch.vpus != 1 {
+            runs.push(run_network(g, inputs, arch, &NetOptions::default())?);
+        }
+    }
+    let refs: Vec<&NetworkResult> = runs.iter().collect();
+    Ok(report_section(arch, &pts, &refs))
 }

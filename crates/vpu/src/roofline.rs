@@ -5,11 +5,11 @@
 use crate::arch::Arch;
 use crate::error::{Result, VpuError};
 use crate::kernels::Dataflow;
+use crate::machine::Stats;
 use crate::ops::{Work, compute_roof};
 use crate::problem::{Gen, QConv, QMatMul};
 use crate::run::{ConvKind, MmKernel, run_conv, run_matmul};
 use crate::scalar::{scalar_conv, scalar_matmul};
-use crate::machine::Stats;
 use serde::Serialize;
 
 /// One characterized run.
@@ -38,10 +38,23 @@ pub struct Point {
 }
 
 impl Point {
-    fn new(sweep: &str, kernel: &str, label: String, df: &str, arch: &Arch, w: &Work, st: &Stats, host: bool) -> Point {
+    fn new(
+        sweep: &str,
+        kernel: &str,
+        label: String,
+        df: &str,
+        arch: &Arch,
+        w: &Work,
+        st: &Stats,
+        host: bool,
+    ) -> Point {
         let ops = w.n_op();
         let bytes = st.offchip_bytes.max(arch.cache.line_bytes as u64);
-        let power = if host { arch.power.host_dynamic_w } else { arch.vpu_power_w() * arch.vpus as f64 };
+        let power = if host {
+            arch.power.host_dynamic_w
+        } else {
+            arch.vpu_power_w() * arch.vpus as f64
+        };
         let seconds = st.cycles as f64 / (arch.clock_mhz * 1e6);
         Point {
             sweep: sweep.into(),
@@ -59,18 +72,30 @@ impl Point {
             dma_stall_cycles: st.dma_stall_cycles,
             throughput: ops as f64 / st.cycles.max(1) as f64,
             intensity: ops as f64 / bytes as f64,
-            roof: if host { crate::ops::HOST_PEAK } else { compute_roof(arch, arch.vpus, w) },
+            roof: if host {
+                crate::ops::HOST_PEAK
+            } else {
+                compute_roof(arch, arch.vpus, w)
+            },
             energy_pj_per_op: seconds * power / ops.max(1) as f64 * 1e12,
         }
     }
 }
 
 pub fn mm_work(p: &QMatMul) -> Work {
-    Work { macs: (p.m * p.k * p.n) as u64, n_in: (p.m * p.k + p.k * p.n) as u64, n_out: (p.m * p.n) as u64 }
+    Work {
+        macs: (p.m * p.k * p.n) as u64,
+        n_in: (p.m * p.k + p.k * p.n) as u64,
+        n_out: (p.m * p.n) as u64,
+    }
 }
 pub fn conv_work(p: &QConv) -> Work {
     let (ho, wo) = p.out_hw();
-    Work { macs: p.macs(), n_in: (p.x.len() + p.w_data.len()) as u64, n_out: (p.c_out * ho * wo) as u64 }
+    Work {
+        macs: p.macs(),
+        n_in: (p.x.len() + p.w_data.len()) as u64,
+        n_out: (p.c_out * ho * wo) as u64,
+    }
 }
 
 /// The sweeps of the paper.
@@ -92,7 +117,14 @@ pub enum Sweep {
 }
 
 impl Sweep {
-    pub const ALL: [Sweep; 6] = [Sweep::Matmul, Sweep::Conv2d, Sweep::Conv1d, Sweep::Depthwise, Sweep::Simd, Sweep::Arch];
+    pub const ALL: [Sweep; 6] = [
+        Sweep::Matmul,
+        Sweep::Conv2d,
+        Sweep::Conv1d,
+        Sweep::Depthwise,
+        Sweep::Simd,
+        Sweep::Arch,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Sweep::Matmul => "matmul",
@@ -136,12 +168,37 @@ fn mm_point(sweep: &str, label: String, arch: &Arch, p: &QMatMul, k: MmKernel) -
         MmKernel::Mm(df) => (if p.m == 1 { "VM" } else { "MM" }, df.name()),
         MmKernel::Vm => ("VM", "VM-db"),
     };
-    Ok(Point::new(sweep, kernel, label, df, arch, &mm_work(p), &st, false))
+    Ok(Point::new(
+        sweep,
+        kernel,
+        label,
+        df,
+        arch,
+        &mm_work(p),
+        &st,
+        false,
+    ))
 }
 
-fn conv_point(sweep: &str, label: String, arch: &Arch, p: &QConv, kind: ConvKind, df: Dataflow) -> Result<Point> {
+fn conv_point(
+    sweep: &str,
+    label: String,
+    arch: &Arch,
+    p: &QConv,
+    kind: ConvKind,
+    df: Dataflow,
+) -> Result<Point> {
     let (_, st) = run_conv(arch, p, kind, df)?;
-    Ok(Point::new(sweep, kind_name(kind), label, df.name(), arch, &conv_work(p), &st, false))
+    Ok(Point::new(
+        sweep,
+        kind_name(kind),
+        label,
+        df.name(),
+        arch,
+        &conv_work(p),
+        &st,
+        false,
+    ))
 }
 
 fn kind_name(k: ConvKind) -> &'static str {
@@ -161,13 +218,35 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
     let name = sweep.name();
     match sweep {
         Sweep::Matmul => {
-            let ns: &[usize] = if q { &[16, 32, 64] } else { &[16, 32, 64, 128, 256] };
+            let ns: &[usize] = if q {
+                &[16, 32, 64]
+            } else {
+                &[16, 32, 64, 128, 256]
+            };
             for &n in ns {
                 for df in Dataflow::ALL {
-                    pts.push(mm_point(name, format!("MM{n}"), &one, &mm(n, n), MmKernel::Mm(df))?);
-                    pts.push(mm_point(name, format!("VM{n}"), &one, &mm(n, 1), MmKernel::Mm(df))?);
+                    pts.push(mm_point(
+                        name,
+                        format!("MM{n}"),
+                        &one,
+                        &mm(n, n),
+                        MmKernel::Mm(df),
+                    )?);
+                    pts.push(mm_point(
+                        name,
+                        format!("VM{n}"),
+                        &one,
+                        &mm(n, 1),
+                        MmKernel::Mm(df),
+                    )?);
                 }
-                pts.push(mm_point(name, format!("VM{n}"), &one, &mm(n, 1), MmKernel::Vm)?);
+                pts.push(mm_point(
+                    name,
+                    format!("VM{n}"),
+                    &one,
+                    &mm(n, 1),
+                    MmKernel::Vm,
+                )?);
             }
         }
         Sweep::Conv2d => {
@@ -177,7 +256,14 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
                 for k in [3, 5, 7] {
                     let p = conv2d_p(c, k, hw, if q { 4 } else { 32 });
                     for df in Dataflow::ALL {
-                        pts.push(conv_point(name, format!("c{c}/k{k}"), &one, &p, ConvKind::Conv2d, df)?);
+                        pts.push(conv_point(
+                            name,
+                            format!("c{c}/k{k}"),
+                            &one,
+                            &p,
+                            ConvKind::Conv2d,
+                            df,
+                        )?);
                     }
                 }
             }
@@ -188,7 +274,14 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
                 for k in [3, 7] {
                     let p = conv1d_p(c, k, if q { 64 } else { 256 });
                     for df in Dataflow::ALL {
-                        pts.push(conv_point(name, format!("c{c}/K{k}"), &one, &p, ConvKind::Conv1d, df)?);
+                        pts.push(conv_point(
+                            name,
+                            format!("c{c}/K{k}"),
+                            &one,
+                            &p,
+                            ConvKind::Conv1d,
+                            df,
+                        )?);
                     }
                 }
             }
@@ -199,7 +292,14 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
                 for k in [3, 5, 7] {
                     let p = dw_p(if q { 32 } else { 256 }, i, k);
                     for df in Dataflow::ALL {
-                        pts.push(conv_point(name, format!("i{i}/k{k}"), &one, &p, ConvKind::Depthwise, df)?);
+                        pts.push(conv_point(
+                            name,
+                            format!("i{i}/k{k}"),
+                            &one,
+                            &p,
+                            ConvKind::Depthwise,
+                            df,
+                        )?);
                     }
                 }
             }
@@ -215,14 +315,29 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
                     a.cache.size_bytes = cap * 1024;
                     a.vpu.vrf_bytes = cap * 4 * a.vpu.vregs;
                     a.memory.latency_cycles = 0;
-                    let mut pt = mm_point(name, format!("L{lanes}/{cap}"), &a, &p, MmKernel::Mm(Dataflow::Os))?;
+                    let mut pt = mm_point(
+                        name,
+                        format!("L{lanes}/{cap}"),
+                        &a,
+                        &p,
+                        MmKernel::Mm(Dataflow::Os),
+                    )?;
                     pts.push(pt.clone());
                     for df in [Dataflow::Is, Dataflow::Ws] {
                         pt = mm_point(name, format!("L{lanes}/{cap}"), &a, &p, MmKernel::Mm(df))?;
                         pts.push(pt);
                     }
                     let (_, hst) = scalar_matmul(&a, &p)?;
-                    pts.push(Point::new(name, "MM", format!("L{lanes}/{cap}"), "host", &a, &mm_work(&p), &hst, true));
+                    pts.push(Point::new(
+                        name,
+                        "MM",
+                        format!("L{lanes}/{cap}"),
+                        "host",
+                        &a,
+                        &mm_work(&p),
+                        &hst,
+                        true,
+                    ));
                 }
             }
         }
@@ -234,18 +349,39 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
 pub fn simd_problems(q: bool) -> Vec<(&'static str, Problem)> {
     if q {
         vec![
-            ("1D convolution", Problem::Conv(conv1d_p(8, 3, 128), ConvKind::Conv1d, Dataflow::Is)),
+            (
+                "1D convolution",
+                Problem::Conv(conv1d_p(8, 3, 128), ConvKind::Conv1d, Dataflow::Is),
+            ),
             ("MM", Problem::Mm(mm(64, 64), MmKernel::Mm(Dataflow::Os))),
-            ("2D convolution", Problem::Conv(conv2d_p(3, 3, 24, 8), ConvKind::Conv2d, Dataflow::Os)),
-            ("Depthwise", Problem::Conv(dw_p(32, 8, 3), ConvKind::Depthwise, Dataflow::Is)),
+            (
+                "2D convolution",
+                Problem::Conv(conv2d_p(3, 3, 24, 8), ConvKind::Conv2d, Dataflow::Os),
+            ),
+            (
+                "Depthwise",
+                Problem::Conv(dw_p(32, 8, 3), ConvKind::Depthwise, Dataflow::Is),
+            ),
             ("VM", Problem::Mm(mm(128, 1), MmKernel::Vm)),
         ]
     } else {
         vec![
-            ("1D convolution", Problem::Conv(conv1d_p(32, 3, 1024), ConvKind::Conv1d, Dataflow::Is)),
-            ("MM", Problem::Mm(mm(1024, 1024), MmKernel::Mm(Dataflow::Os))),
-            ("2D convolution", Problem::Conv(conv2d_p(3, 3, 224, 32), ConvKind::Conv2d, Dataflow::Os)),
-            ("Depthwise", Problem::Conv(dw_p(256, 28, 3), ConvKind::Depthwise, Dataflow::Is)),
+            (
+                "1D convolution",
+                Problem::Conv(conv1d_p(16, 3, 1024), ConvKind::Conv1d, Dataflow::Is),
+            ),
+            (
+                "MM",
+                Problem::Mm(mm(1024, 1024), MmKernel::Mm(Dataflow::Os)),
+            ),
+            (
+                "2D convolution",
+                Problem::Conv(conv2d_p(3, 3, 224, 32), ConvKind::Conv2d, Dataflow::Os),
+            ),
+            (
+                "Depthwise",
+                Problem::Conv(dw_p(256, 28, 3), ConvKind::Depthwise, Dataflow::Is),
+            ),
             ("VM", Problem::Mm(mm(1024, 1), MmKernel::Vm)),
         ]
     }
@@ -301,7 +437,21 @@ fn simd_points(base: &Arch, q: bool) -> Result<Vec<Point>> {
 pub fn table3(points: &[Point]) -> pimkit_report::Table {
     let mut t = pimkit_report::Table::new(
         "Table 3: throughput gain G_P and intensity loss L_I vs the scalar host (1.2 B/cycle)",
-        &["Kernel", "P 1V", "P 4V", "Host P 1V", "Host P 4V", "G_P 1V", "G_P 4V", "I 1V", "I 4V", "Host I 1V", "Host I 4V", "L_I 1V", "L_I 4V"],
+        &[
+            "Kernel",
+            "P 1V",
+            "P 4V",
+            "Host P 1V",
+            "Host P 4V",
+            "G_P 1V",
+            "G_P 4V",
+            "I 1V",
+            "I 4V",
+            "Host I 1V",
+            "Host I 4V",
+            "L_I 1V",
+            "L_I 4V",
+        ],
     );
     let mut kernels: Vec<&str> = vec![];
     for p in points.iter().filter(|p| p.sweep == "simd") {
@@ -310,8 +460,20 @@ pub fn table3(points: &[Point]) -> pimkit_report::Table {
         }
     }
     for k in kernels {
-        let find = |v: usize, host: bool| points.iter().find(|p| p.sweep == "simd" && p.kernel == k && p.vpus == v && (p.bandwidth - 1.2).abs() < 1e-9 && (p.dataflow == "host") == host);
-        let (Some(q1), Some(q4), Some(h1), Some(h4)) = (find(1, false), find(4, false), find(1, true), find(4, true)) else { continue };
+        let find = |v: usize, host: bool| {
+            points.iter().find(|p| {
+                p.sweep == "simd"
+                    && p.kernel == k
+                    && p.vpus == v
+                    && (p.bandwidth - 1.2).abs() < 1e-9
+                    && (p.dataflow == "host") == host
+            })
+        };
+        let (Some(q1), Some(q4), Some(h1), Some(h4)) =
+            (find(1, false), find(4, false), find(1, true), find(4, true))
+        else {
+            continue;
+        };
         t.push(vec![
             k.to_string(),
             format!("{:.2}", q1.throughput),
@@ -331,18 +493,88 @@ pub fn table3(points: &[Point]) -> pimkit_report::Table {
     t
 }
 
+/// Table 4 equivalent from the §5.10 points: energy per op per dataflow and the OS
+/// energy saving against the scalar host, per (lanes, cache).
+pub fn table4(points: &[Point]) -> pimkit_report::Table {
+    let mut t = pimkit_report::Table::new(
+        "Table 4: QLinearMatMul energy per op [pJ/op] and OS saving vs the host, lanes x cache",
+        &[
+            "Lanes",
+            "Cache [KiB]",
+            "OS",
+            "IS",
+            "WS",
+            "Saving (OS) vs CPU",
+        ],
+    );
+    let arch: Vec<&Point> = points.iter().filter(|p| p.sweep == "arch").collect();
+    let mut keys: Vec<(usize, usize)> = arch.iter().map(|p| (p.lanes, p.cache_kib)).collect();
+    keys.sort();
+    keys.dedup();
+    for (l, c) in keys {
+        let e = |df: &str| {
+            arch.iter()
+                .find(|p| p.lanes == l && p.cache_kib == c && p.dataflow == df)
+                .map(|p| p.energy_pj_per_op)
+        };
+        let (Some(os), Some(is), Some(ws), Some(host)) = (e("OS"), e("IS"), e("WS"), e("host"))
+        else {
+            continue;
+        };
+        t.push(vec![
+            l.to_string(),
+            c.to_string(),
+            format!("{os:.1}"),
+            format!("{is:.1}"),
+            format!("{ws:.1}"),
+            format!("{:.1}x", host / os),
+        ]);
+    }
+    t
+}
+
 /// All points as a CSV table.
 pub fn points_table(title: &str, points: &[Point]) -> pimkit_report::Table {
-    let mut t = pimkit_report::Table::new(title, &[
-        "sweep", "kernel", "label", "dataflow", "vpus", "bandwidth", "lanes", "cache_kib", "vlen", "ops", "cycles",
-        "offchip_bytes", "dma_stall_cycles", "ops_per_cycle", "ops_per_byte", "roof", "pj_per_op",
-    ]);
+    let mut t = pimkit_report::Table::new(
+        title,
+        &[
+            "sweep",
+            "kernel",
+            "label",
+            "dataflow",
+            "vpus",
+            "bandwidth",
+            "lanes",
+            "cache_kib",
+            "vlen",
+            "ops",
+            "cycles",
+            "offchip_bytes",
+            "dma_stall_cycles",
+            "ops_per_cycle",
+            "ops_per_byte",
+            "roof",
+            "pj_per_op",
+        ],
+    );
     for p in points {
         t.push(vec![
-            p.sweep.clone(), p.kernel.clone(), p.label.clone(), p.dataflow.clone(), p.vpus.to_string(),
-            p.bandwidth.to_string(), p.lanes.to_string(), p.cache_kib.to_string(), p.vlen.to_string(),
-            p.ops.to_string(), p.cycles.to_string(), p.offchip_bytes.to_string(), p.dma_stall_cycles.to_string(),
-            format!("{:.4}", p.throughput), format!("{:.3}", p.intensity), format!("{:.3}", p.roof),
+            p.sweep.clone(),
+            p.kernel.clone(),
+            p.label.clone(),
+            p.dataflow.clone(),
+            p.vpus.to_string(),
+            p.bandwidth.to_string(),
+            p.lanes.to_string(),
+            p.cache_kib.to_string(),
+            p.vlen.to_string(),
+            p.ops.to_string(),
+            p.cycles.to_string(),
+            p.offchip_bytes.to_string(),
+            p.dma_stall_cycles.to_string(),
+            format!("{:.4}", p.throughput),
+            format!("{:.3}", p.intensity),
+            format!("{:.3}", p.roof),
             format!("{:.1}", p.energy_pj_per_op),
         ]);
     }
@@ -359,22 +591,55 @@ pub fn roofline_svg(title: &str, points: &[Point]) -> String {
         let pt = (p.intensity, p.throughput);
         match series.iter_mut().find(|s| s.name == name) {
             Some(s) => s.points.push(pt),
-            None => series.push(Series { name, points: vec![pt], line: false }),
+            None => series.push(Series {
+                name,
+                points: vec![pt],
+                line: false,
+            }),
         }
     }
-    let xmin = points.iter().map(|p| p.intensity).fold(f64::INFINITY, f64::min).min(0.1) / 2.0;
-    let xmax = points.iter().map(|p| p.intensity).fold(0.0, f64::max).max(10.0) * 2.0;
-    let mut roofs: Vec<(usize, f64)> = points.iter().filter(|p| p.dataflow != "host").map(|p| (p.vpus, p.roof)).collect();
+    let xmin = points
+        .iter()
+        .map(|p| p.intensity)
+        .fold(f64::INFINITY, f64::min)
+        .min(0.1)
+        / 2.0;
+    let xmax = points
+        .iter()
+        .map(|p| p.intensity)
+        .fold(0.0, f64::max)
+        .max(10.0)
+        * 2.0;
+    let mut roofs: Vec<(usize, f64)> = points
+        .iter()
+        .filter(|p| p.dataflow != "host")
+        .map(|p| (p.vpus, p.roof))
+        .collect();
     roofs.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
     roofs.dedup_by_key(|r| r.0);
     for (v, r) in roofs {
-        series.push(Series { name: format!("compute roof {v} VPU ({r:.2})"), points: vec![(xmin, r), (xmax, r)], line: true });
+        series.push(Series {
+            name: format!("compute roof {v} VPU ({r:.2})"),
+            points: vec![(xmin, r), (xmax, r)],
+            line: true,
+        });
     }
     let mut bws: Vec<f64> = points.iter().map(|p| p.bandwidth).collect();
     bws.sort_by(|a, b| b.total_cmp(a));
     bws.dedup();
     for bw in bws {
-        series.push(Series { name: format!("memory roof {bw} B/cycle"), points: vec![(xmin, xmin * bw), (xmax, xmax * bw)], line: true });
+        series.push(Series {
+            name: format!("memory roof {bw} B/cycle"),
+            points: vec![(xmin, xmin * bw), (xmax, xmax * bw)],
+            line: true,
+        });
     }
-    line_chart(title, "Operational intensity [Ops/Byte]", "Throughput [Ops/Cycle]", &series, true, true)
+    line_chart(
+        title,
+        "Operational intensity [Ops/Byte]",
+        "Throughput [Ops/Cycle]",
+        &series,
+        true,
+        true,
+    )
 }

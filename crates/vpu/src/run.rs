@@ -72,7 +72,10 @@ pub fn run_conv(arch: &Arch, p: &QConv, kind: ConvKind, df: Dataflow) -> Result<
     match kind {
         ConvKind::Conv2d | ConvKind::Conv1d => {
             if p.group != 1 {
-                return Err(crate::error::kerr("QLinearConv", "grouped convolution: use the depthwise kernel (group = C)"));
+                return Err(crate::error::kerr(
+                    "QLinearConv",
+                    "grouped convolution: use the depthwise kernel (group = C)",
+                ));
             }
             let job = conv2d::place(&mut m, p);
             s0 = m.counters();
@@ -85,7 +88,10 @@ pub fn run_conv(arch: &Arch, p: &QConv, kind: ConvKind, df: Dataflow) -> Result<
         }
         ConvKind::Depthwise => {
             if p.group != p.c_in || p.c_in != p.c_out {
-                return Err(crate::error::kerr("QLinearConv-depthwise", "needs group = C_in = C_out"));
+                return Err(crate::error::kerr(
+                    "QLinearConv-depthwise",
+                    "needs group = C_in = C_out",
+                ));
             }
             let job = depthwise::place(&mut m, p);
             s0 = m.counters();

@@ -48,7 +48,9 @@ impl Machine {
         self.issue(p, &[vs], Some(vd), c);
         if vd == vs {
             let r = self.reg(vd);
-            self.vrf[p][r][..vl].iter_mut().for_each(|e| *e = e.wrapping_add(x));
+            self.vrf[p][r][..vl]
+                .iter_mut()
+                .for_each(|e| *e = e.wrapping_add(x));
         } else {
             let (d, s) = self.two(p, vd, vs);
             for i in 0..vl {
@@ -118,7 +120,16 @@ impl Machine {
 
     /// Requantize `vd[0..vl]` in place to [lo, hi] with zero point `zp`; `rq` holds one
     /// requantizer (per-tensor / per-register channel) or `vl` of them (per element).
-    pub fn vrequant(&mut self, p: usize, vd: usize, rq: &[IntRequant], zp: i32, lo: i32, hi: i32, vl: usize) {
+    pub fn vrequant(
+        &mut self,
+        p: usize,
+        vd: usize,
+        rq: &[IntRequant],
+        zp: i32,
+        lo: i32,
+        hi: i32,
+        vl: usize,
+    ) {
         let q = &self.arch.vpu.requant;
         let n = (q.mul + q.add + q.shift + q.minmax) as usize;
         // Issued as its instruction sequence: charge the host once per instruction.

@@ -10,8 +10,15 @@ fn check(arch: &Arch, kind: ConvKind, p: &pimkit_vpu::problem::QConv) {
     let want = ref_conv(p);
     for df in Dataflow::ALL {
         let (got, st) = run_conv(arch, p, kind, df).unwrap();
-        assert_eq!(got, want, "{kind:?} {df:?} vpus={} c{} {}x{} k{}x{} s{:?} pads{:?} d{:?}", arch.vpus, p.c_in, p.h, p.w, p.kh, p.kw, p.stride, p.pads, p.dil);
-        assert_eq!(st.cycles, st.compute_cycles + st.dma_stall_cycles + st.host_cycles);
+        assert_eq!(
+            got, want,
+            "{kind:?} {df:?} vpus={} c{} {}x{} k{}x{} s{:?} pads{:?} d{:?}",
+            arch.vpus, p.c_in, p.h, p.w, p.kh, p.kw, p.stride, p.pads, p.dil
+        );
+        assert_eq!(
+            st.cycles,
+            st.compute_cycles + st.dma_stall_cycles + st.host_cycles
+        );
     }
 }
 
@@ -19,20 +26,60 @@ fn check(arch: &Arch, kind: ConvKind, p: &pimkit_vpu::problem::QConv) {
 fn conv2d_shapes() {
     let a = Arch::default();
     let mut g = Gen::new(1);
-    check(&a, ConvKind::Conv2d, &g.conv(3, 20, 30, 5, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1));
-    check(&a, ConvKind::Conv2d, &g.conv(4, 17, 19, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1));
-    check(&a, ConvKind::Conv2d, &g.conv(2, 12, 300, 2, (5, 5), (1, 1), [2, 2, 2, 2], (1, 1), 1));
-    check(&a, ConvKind::Conv2d, &g.conv(2, 11, 13, 2, (3, 2), (1, 2), [0, 1, 1, 0], (2, 1), 1));
-    check(&a.with(4, 0.8), ConvKind::Conv2d, &g.conv(3, 23, 40, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1));
-    check(&a.with(2, 1.2), ConvKind::Conv2d, &g.conv(5, 9, 9, 3, (1, 1), (1, 1), [0, 0, 0, 0], (1, 1), 1));
+    check(
+        &a,
+        ConvKind::Conv2d,
+        &g.conv(3, 20, 30, 5, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+    );
+    check(
+        &a,
+        ConvKind::Conv2d,
+        &g.conv(4, 17, 19, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1),
+    );
+    check(
+        &a,
+        ConvKind::Conv2d,
+        &g.conv(2, 12, 300, 2, (5, 5), (1, 1), [2, 2, 2, 2], (1, 1), 1),
+    );
+    check(
+        &a,
+        ConvKind::Conv2d,
+        &g.conv(2, 11, 13, 2, (3, 2), (1, 2), [0, 1, 1, 0], (2, 1), 1),
+    );
+    check(
+        &a.with(4, 0.8),
+        ConvKind::Conv2d,
+        &g.conv(3, 23, 40, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+    );
+    check(
+        &a.with(2, 1.2),
+        ConvKind::Conv2d,
+        &g.conv(5, 9, 9, 3, (1, 1), (1, 1), [0, 0, 0, 0], (1, 1), 1),
+    );
 }
 
 #[test]
 fn conv1d_causal_shapes() {
     let a = Arch::default();
     let mut g = Gen::new(2);
-    for (c, k, l, d, vpus) in [(3usize, 3usize, 40usize, 1usize, 1usize), (30, 3, 300, 1, 1), (12, 7, 600, 2, 4), (5, 1, 17, 1, 2), (28, 3, 70, 1, 2)] {
-        let p = g.conv(c, 1, l, c + 1, (1, k), (1, 1), [0, (k - 1) * d, 0, 0], (1, d), 1);
+    for (c, k, l, d, vpus) in [
+        (3usize, 3usize, 40usize, 1usize, 1usize),
+        (30, 3, 300, 1, 1),
+        (12, 7, 600, 2, 4),
+        (5, 1, 17, 1, 2),
+        (28, 3, 70, 1, 2),
+    ] {
+        let p = g.conv(
+            c,
+            1,
+            l,
+            c + 1,
+            (1, k),
+            (1, 1),
+            [0, (k - 1) * d, 0, 0],
+            (1, d),
+            1,
+        );
         check(&a.with(vpus, 1.2), ConvKind::Conv1d, &p);
     }
 }
@@ -41,9 +88,25 @@ fn conv1d_causal_shapes() {
 fn depthwise_shapes() {
     let a = Arch::default();
     let mut g = Gen::new(3);
-    for (c, h, k, s, vpus) in [(16usize, 9usize, 3usize, 1usize, 1usize), (300, 7, 3, 2, 1), (8, 8, 5, 1, 2), (40, 10, 3, 1, 4), (24, 6, 2, 2, 1)] {
+    for (c, h, k, s, vpus) in [
+        (16usize, 9usize, 3usize, 1usize, 1usize),
+        (300, 7, 3, 2, 1),
+        (8, 8, 5, 1, 2),
+        (40, 10, 3, 1, 4),
+        (24, 6, 2, 2, 1),
+    ] {
         let pad = k / 2;
-        let p = g.conv(c, h, h + 1, c, (k, k), (s, s), [pad, pad, pad, pad], (1, 1), c);
+        let p = g.conv(
+            c,
+            h,
+            h + 1,
+            c,
+            (k, k),
+            (s, s),
+            [pad, pad, pad, pad],
+            (1, 1),
+            c,
+        );
         check(&a.with(vpus, 1.2), ConvKind::Depthwise, &p);
     }
     let p = g.conv(10, 9, 9, 10, (3, 3), (1, 1), [2, 2, 2, 2], (2, 2), 10);
@@ -68,7 +131,12 @@ fn depthwise_ring_reads_less_than_naive_os() {
     let a = Arch::default();
     let (_, os) = run_conv(&a, &p, ConvKind::Depthwise, Dataflow::Os).unwrap();
     let (_, is) = run_conv(&a, &p, ConvKind::Depthwise, Dataflow::Is).unwrap();
-    assert!(is.dma_bytes * 2 < os.dma_bytes, "IS {} vs OS {}", is.dma_bytes, os.dma_bytes);
+    assert!(
+        is.dma_bytes * 2 < os.dma_bytes,
+        "IS {} vs OS {}",
+        is.dma_bytes,
+        os.dma_bytes
+    );
     assert!(is.cycles < os.cycles);
 }
 

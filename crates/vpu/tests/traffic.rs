@@ -13,8 +13,10 @@ fn streaming_copy_moves_exactly_its_bytes() {
     let dst = m.alloc(n);
     let s0 = m.counters();
     for off in (0..n).step_by(v) {
-        m.dma_in(&Xfer::row(0, 0, 0, v, src + off as u64, Elem::U8, v)).unwrap();
-        m.dma_out(&Xfer::row(0, 0, 0, v, dst + off as u64, Elem::U8, v)).unwrap();
+        m.dma_in(&Xfer::row(0, 0, 0, v, src + off as u64, Elem::U8, v))
+            .unwrap();
+        m.dma_out(&Xfer::row(0, 0, 0, v, dst + off as u64, Elem::U8, v))
+            .unwrap();
     }
     // Write back what is still dirty so every written byte is counted once.
     m.cache.flush();
@@ -42,7 +44,8 @@ fn resident_operand_hits_after_first_pass() {
     let s0 = m.counters();
     for _ in 0..3 {
         for off in (0..n).step_by(v) {
-            m.dma_in(&Xfer::row(0, 1, 0, v, src + off as u64, Elem::I8, v)).unwrap();
+            m.dma_in(&Xfer::row(0, 1, 0, v, src + off as u64, Elem::I8, v))
+                .unwrap();
         }
     }
     m.finish();
@@ -61,20 +64,35 @@ fn lower_bandwidth_means_more_cycles_same_bytes() {
         let src = m.put(Elem::U8, &vec![1; 256 * 1024]);
         let s0 = m.counters();
         for off in (0..256 * 1024).step_by(v) {
-            m.dma_in(&Xfer::row(0, 0, 0, v, src + off as u64, Elem::U8, v)).unwrap();
+            m.dma_in(&Xfer::row(0, 0, 0, v, src + off as u64, Elem::U8, v))
+                .unwrap();
         }
         m.finish();
         m.stats_since(&s0)
     };
     let (f, s) = (run(1.2), run(0.5));
     assert_eq!(f.offchip_bytes, s.offchip_bytes);
-    assert!(s.cycles as f64 > 1.8 * f.cycles as f64, "{} vs {}", s.cycles, f.cycles);
+    assert!(
+        s.cycles as f64 > 1.8 * f.cycles as f64,
+        "{} vs {}",
+        s.cycles,
+        f.cycles
+    );
 }
 
 #[test]
 fn zero_bandwidth_is_rejected() {
     let e = Machine::new(&Arch::default().with(1, 0.0)).err().unwrap();
-    assert!(matches!(e, VpuError::BadArch { field: "memory.bandwidth", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            VpuError::BadArch {
+                field: "memory.bandwidth",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -82,6 +100,12 @@ fn out_of_range_dma_is_an_error() {
     let mut m = Machine::new(&Arch::default()).unwrap();
     let a = m.alloc(16);
     let v = m.vlen;
-    assert!(m.dma_in(&Xfer::row(0, 0, 0, v, a, Elem::U8, 1 << 20)).is_err());
-    assert!(m.dma_in(&Xfer::row(3, 0, 0, v, a, Elem::U8, 4)).is_err(), "VPU 3 does not exist");
+    assert!(
+        m.dma_in(&Xfer::row(0, 0, 0, v, a, Elem::U8, 1 << 20))
+            .is_err()
+    );
+    assert!(
+        m.dma_in(&Xfer::row(3, 0, 0, v, a, Elem::U8, 4)).is_err(),
+        "VPU 3 does not exist"
+    );
 }

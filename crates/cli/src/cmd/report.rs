@@ -23,6 +23,7 @@ pub enum Engine {
     Offload,
     Xbar,
     Puma,
+    Vpu,
 }
 
 /// The built-in set: each engine on a model of the kind its paper studies.
@@ -32,10 +33,11 @@ pub const DEFAULT_JOBS: &[(Engine, &str)] = &[
     (Engine::Offload, "zoo:llama_decode?weights=none"),
     (Engine::Xbar, "zoo:rnc_mobilenet_v3_small?weights=none"),
     (Engine::Puma, "zoo:puma_mlp_l4"),
+    (Engine::Vpu, "zoo:q_mobilenet_v2"),
 ];
 
 /// Every engine, for a model the user names.
-pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops, Engine::Offload, Engine::Xbar, Engine::Puma];
+pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops, Engine::Offload, Engine::Xbar, Engine::Puma, Engine::Vpu];
 
 /// Loop nests of the model with native per-nest timings.
 fn loops_section(g: &Graph) -> anyhow::Result<Section> {
@@ -65,6 +67,19 @@ fn puma_section(g: &Graph) -> anyhow::Result<Section> {
     Ok(pimkit_puma::report_section(&res, Some(&prog)))
 }
 
+/// Quick roofline sweeps plus, for a quantized model, its run on the simulated VPUs.
+fn vpu_section(g: &Graph) -> anyhow::Result<Section> {
+    let arch = pimkit_vpu::Arch::default();
+    let quantized = g.nodes.iter().any(|n| matches!(n.op, pimkit_ir::Op::QLinearConv(_) | pimkit_ir::Op::QLinearMatMul));
+    let inputs = pimkit_interp::random_inputs(g, 0);
+    let model = quantized.then_some((g, &inputs));
+    let mut s = pimkit_vpu::report::build_section(&arch, model, true).map_err(user)?;
+    if !quantized {
+        s.note("The model has no QLinearConv/QLinearMatMul: only the kernel rooflines are shown.");
+    }
+    Ok(s)
+}
+
 /// Run one engine; an engine that cannot handle the model yields a note, not a failure.
 fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
     let r = match engine {
@@ -73,6 +88,7 @@ fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
         Engine::Offload => offload_section(g),
         Engine::Xbar => xbar_section(g),
         Engine::Puma => puma_section(g),
+        Engine::Vpu => vpu_section(g),
     };
     r.unwrap_or_else(|e| {
         let mut s = Section::new(format!("{engine:?}").to_lowercase(), format!("{engine:?} on {spec}"));

@@ -1,8 +1,190 @@
-//! Placeholder owned by the vpu engine: replaced by its subcommands.
+//! `pimkit vpu`: the QUINN near-memory vector engine (crate pimkit-vpu).
+//! Staged copy of crates/cli/src/cmd/vpu.rs: needs `pimkit-vpu` as a CLI dependency.
+
+use crate::error::user;
+use crate::model::{load_model, model_label};
+use crate::output::print_json;
+use pimkit_vpu::Arch;
+use pimkit_vpu::network::{DataflowChoice, NetOptions, run_network};
+use pimkit_vpu::roofline::{Scale, Sweep, run_sweep, table3};
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Subcommand, Debug)]
-pub enum VpuCmd {}
+pub enum VpuCmd {
+    /// Run a quantized model end to end on the simulated NM-Carus system
+    Run {
+        /// model.onnx or zoo:NAME?k=v (QOperator quantized, e.g. zoo:q_mobilenet_v2)
+        model: String,
+        /// Input tensor (.npy) for the first graph input (default: deterministic random)
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Cooperating VPUs (1, 2, 4)
+        #[arg(long)]
+        vpus: Option<usize>,
+        /// Off-chip bandwidth in B/cycle (1.2, 0.8, 0.5)
+        #[arg(long)]
+        bandwidth: Option<f64>,
+        /// Dataflow for every kernel layer: auto | os | is | ws
+        #[arg(long, default_value = "auto")]
+        dataflow: String,
+        /// Start every layer with a cold cache (the paper's per-layer methodology)
+        #[arg(long)]
+        cold: bool,
+        /// Architecture TOML (default: built-in arch/nm-carus.toml values)
+        #[arg(long)]
+        arch: Option<PathBuf>,
+        /// Write outputs as .npy plus result.json, layers.csv here
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Roofline sweeps (quinn Figs. 5-10): CSV + SVG per sweep
+    Roofline {
+        /// matmul, conv2d, conv1d, depthwise, simd, arch (repeatable; default all)
+        #[arg(long = "kernel")]
+        kernels: Vec<String>,
+        /// Small problem sizes (seconds instead of minutes)
+        #[arg(long)]
+        quick: bool,
+        #[arg(long)]
+        arch: Option<PathBuf>,
+        #[arg(short = 'o', long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the Table 3 equivalent (vector kernels vs the scalar host)
+    Table3 {
+        #[arg(long)]
+        quick: bool,
+        #[arg(long)]
+        arch: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn arch_of(p: &Option<PathBuf>) -> anyhow::Result<Arch> {
+    match p {
+        Some(p) => Arch::from_file(p).map_err(user),
+        None => Ok(Arch::default()),
+    }
+}
 
 pub fn run(c: VpuCmd) -> anyhow::Result<()> {
-    match c {}
+    match c {
+        VpuCmd::Run {
+            model,
+            input,
+            vpus,
+            bandwidth,
+            dataflow,
+            cold,
+            arch,
+            out,
+            json,
+        } => {
+            let mut a = arch_of(&arch)?;
+            if let Some(v) = vpus {
+                a.vpus = v;
+            }
+            if let Some(b) = bandwidth {
+                a.memory.bandwidth = b;
+            }
+            a.validate().map_err(user)?;
+            let df = DataflowChoice::parse(&dataflow)
+                .ok_or_else(|| user(format!("--dataflow {dataflow}: use auto, os, is or ws")))?;
+            let g = load_model(&model)?;
+            let mut inputs = pimkit_interp::random_inputs(&g, 0);
+            if let Some(p) = input {
+                let t = pimkit_ir::npy::read_npy(&p)
+                    .map_err(|e| user(format!("{}: {e}", p.display())))?;
+                let first = g
+                    .inputs
+                    .first()
+                    .ok_or_else(|| user("the model has no inputs"))?;
+                inputs.insert(g.value(*first).name.clone(), t);
+            }
+            let r = run_network(
+                &g,
+                &inputs,
+                &a,
+                &NetOptions {
+                    dataflow: df,
+                    cold_layers: cold,
+                },
+            )
+            .map_err(user)?;
+            if let Some(dir) = &out {
+                std::fs::create_dir_all(dir)?;
+                for (i, t) in r.outputs.iter().enumerate() {
+                    pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t)?;
+                }
+                std::fs::write(dir.join("result.json"), serde_json::to_string_pretty(&r)?)?;
+                std::fs::write(
+                    dir.join("layers.csv"),
+                    pimkit_vpu::report::layer_table(&r).to_csv(),
+                )?;
+            }
+            if json {
+                return print_json(&r);
+            }
+            println!("{}", pimkit_vpu::report::layer_table(&r).to_terminal());
+            println!(
+                "{}: {:.1} M cycles ({:.1} ms at {} MHz; compute {:.1} M, DMA stall {:.1} M, host {:.1} M), off-chip {:.2} MiB, {:.1} M ops ({:.2} Ops/cycle), {:.3} J",
+                model_label(&model),
+                r.cycles as f64 / 1e6,
+                r.latency_ms,
+                a.clock_mhz,
+                r.compute_cycles as f64 / 1e6,
+                r.dma_stall_cycles as f64 / 1e6,
+                r.host_cycles as f64 / 1e6,
+                r.offchip_bytes as f64 / 1048576.0,
+                r.ops as f64 / 1e6,
+                r.ops as f64 / r.cycles.max(1) as f64,
+                r.energy_j
+            );
+            Ok(())
+        }
+        VpuCmd::Roofline {
+            kernels,
+            quick,
+            arch,
+            out,
+            json,
+        } => {
+            let a = arch_of(&arch)?;
+            let sweeps: Vec<Sweep> = if kernels.is_empty() {
+                Sweep::ALL.to_vec()
+            } else {
+                kernels
+                    .iter()
+                    .map(|k| Sweep::parse(k).map_err(user))
+                    .collect::<anyhow::Result<_>>()?
+            };
+            let mut pts = vec![];
+            for s in sweeps {
+                pts.extend(run_sweep(&a, s, Scale { quick }).map_err(user)?);
+            }
+            let files = pimkit_vpu::report::write_roofline_dir(&pts, Path::new(&out))?;
+            if json {
+                return print_json(&pts);
+            }
+            for f in files {
+                println!("wrote {f}");
+            }
+            Ok(())
+        }
+        VpuCmd::Table3 { quick, arch, json } => {
+            let a = arch_of(&arch)?;
+            let pts = run_sweep(&a, Sweep::Simd, Scale { quick }).map_err(user)?;
+            let t = table3(&pts);
+            if json {
+                return print_json(&t);
+            }
+            println!("{}", t.to_terminal());
+            Ok(())
+        }
+    }
 }

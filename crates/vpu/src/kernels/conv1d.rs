@@ -36,14 +36,20 @@ impl Plan {
 
 fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
     if j.h != 1 || j.kh != 1 || j.stride != (1, 1) || j.pads[0] != 0 || j.pads[2] != 0 {
-        return Err(kerr("QLinearConv-1D", "needs H = 1, a 1 x K filter and unit stride"));
+        return Err(kerr(
+            "QLinearConv-1D",
+            "needs H = 1, a 1 x K filter and unit stride",
+        ));
     }
     let v = m.vlen;
     let halo = (j.kw - 1) * j.dil.1;
     if halo + 1 > v {
         return Err(VpuError::VrfTooSmall {
             kernel: "QLinearConv-1D",
-            msg: format!("the causal window of {} samples does not fit a {v}-element register", halo + 1),
+            msg: format!(
+                "the causal window of {} samples does not fit a {v}-element register",
+                halo + 1
+            ),
         });
     }
     let (_, lo) = j.out_hw();
@@ -58,7 +64,9 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
     let lc = v - halo;
     let p = m.vpus();
     let per = lo.div_ceil(p);
-    let bands: Vec<_> = (0..p).map(|q| ((q * per).min(lo), ((q + 1) * per).min(lo))).collect();
+    let bands: Vec<_> = (0..p)
+        .map(|q| ((q * per).min(lo), ((q + 1) * per).min(lo)))
+        .collect();
     let groups = j.c_in.div_ceil(in_slots);
     let spill = (df != Dataflow::Os && groups > 1).then(|| m.alloc(j.c_out * lo * 4));
     Ok(Plan {
@@ -125,7 +133,9 @@ fn load_inputs(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, g: usize) -> R
     let (ci0, n) = group(j, pl, g);
     let es = j.x_elem.size();
     for q in 0..m.vpus() {
-        let Some((c0, len)) = pl.chunk(q, t) else { continue };
+        let Some((c0, len)) = pl.chunk(q, t) else {
+            continue;
+        };
         let total = len + pl.halo;
         let start = c0 as isize - j.pads[1] as isize;
         let first = (-start).max(0) as usize;
@@ -164,7 +174,10 @@ fn macs(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) 
     // Weight taps for (co block, ci sub-group) in V31, as many input channels as fit.
     let sub = (m.vlen / (nco * k)).max(1).min(nci);
     if nco * k > m.vlen {
-        return Err(VpuError::VrfTooSmall { kernel: "QLinearConv-1D", msg: format!("{nco} x {k} taps exceed one register") });
+        return Err(VpuError::VrfTooSmall {
+            kernel: "QLinearConv-1D",
+            msg: format!("{nco} x {k} taps exceed one register"),
+        });
     }
     let es = j.w_elem.size();
     let chunks: Vec<Option<(usize, usize)>> = (0..m.vpus()).map(|q| pl.chunk(q, t)).collect();
@@ -193,7 +206,8 @@ fn macs(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) 
                     }
                 }
                 for o in 0..nco {
-                    let w = m.vmv_x_s(0, W_REG, o * ns * k + (i - s0) * k + kx) - zp_at(&j.w_zp, co0 + o);
+                    let w = m.vmv_x_s(0, W_REG, o * ns * k + (i - s0) * k + kx)
+                        - zp_at(&j.w_zp, co0 + o);
                     for (q, ch) in chunks.iter().enumerate() {
                         let Some((_, len)) = *ch else { continue };
                         let src = if off == 0 { i } else { pl.scratch };
@@ -210,10 +224,23 @@ fn macs(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) 
 fn init(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) -> Result<()> {
     let (co0, nco) = block(j, pl, cb);
     for q in 0..m.vpus() {
-        let Some((c0, len)) = pl.chunk(q, t) else { continue };
+        let Some((c0, len)) = pl.chunk(q, t) else {
+            continue;
+        };
         if g > 0 {
-            let sp = pl.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            m.dma_in(&Xfer::rows(q, pl.out0, m.vlen, sp + ((co0 * pl.lo + c0) * 4) as u64, Elem::I32, nco, len, pl.lo * 4))?;
+            let sp = pl
+                .spill
+                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            m.dma_in(&Xfer::rows(
+                q,
+                pl.out0,
+                m.vlen,
+                sp + ((co0 * pl.lo + c0) * 4) as u64,
+                Elem::I32,
+                nco,
+                len,
+                pl.lo * 4,
+            ))?;
         } else {
             for o in 0..nco {
                 m.host(1);
@@ -229,17 +256,39 @@ fn finish(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, last: bo
     let (co0, nco) = block(j, pl, cb);
     let (lo, hi) = j.out.range();
     for q in 0..m.vpus() {
-        let Some((c0, len)) = pl.chunk(q, t) else { continue };
+        let Some((c0, len)) = pl.chunk(q, t) else {
+            continue;
+        };
         if last {
             for o in 0..nco {
                 let rq = j.out.at(co0 + o).to_vec();
                 m.vrequant(q, pl.out0 + o, &rq, j.out.zp, lo, hi, len);
             }
             let es = j.out.elem.size();
-            m.dma_out(&Xfer::rows(q, pl.out0, m.vlen, j.y + ((co0 * pl.lo + c0) * es) as u64, j.out.elem, nco, len, pl.lo * es))?;
+            m.dma_out(&Xfer::rows(
+                q,
+                pl.out0,
+                m.vlen,
+                j.y + ((co0 * pl.lo + c0) * es) as u64,
+                j.out.elem,
+                nco,
+                len,
+                pl.lo * es,
+            ))?;
         } else {
-            let sp = pl.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            m.dma_out(&Xfer::rows(q, pl.out0, m.vlen, sp + ((co0 * pl.lo + c0) * 4) as u64, Elem::I32, nco, len, pl.lo * 4))?;
+            let sp = pl
+                .spill
+                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            m.dma_out(&Xfer::rows(
+                q,
+                pl.out0,
+                m.vlen,
+                sp + ((co0 * pl.lo + c0) * 4) as u64,
+                Elem::I32,
+                nco,
+                len,
+                pl.lo * 4,
+            ))?;
         }
     }
     Ok(())

@@ -102,22 +102,35 @@ impl Geo {
 fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Geo> {
     let v = m.vlen;
     let (ho, wo) = j.out_hw();
-    if j.kh == 0 || j.kw == 0 || j.stride.0 == 0 || j.stride.1 == 0 || j.dil.0 == 0 || j.dil.1 == 0 {
-        return Err(kerr("QLinearConv", "kernel, strides and dilations must be positive"));
+    if j.kh == 0 || j.kw == 0 || j.stride.0 == 0 || j.stride.1 == 0 || j.dil.0 == 0 || j.dil.1 == 0
+    {
+        return Err(kerr(
+            "QLinearConv",
+            "kernel, strides and dilations must be positive",
+        ));
     }
     let span_w = (j.kw - 1) * j.dil.1 + 1;
-    let wc = if j.stride.1 == 1 { v.saturating_sub(span_w - 1) } else { v };
+    let wc = if j.stride.1 == 1 {
+        v.saturating_sub(span_w - 1)
+    } else {
+        v
+    };
     if wc == 0 {
         return Err(VpuError::VrfTooSmall {
             kernel: "QLinearConv",
-            msg: format!("a {}-wide dilated filter row needs more than the {v} elements of one register", span_w),
+            msg: format!(
+                "a {}-wide dilated filter row needs more than the {v} elements of one register",
+                span_w
+            ),
         });
     }
     let span_h = (j.kh - 1) * j.dil.0 + 1;
     if span_h > MAX_IN_ROWS {
         return Err(VpuError::VrfTooSmall {
             kernel: "QLinearConv",
-            msg: format!("a {span_h}-row dilated filter needs more than the {MAX_IN_ROWS} input registers"),
+            msg: format!(
+                "a {span_h}-row dilated filter needs more than the {MAX_IN_ROWS} input registers"
+            ),
         });
     }
     let mut rt = MAX_OUT_ROWS.min(ho);
@@ -126,14 +139,28 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Geo> {
     }
     let p = m.vpus();
     let per = ho.div_ceil(p);
-    let stripes: Vec<(usize, usize)> = (0..p).map(|q| ((q * per).min(ho), ((q + 1) * per).min(ho))).collect();
+    let stripes: Vec<(usize, usize)> = (0..p)
+        .map(|q| ((q * per).min(ho), ((q + 1) * per).min(ho)))
+        .collect();
     let steps = per.div_ceil(rt);
     let kk = j.kh * j.kw;
     if kk > v {
-        return Err(VpuError::VrfTooSmall { kernel: "QLinearConv", msg: format!("{kk} filter taps exceed one register ({v})") });
+        return Err(VpuError::VrfTooSmall {
+            kernel: "QLinearConv",
+            msg: format!("{kk} filter taps exceed one register ({v})"),
+        });
     }
     let spill = (df != Dataflow::Os && j.c_in > 1).then(|| m.alloc(j.c_out * ho * wo * 4));
-    Ok(Geo { ho, wo, rt, wc, stripes, steps, taps_per_load: v / kk, spill })
+    Ok(Geo {
+        ho,
+        wo,
+        rt,
+        wc,
+        stripes,
+        steps,
+        taps_per_load: v / kk,
+        spill,
+    })
 }
 
 /// Run the 2-D convolution with dataflow `df`.
@@ -155,9 +182,9 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             for q in 0..p {
                                 if let Some(tile) = g.tile(q, t) {
                                     load_band(m, j, &g, q, tile, wx, ci)?;
-                                    macs(m, j, &g, q, tile, wx, ci, &tv)?;
                                 }
                             }
+                            macs(m, j, &g, t, wx, ci, &tv)?;
                         }
                         finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
                     }
@@ -178,11 +205,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             m.host_loop(1);
                             let tv = taps.get(m, j, &g, co, ci)?;
                             init(m, j, &g, t, wx, co, ci)?;
-                            for q in 0..p {
-                                if let Some(tile) = g.tile(q, t) {
-                                    macs(m, j, &g, q, tile, wx, ci, &tv)?;
-                                }
-                            }
+                            macs(m, j, &g, t, wx, ci, &tv)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -201,9 +224,9 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             for q in 0..p {
                                 if let Some(tile) = g.tile(q, t) {
                                     load_band(m, j, &g, q, tile, wx, ci)?;
-                                    macs(m, j, &g, q, tile, wx, ci, &tv)?;
                                 }
                             }
+                            macs(m, j, &g, t, wx, ci, &tv)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -223,19 +246,36 @@ struct TapCache {
 }
 
 impl TapCache {
-    fn get(&mut self, m: &mut Machine, j: &ConvJob, g: &Geo, co: usize, ci: usize) -> Result<Vec<i32>> {
+    fn get(
+        &mut self,
+        m: &mut Machine,
+        j: &ConvJob,
+        g: &Geo,
+        co: usize,
+        ci: usize,
+    ) -> Result<Vec<i32>> {
         let kk = j.kh * j.kw;
         let grp = g.taps_per_load;
         let c0 = ci / grp * grp;
         if self.loaded != Some((co, c0)) {
             let n = grp.min(j.c_in - c0) * kk;
             let es = j.w_elem.size();
-            m.dma_in(&Xfer::row(0, W_REG, 0, m.vlen, j.wt + (((co * j.c_in + c0) * kk) * es) as u64, j.w_elem, n))?;
+            m.dma_in(&Xfer::row(
+                0,
+                W_REG,
+                0,
+                m.vlen,
+                j.wt + (((co * j.c_in + c0) * kk) * es) as u64,
+                j.w_elem,
+                n,
+            ))?;
             self.loaded = Some((co, c0));
         }
         let zp = zp_at(&j.w_zp, co);
         let base = (ci - c0) * kk;
-        Ok((0..kk).map(|i| m.vmv_x_s(0, W_REG, base + i) - zp).collect())
+        Ok((0..kk)
+            .map(|i| m.vmv_x_s(0, W_REG, base + i) - zp)
+            .collect())
     }
 }
 
@@ -254,10 +294,24 @@ fn band_rows(j: &ConvJob, tile: (usize, usize)) -> (isize, usize) {
 
 /// Load one input row segment into `reg` covering padded input columns starting at
 /// `col0` (may be negative), `len` positions `step` apart; pad with x_zp, subtract x_zp.
-fn load_segment(m: &mut Machine, j: &ConvJob, q: usize, reg: usize, ci: usize, ih: usize, col0: isize, len: usize, step: usize) -> Result<()> {
+fn load_segment(
+    m: &mut Machine,
+    j: &ConvJob,
+    q: usize,
+    reg: usize,
+    ci: usize,
+    ih: usize,
+    col0: isize,
+    len: usize,
+    step: usize,
+) -> Result<()> {
     let v = m.vlen;
     // Positions c with 0 <= col0 + c*step < W.
-    let lo = if col0 >= 0 { 0 } else { ((-col0) as usize).div_ceil(step) };
+    let lo = if col0 >= 0 {
+        0
+    } else {
+        ((-col0) as usize).div_ceil(step)
+    };
     let mut hi = len;
     while hi > lo && col0 + ((hi - 1) * step) as isize >= j.w as isize {
         hi -= 1;
@@ -287,7 +341,15 @@ fn load_segment(m: &mut Machine, j: &ConvJob, q: usize, reg: usize, ci: usize, i
 }
 
 /// Stride-1 width: load the band's original rows into V0.. (one register per input row).
-fn load_band(m: &mut Machine, j: &ConvJob, g: &Geo, q: usize, tile: (usize, usize), wx: usize, ci: usize) -> Result<()> {
+fn load_band(
+    m: &mut Machine,
+    j: &ConvJob,
+    g: &Geo,
+    q: usize,
+    tile: (usize, usize),
+    wx: usize,
+    ci: usize,
+) -> Result<()> {
     if j.stride.1 != 1 {
         return Ok(()); // strided replicas are loaded per tap in `macs`
     }
@@ -305,60 +367,106 @@ fn load_band(m: &mut Machine, j: &ConvJob, g: &Geo, q: usize, tile: (usize, usiz
     Ok(())
 }
 
-fn macs(m: &mut Machine, j: &ConvJob, g: &Geo, q: usize, tile: (usize, usize), wx: usize, ci: usize, taps: &[i32]) -> Result<()> {
+/// All MACs of input channel `ci` for step `t`, issued VPU-interleaved so the
+/// cooperating VPUs run concurrently (same broadcast tap, own input stripe).
+fn macs(
+    m: &mut Machine,
+    j: &ConvJob,
+    g: &Geo,
+    t: usize,
+    wx: usize,
+    ci: usize,
+    taps: &[i32],
+) -> Result<()> {
     let (w0, nw) = chunk(g, wx);
-    let (first, count) = band_rows(j, tile);
+    let p = m.vpus();
+    let tiles: Vec<Option<(usize, usize)>> = (0..p).map(|q| g.tile(q, t)).collect();
+    let count = tiles
+        .iter()
+        .flatten()
+        .map(|&tile| band_rows(j, tile).1)
+        .max()
+        .unwrap_or(0);
     let mut sc = 0;
     for r in 0..count {
-        let ih = first + r as isize;
-        if ih < 0 || ih >= j.h as isize {
-            continue;
-        }
         for kx in 0..j.kw {
-            // Output rows fed by this input row: r = (oh - oh0)*s + ky*d.
-            let users: Vec<(usize, usize)> = (0..tile.1)
-                .filter_map(|o| {
-                    let d = r as isize - (o * j.stride.0) as isize;
-                    (d >= 0 && d as usize % j.dil.0 == 0 && (d as usize / j.dil.0) < j.kh).then(|| (o, d as usize / j.dil.0))
-                })
-                .collect();
-            if users.is_empty() {
-                continue;
-            }
-            let src = if j.stride.1 == 1 {
-                if kx == 0 {
-                    r
-                } else {
-                    let s = SCRATCH[sc];
-                    sc ^= 1;
-                    m.vslidedown(q, s, r, kx * j.dil.1, nw);
-                    s
+            let mut any = false;
+            for (q, tile) in tiles.iter().enumerate() {
+                let Some(tile) = *tile else { continue };
+                let (first, cnt) = band_rows(j, tile);
+                let ih = first + r as isize;
+                if r >= cnt || ih < 0 || ih >= j.h as isize {
+                    continue;
                 }
-            } else {
-                let s = SCRATCH[sc];
-                sc ^= 1;
-                let col0 = (w0 * j.stride.1 + kx * j.dil.1) as isize - j.pads[1] as isize;
-                load_segment(m, j, q, s, ci, ih as usize, col0, nw, j.stride.1)?;
-                s
-            };
-            for (o, ky) in users {
-                m.vmacc_vx(q, ACC0 + o, taps[ky * j.kw + kx], src, nw);
+                // Output rows fed by this input row: r = (oh - oh0)*s + ky*d.
+                let users: Vec<(usize, usize)> = (0..tile.1)
+                    .filter_map(|o| {
+                        let d = r as isize - (o * j.stride.0) as isize;
+                        (d >= 0
+                            && (d as usize).is_multiple_of(j.dil.0)
+                            && (d as usize / j.dil.0) < j.kh)
+                            .then(|| (o, d as usize / j.dil.0))
+                    })
+                    .collect();
+                if users.is_empty() {
+                    continue;
+                }
+                any = true;
+                let src = if j.stride.1 == 1 {
+                    if kx == 0 {
+                        r
+                    } else {
+                        m.vslidedown(q, SCRATCH[sc], r, kx * j.dil.1, nw);
+                        SCRATCH[sc]
+                    }
+                } else {
+                    let col0 = (w0 * j.stride.1 + kx * j.dil.1) as isize - j.pads[1] as isize;
+                    load_segment(m, j, q, SCRATCH[sc], ci, ih as usize, col0, nw, j.stride.1)?;
+                    SCRATCH[sc]
+                };
+                for (o, ky) in users {
+                    m.vmacc_vx(q, ACC0 + o, taps[ky * j.kw + kx], src, nw);
+                }
             }
-            m.host_loop(1);
+            if any {
+                sc ^= 1;
+                m.host_loop(1);
+            }
         }
     }
     Ok(())
 }
 
 /// Start an output tile from the bias (first input channel) or the spilled partial sums.
-fn init(m: &mut Machine, j: &ConvJob, g: &Geo, t: usize, wx: usize, co: usize, ci: usize) -> Result<()> {
+fn init(
+    m: &mut Machine,
+    j: &ConvJob,
+    g: &Geo,
+    t: usize,
+    wx: usize,
+    co: usize,
+    ci: usize,
+) -> Result<()> {
     let (w0, nw) = chunk(g, wx);
     for q in 0..m.vpus() {
-        let Some((oh0, n)) = g.tile(q, t) else { continue };
+        let Some((oh0, n)) = g.tile(q, t) else {
+            continue;
+        };
         if ci > 0 {
-            let sp = g.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            let sp = g
+                .spill
+                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
             let addr = sp + (((co * g.ho + oh0) * g.wo + w0) * 4) as u64;
-            m.dma_in(&Xfer::rows(q, ACC0, m.vlen, addr, Elem::I32, n, nw, g.wo * 4))?;
+            m.dma_in(&Xfer::rows(
+                q,
+                ACC0,
+                m.vlen,
+                addr,
+                Elem::I32,
+                n,
+                nw,
+                g.wo * 4,
+            ))?;
         } else {
             m.host(1); // bias load
             let b = j.bias.as_ref().map_or(0, |b| b[co]);
@@ -371,11 +479,21 @@ fn init(m: &mut Machine, j: &ConvJob, g: &Geo, t: usize, wx: usize, co: usize, c
 }
 
 /// After input channel `ci`: requantize and store when it was the last, else spill.
-fn finish_tile(m: &mut Machine, j: &ConvJob, g: &Geo, t: usize, wx: usize, co: usize, ci: usize) -> Result<()> {
+fn finish_tile(
+    m: &mut Machine,
+    j: &ConvJob,
+    g: &Geo,
+    t: usize,
+    wx: usize,
+    co: usize,
+    ci: usize,
+) -> Result<()> {
     let (w0, nw) = chunk(g, wx);
     let (lo, hi) = j.out.range();
     for q in 0..m.vpus() {
-        let Some((oh0, n)) = g.tile(q, t) else { continue };
+        let Some((oh0, n)) = g.tile(q, t) else {
+            continue;
+        };
         if ci + 1 == j.c_in {
             let rq = j.out.at(co).to_vec();
             for o in 0..n {
@@ -383,11 +501,31 @@ fn finish_tile(m: &mut Machine, j: &ConvJob, g: &Geo, t: usize, wx: usize, co: u
             }
             let es = j.out.elem.size();
             let addr = j.y + (((co * g.ho + oh0) * g.wo + w0) * es) as u64;
-            m.dma_out(&Xfer::rows(q, ACC0, m.vlen, addr, j.out.elem, n, nw, g.wo * es))?;
+            m.dma_out(&Xfer::rows(
+                q,
+                ACC0,
+                m.vlen,
+                addr,
+                j.out.elem,
+                n,
+                nw,
+                g.wo * es,
+            ))?;
         } else {
-            let sp = g.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            let sp = g
+                .spill
+                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
             let addr = sp + (((co * g.ho + oh0) * g.wo + w0) * 4) as u64;
-            m.dma_out(&Xfer::rows(q, ACC0, m.vlen, addr, Elem::I32, n, nw, g.wo * 4))?;
+            m.dma_out(&Xfer::rows(
+                q,
+                ACC0,
+                m.vlen,
+                addr,
+                Elem::I32,
+                n,
+                nw,
+                g.wo * 4,
+            ))?;
         }
     }
     Ok(())

@@ -86,7 +86,8 @@ pub fn place(m: &mut Machine, p: &QConv) -> DwJob {
     }
 }
 
-const ACC: usize = 15;
+/// Accumulators alternate between two registers so a pixel's store overlaps the next.
+const ACCS: [usize; 2] = [15, 12];
 const FILT: usize = 16;
 const BIAS: usize = 25;
 const WZP: usize = 26;
@@ -111,8 +112,17 @@ pub fn depthwise(m: &mut Machine, j: &DwJob, df: Dataflow) -> Result<()> {
             }
             setup(m, j, q, c0, cl, resident)?;
         }
-        // slot_col[q][slot] = input column currently held in ring slot.
-        let mut slots: Vec<Vec<Option<isize>>> = vec![vec![None; j.kw]; p];
+        // slot_col[q][slot] = input column currently held in ring slot. The ring has one
+        // spare column when it fits (V0-V11), so the next column loads while the current
+        // pixel computes (software prefetching, quinn §4.3.4).
+        let cols = if ring && j.kh * (j.kw + 1) <= 12 {
+            j.kw + 1
+        } else {
+            j.kw
+        };
+        let mut slots: Vec<Vec<Option<isize>>> = vec![vec![None; cols]; p];
+        let mut px = vec![0usize; p];
+        let mut pending: Option<Xfer> = None;
         for r in 0..per {
             for ow in 0..wo {
                 for q in 0..p {
@@ -124,14 +134,34 @@ pub fn depthwise(m: &mut Machine, j: &DwJob, df: Dataflow) -> Result<()> {
                         slots[q].iter_mut().for_each(|s| *s = None);
                     }
                     m.host_loop(1);
-                    pixel(m, j, q, c0, cl, oh, ow, resident, ring, &mut slots[q])?;
+                    // Per-VPU alternation: the deferred store of this VPU's previous pixel
+                    // always reads the other accumulator.
+                    let acc = ACCS[px[q] % 2];
+                    px[q] += 1;
+                    pixel(m, j, q, c0, cl, oh, ow, resident, ring, acc, &mut slots[q])?;
                     let (lo, hi) = j.out.range();
                     let rq = j.out.slice(c0, cl).to_vec();
-                    m.vrequant(q, ACC, &rq, j.out.zp, lo, hi, cl);
+                    m.vrequant(q, acc, &rq, j.out.zp, lo, hi, cl);
                     let es = j.out.elem.size();
-                    m.dma_out(&Xfer::row(q, ACC, 0, v, j.y + (((oh * wo + ow) * j.c + c0) * es) as u64, j.out.elem, cl))?;
+                    // Store the previous pixel only now, so the channel never waits on
+                    // the requantization just issued (software pipelining).
+                    let st = Xfer::row(
+                        q,
+                        acc,
+                        0,
+                        v,
+                        j.y + (((oh * wo + ow) * j.c + c0) * es) as u64,
+                        j.out.elem,
+                        cl,
+                    );
+                    if let Some(prev) = pending.replace(st) {
+                        m.dma_out(&prev)?;
+                    }
                 }
             }
+        }
+        if let Some(prev) = pending.take() {
+            m.dma_out(&prev)?;
         }
     }
     m.finish();
@@ -157,7 +187,16 @@ fn setup(m: &mut Machine, j: &DwJob, q: usize, c0: usize, cl: usize, resident: b
     if resident {
         let kk = j.kh * j.kw;
         let es = j.w_elem.size();
-        m.dma_in(&Xfer::rows(q, FILT, v, j.wt + (c0 * es) as u64, j.w_elem, kk, cl, j.c * es))?;
+        m.dma_in(&Xfer::rows(
+            q,
+            FILT,
+            v,
+            j.wt + (c0 * es) as u64,
+            j.w_elem,
+            kk,
+            cl,
+            j.c * es,
+        ))?;
         for t in 0..kk {
             sub_wzp(m, j, q, FILT + t, cl);
         }
@@ -174,21 +213,37 @@ fn sub_wzp(m: &mut Machine, j: &DwJob, q: usize, reg: usize, cl: usize) {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn pixel(m: &mut Machine, j: &DwJob, q: usize, c0: usize, cl: usize, oh: usize, ow: usize, resident: bool, ring: bool, slots: &mut [Option<isize>]) -> Result<()> {
+fn pixel(
+    m: &mut Machine,
+    j: &DwJob,
+    q: usize,
+    c0: usize,
+    cl: usize,
+    oh: usize,
+    ow: usize,
+    resident: bool,
+    ring: bool,
+    acc: usize,
+    slots: &mut [Option<isize>],
+) -> Result<()> {
+    let cols = slots.len();
     let v = m.vlen;
     let es = j.x_elem.size();
     let ih0 = (oh * j.stride.0) as isize - j.pads[0] as isize;
     let iw0 = (ow * j.stride.1) as isize - j.pads[1] as isize;
-    let valid_ky: Vec<usize> = (0..j.kh).filter(|&ky| {
-        let ih = ih0 + (ky * j.dil.0) as isize;
-        ih >= 0 && ih < j.h as isize
-    }).collect();
+    let valid_ky: Vec<usize> = (0..j.kh)
+        .filter(|&ky| {
+            let ih = ih0 + (ky * j.dil.0) as isize;
+            ih >= 0 && ih < j.h as isize
+        })
+        .collect();
     let col_ok = |kx: usize| {
         let iw = iw0 + (kx * j.dil.1) as isize;
         iw >= 0 && iw < j.w as isize
     };
-    let pix = |ih: isize, iw: isize| j.x + (((ih as usize * j.w + iw as usize) * j.c + c0) * es) as u64;
-    m.vmv_vv(q, ACC, BIAS, cl);
+    let pix =
+        |ih: isize, iw: isize| j.x + (((ih as usize * j.w + iw as usize) * j.c + c0) * es) as u64;
+    m.vmv_vv(q, acc, BIAS, cl);
     if valid_ky.is_empty() {
         return Ok(());
     }
@@ -202,12 +257,20 @@ fn pixel(m: &mut Machine, j: &DwJob, q: usize, c0: usize, cl: usize, oh: usize, 
                 let ih = ih0 + (ky * j.dil.0) as isize;
                 let iw = iw0 + (kx * j.dil.1) as isize;
                 m.dma_in(&Xfer::row(q, alt, 0, v, pix(ih, iw), j.x_elem, cl))?;
-                m.dma_in(&Xfer::row(q, FILT + alt, 0, v, j.wt + (((ky * j.kw + kx) * j.c + c0) * ws) as u64, j.w_elem, cl))?;
+                m.dma_in(&Xfer::row(
+                    q,
+                    FILT + alt,
+                    0,
+                    v,
+                    j.wt + (((ky * j.kw + kx) * j.c + c0) * ws) as u64,
+                    j.w_elem,
+                    cl,
+                ))?;
                 if j.x_zp != 0 {
                     m.vadd_vx(q, alt, alt, -j.x_zp, cl);
                 }
                 sub_wzp(m, j, q, FILT + alt, cl);
-                m.vmacc_vv(q, ACC, alt, FILT + alt, cl);
+                m.vmacc_vv(q, acc, alt, FILT + alt, cl);
                 alt ^= 1;
             }
         }
@@ -219,7 +282,11 @@ fn pixel(m: &mut Machine, j: &DwJob, q: usize, c0: usize, cl: usize, oh: usize, 
     let mut reg_of = vec![usize::MAX; j.kw];
     for kx in (0..j.kw).filter(|&kx| col_ok(kx)) {
         let iw = iw0 + (kx * j.dil.1) as isize;
-        let slot = if ring { iw.rem_euclid(j.kw as isize) as usize } else { kx };
+        let slot = if ring {
+            iw.rem_euclid(cols as isize) as usize
+        } else {
+            kx
+        };
         reg_of[kx] = slot;
         if ring && slots[slot] == Some(iw) {
             continue; // still resident in the ring
@@ -233,12 +300,12 @@ fn pixel(m: &mut Machine, j: &DwJob, q: usize, c0: usize, cl: usize, oh: usize, 
             cols: cl,
             col_stride: es,
             row_stride,
-            vrf_off: (ky_lo * j.kw + slot) * v,
-            vrf_row_stride: j.kw * v,
+            vrf_off: (ky_lo * cols + slot) * v,
+            vrf_row_stride: cols * v,
         })?;
         if j.x_zp != 0 {
             for &ky in &valid_ky {
-                m.vadd_vx(q, ky * j.kw + slot, ky * j.kw + slot, -j.x_zp, cl);
+                m.vadd_vx(q, ky * cols + slot, ky * cols + slot, -j.x_zp, cl);
             }
         }
         if ring {
@@ -247,7 +314,7 @@ fn pixel(m: &mut Machine, j: &DwJob, q: usize, c0: usize, cl: usize, oh: usize, 
     }
     for &ky in &valid_ky {
         for kx in (0..j.kw).filter(|&kx| col_ok(kx)) {
-            m.vmacc_vv(q, ACC, ky * j.kw + reg_of[kx], FILT + ky * j.kw + kx, cl);
+            m.vmacc_vv(q, acc, ky * cols + reg_of[kx], FILT + ky * j.kw + kx, cl);
         }
     }
     Ok(())

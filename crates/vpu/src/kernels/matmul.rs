@@ -50,7 +50,11 @@ impl Plan {
     /// Columns of VPU `q` inside N-tile starting at `n0`.
     fn cols(&self, j: &MatMulJob, n0: usize, q: usize) -> (usize, usize) {
         let c0 = n0 + q * self.v;
-        if c0 >= j.n { (c0, 0) } else { (c0, self.v.min(j.n - c0)) }
+        if c0 >= j.n {
+            (c0, 0)
+        } else {
+            (c0, self.v.min(j.n - c0))
+        }
     }
 }
 
@@ -77,7 +81,15 @@ pub fn matmul(m: &mut Machine, j: &MatMulJob, df: Dataflow) -> Result<()> {
     } else {
         None
     };
-    let pl = Plan { mt, kt, acc0, v, p: m.vpus(), spill, zb_vec };
+    let pl = Plan {
+        mt,
+        kt,
+        acc0,
+        v,
+        p: m.vpus(),
+        spill,
+        zb_vec,
+    };
     let m_tiles = j.m.div_ceil(mt);
     let n_tiles = j.n.div_ceil(pl.n_tile());
     match df {
@@ -136,13 +148,26 @@ pub fn matmul(m: &mut Machine, j: &MatMulJob, df: Dataflow) -> Result<()> {
 
 fn check(j: &MatMulJob) -> Result<()> {
     if j.m == 0 || j.k == 0 || j.n == 0 {
-        return Err(kerr("QLinearMatMul", format!("empty shape {}x{}x{}", j.m, j.k, j.n)));
+        return Err(kerr(
+            "QLinearMatMul",
+            format!("empty shape {}x{}x{}", j.m, j.k, j.n),
+        ));
     }
     if j.b_zp.len() != 1 && j.b_zp.len() != j.n {
-        return Err(kerr("QLinearMatMul", format!("b_zero_point has {} entries, expected 1 or N={}", j.b_zp.len(), j.n)));
+        return Err(kerr(
+            "QLinearMatMul",
+            format!(
+                "b_zero_point has {} entries, expected 1 or N={}",
+                j.b_zp.len(),
+                j.n
+            ),
+        ));
     }
     if j.out.rq.len() != 1 && j.out.rq.len() != j.n {
-        return Err(kerr("QLinearMatMul", format!("{} output scales, expected 1 or N={}", j.out.rq.len(), j.n)));
+        return Err(kerr(
+            "QLinearMatMul",
+            format!("{} output scales, expected 1 or N={}", j.out.rq.len(), j.n),
+        ));
     }
     Ok(())
 }
@@ -157,7 +182,15 @@ fn load_zb(m: &mut Machine, j: &MatMulJob, pl: &Plan, tn: usize) -> Result<()> {
         for q in 0..pl.p {
             let (c0, nc) = pl.cols(j, tn * pl.n_tile(), q);
             if nc > 0 {
-                m.dma_in(&Xfer::row(q, AUX_REG, 0, pl.v, zb + 4 * c0 as u64, Elem::I32, nc))?;
+                m.dma_in(&Xfer::row(
+                    q,
+                    AUX_REG,
+                    0,
+                    pl.v,
+                    zb + 4 * c0 as u64,
+                    Elem::I32,
+                    nc,
+                ))?;
             }
         }
     }
@@ -193,7 +226,16 @@ fn load_b(m: &mut Machine, j: &MatMulJob, pl: &Plan, tk: usize, tn: usize) -> Re
         if nc == 0 {
             continue;
         }
-        m.dma_in(&Xfer::rows(q, 0, pl.v, j.b + ((k0 * j.n + c0) * es) as u64, j.b_elem, nk, nc, j.n * es))?;
+        m.dma_in(&Xfer::rows(
+            q,
+            0,
+            pl.v,
+            j.b + ((k0 * j.n + c0) * es) as u64,
+            j.b_elem,
+            nk,
+            nc,
+            j.n * es,
+        ))?;
     }
     Ok(())
 }
@@ -207,11 +249,31 @@ fn init(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tn: usize, tk: usi
             continue;
         }
         if tk > 0 {
-            let sp = pl.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            m.dma_in(&Xfer::rows(q, pl.acc0, pl.v, sp + ((r0 * j.n + c0) * 4) as u64, Elem::I32, nr, nc, j.n * 4))?;
+            let sp = pl
+                .spill
+                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            m.dma_in(&Xfer::rows(
+                q,
+                pl.acc0,
+                pl.v,
+                sp + ((r0 * j.n + c0) * 4) as u64,
+                Elem::I32,
+                nr,
+                nc,
+                j.n * 4,
+            ))?;
         } else if let Some(b) = j.bias {
             // Row stride 0 replicates the bias row into every accumulator register.
-            m.dma_in(&Xfer::rows(q, pl.acc0, pl.v, b + 4 * c0 as u64, Elem::I32, nr, nc, 0))?;
+            m.dma_in(&Xfer::rows(
+                q,
+                pl.acc0,
+                pl.v,
+                b + 4 * c0 as u64,
+                Elem::I32,
+                nr,
+                nc,
+                0,
+            ))?;
         } else {
             for i in 0..nr {
                 m.vmv_vx(q, pl.acc0 + i, 0, nc);
@@ -224,7 +286,9 @@ fn init(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tn: usize, tk: usi
 fn compute(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tk: usize, tn: usize) {
     let (_, nr) = rows_of(j.m, tm, pl.mt);
     let (_, nk) = rows_of(j.k, tk, pl.kt);
-    let cols: Vec<usize> = (0..pl.p).map(|q| pl.cols(j, tn * pl.n_tile(), q).1).collect();
+    let cols: Vec<usize> = (0..pl.p)
+        .map(|q| pl.cols(j, tn * pl.n_tile(), q).1)
+        .collect();
     for i in 0..nr {
         let mut sum_a: i32 = 0;
         for kk in 0..nk {
@@ -244,14 +308,28 @@ fn compute(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tk: usize, tn: 
             if pl.zb_vec.is_some() {
                 m.vmacc_vx(q, pl.acc0 + i, sum_a.wrapping_neg(), AUX_REG, nc);
             } else if j.b_zp[0] != 0 {
-                m.vadd_vx(q, pl.acc0 + i, pl.acc0 + i, j.b_zp[0].wrapping_mul(sum_a).wrapping_neg(), nc);
+                m.vadd_vx(
+                    q,
+                    pl.acc0 + i,
+                    pl.acc0 + i,
+                    j.b_zp[0].wrapping_mul(sum_a).wrapping_neg(),
+                    nc,
+                );
             }
         }
     }
 }
 
 /// Last K-tile: requantize and store; otherwise spill the int32 partial sums.
-fn finalize(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tn: usize, tk: usize, k_tiles: usize) -> Result<()> {
+fn finalize(
+    m: &mut Machine,
+    j: &MatMulJob,
+    pl: &Plan,
+    tm: usize,
+    tn: usize,
+    tk: usize,
+    k_tiles: usize,
+) -> Result<()> {
     let (r0, nr) = rows_of(j.m, tm, pl.mt);
     let last = tk + 1 == k_tiles;
     let (lo, hi) = j.out.range();
@@ -266,10 +344,30 @@ fn finalize(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tn: usize, tk:
                 m.vrequant(q, pl.acc0 + i, &rq, j.out.zp, lo, hi, nc);
             }
             let es = j.out.elem.size();
-            m.dma_out(&Xfer::rows(q, pl.acc0, pl.v, j.y + ((r0 * j.n + c0) * es) as u64, j.out.elem, nr, nc, j.n * es))?;
+            m.dma_out(&Xfer::rows(
+                q,
+                pl.acc0,
+                pl.v,
+                j.y + ((r0 * j.n + c0) * es) as u64,
+                j.out.elem,
+                nr,
+                nc,
+                j.n * es,
+            ))?;
         } else {
-            let sp = pl.spill.ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            m.dma_out(&Xfer::rows(q, pl.acc0, pl.v, sp + ((r0 * j.n + c0) * 4) as u64, Elem::I32, nr, nc, j.n * 4))?;
+            let sp = pl
+                .spill
+                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
+            m.dma_out(&Xfer::rows(
+                q,
+                pl.acc0,
+                pl.v,
+                sp + ((r0 * j.n + c0) * 4) as u64,
+                Elem::I32,
+                nr,
+                nc,
+                j.n * 4,
+            ))?;
         }
     }
     Ok(())
@@ -283,7 +381,10 @@ fn finalize(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tn: usize, tk:
 pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
     check(j)?;
     if j.m != 1 {
-        return Err(kerr("QLinearMatMul-VM", format!("vector-matrix kernel needs M = 1, got M = {}", j.m)));
+        return Err(kerr(
+            "QLinearMatMul-VM",
+            format!("vector-matrix kernel needs M = 1, got M = {}", j.m),
+        ));
     }
     let v = m.vlen;
     let p = m.vpus();
@@ -296,14 +397,20 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
     let kt = slots[0].3.min(j.k);
     let k_tiles = j.k.div_ceil(kt);
     let acc = 30;
-    let zb_vec = if j.b_zp.len() > 1 { Some(m.put(Elem::I32, &j.b_zp)) } else { None };
+    let zb_vec = if j.b_zp.len() > 1 {
+        Some(m.put(Elem::I32, &j.b_zp))
+    } else {
+        None
+    };
     let (lo, hi) = j.out.range();
     for n0 in (0..j.n).step_by(v) {
         let nc = v.min(j.n - n0);
         let used = p.min(k_tiles);
         m.host_loop(1);
         for q in 0..used {
-            if q == 0 && let Some(b) = j.bias {
+            if q == 0
+                && let Some(b) = j.bias
+            {
                 m.dma_in(&Xfer::row(0, acc, 0, v, b + 4 * n0 as u64, Elem::I32, nc))?;
             } else {
                 m.vmv_vx(q, acc, 0, nc);
@@ -314,9 +421,26 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
             let k0 = t * kt;
             let nk = kt.min(j.k - k0);
             let ea = j.a_elem.size();
-            m.dma_in(&Xfer::row(q, ar, 0, v, j.a + (k0 * ea) as u64, j.a_elem, nk))?;
+            m.dma_in(&Xfer::row(
+                q,
+                ar,
+                0,
+                v,
+                j.a + (k0 * ea) as u64,
+                j.a_elem,
+                nk,
+            ))?;
             let eb = j.b_elem.size();
-            m.dma_in(&Xfer::rows(q, b0, v, j.b + ((k0 * j.n + n0) * eb) as u64, j.b_elem, nk, nc, j.n * eb))
+            m.dma_in(&Xfer::rows(
+                q,
+                b0,
+                v,
+                j.b + ((k0 * j.n + n0) * eb) as u64,
+                j.b_elem,
+                nk,
+                nc,
+                j.n * eb,
+            ))
         };
         load(m, 0)?;
         let mut sums = vec![0i32; p];
@@ -343,7 +467,15 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
         }
         let s = sums.iter().fold(0i32, |a, &b| a.wrapping_add(b));
         if let Some(zb) = zb_vec {
-            m.dma_in(&Xfer::row(0, A_REG, 0, v, zb + 4 * n0 as u64, Elem::I32, nc))?;
+            m.dma_in(&Xfer::row(
+                0,
+                A_REG,
+                0,
+                v,
+                zb + 4 * n0 as u64,
+                Elem::I32,
+                nc,
+            ))?;
             m.vmacc_vx(0, acc, s.wrapping_neg(), A_REG, nc);
         } else if zp_at(&j.b_zp, 0) != 0 {
             m.vadd_vx(0, acc, acc, j.b_zp[0].wrapping_mul(s).wrapping_neg(), nc);
@@ -351,7 +483,15 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
         let rq = j.out.slice(n0, nc).to_vec();
         m.vrequant(0, acc, &rq, j.out.zp, lo, hi, nc);
         let es = j.out.elem.size();
-        m.dma_out(&Xfer::row(0, acc, 0, v, j.y + (n0 * es) as u64, j.out.elem, nc))?;
+        m.dma_out(&Xfer::row(
+            0,
+            acc,
+            0,
+            v,
+            j.y + (n0 * es) as u64,
+            j.out.elem,
+            nc,
+        ))?;
     }
     m.finish();
     Ok(())

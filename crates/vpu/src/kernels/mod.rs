@@ -54,7 +54,11 @@ impl OutQuant {
     }
     /// Requantizers for channels `c0..c0+n` (a slice of length 1 when per-tensor).
     pub fn slice(&self, c0: usize, n: usize) -> &[IntRequant] {
-        if self.rq.len() == 1 { &self.rq[..] } else { &self.rq[c0..c0 + n] }
+        if self.rq.len() == 1 {
+            &self.rq[..]
+        } else {
+            &self.rq[c0..c0 + n]
+        }
     }
     pub fn at(&self, c: usize) -> &[IntRequant] {
         self.slice(c, 1)
