@@ -4,11 +4,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 fn pimkit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimkit")).args(args).output().expect("run pimkit")
+    Command::new(env!("CARGO_BIN_EXE_pimkit"))
+        .args(args)
+        .output()
+        .expect("run pimkit")
 }
 
 fn stderr(o: &Output) -> String {
@@ -30,20 +37,36 @@ fn assert_user_error(o: &Output, needles: &[&str]) {
 
 #[test]
 fn garbage_and_truncated_files_exit_2_naming_the_file() {
-    assert_user_error(&pimkit(&["info", &fixture("garbage.onnx")]), &["garbage.onnx"]);
-    assert_user_error(&pimkit(&["info", &fixture("truncated.onnx")]), &["truncated.onnx"]);
+    assert_user_error(
+        &pimkit(&["info", &fixture("garbage.onnx")]),
+        &["garbage.onnx"],
+    );
+    assert_user_error(
+        &pimkit(&["info", &fixture("truncated.onnx")]),
+        &["truncated.onnx"],
+    );
     assert_user_error(&pimkit(&["info", "/no/such/model.onnx"]), &["not found"]);
 }
 
 #[test]
 fn unknown_op_names_op_and_node() {
-    assert_user_error(&pimkit(&["info", &fixture("unknown_op.onnx")]), &["FooBar", "mystery_node"]);
+    assert_user_error(
+        &pimkit(&["info", &fixture("unknown_op.onnx")]),
+        &["FooBar", "mystery_node"],
+    );
 }
 
 #[test]
 fn exec_writes_sanitized_npy_equal_to_numpy() {
     let dir = tempfile::tempdir().unwrap();
-    let o = pimkit(&["exec", &fixture("mlp.onnx"), "--input", &fixture("mlp_x.npy"), "--out", dir.path().to_str().unwrap()]);
+    let o = pimkit(&[
+        "exec",
+        &fixture("mlp.onnx"),
+        "--input",
+        &fixture("mlp_x.npy"),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let got = pimkit_ir::npy::read_npy(&dir.path().join("y_0_out.npy")).unwrap();
     let want = pimkit_ir::npy::read_npy(&PathBuf::from(fixture("mlp_y.npy"))).unwrap();
@@ -57,9 +80,33 @@ fn exec_writes_sanitized_npy_equal_to_numpy() {
 #[test]
 fn exec_rejects_wrong_shape_dtype_and_names() {
     let m = fixture("mlp.onnx");
-    assert_user_error(&pimkit(&["exec", &m, "--input", &format!("x={}", fixture("wrong_shape.npy"))]), &["x", "[2, 4]"]);
-    assert_user_error(&pimkit(&["exec", &m, "--input", &format!("x={}", fixture("wrong_dtype.npy"))]), &["x", "i32"]);
-    assert_user_error(&pimkit(&["exec", &m, "--input", &format!("nope={}", fixture("mlp_x.npy"))]), &["nope", "x"]);
+    assert_user_error(
+        &pimkit(&[
+            "exec",
+            &m,
+            "--input",
+            &format!("x={}", fixture("wrong_shape.npy")),
+        ]),
+        &["x", "[2, 4]"],
+    );
+    assert_user_error(
+        &pimkit(&[
+            "exec",
+            &m,
+            "--input",
+            &format!("x={}", fixture("wrong_dtype.npy")),
+        ]),
+        &["x", "i32"],
+    );
+    assert_user_error(
+        &pimkit(&[
+            "exec",
+            &m,
+            "--input",
+            &format!("nope={}", fixture("mlp_x.npy")),
+        ]),
+        &["nope", "x"],
+    );
     assert_user_error(&pimkit(&["exec", &m]), &["missing input", "x"]);
 }
 
@@ -93,7 +140,15 @@ fn usage_error_exits_2() {
 fn zoo_export_reimports_to_same_dump() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("m.onnx");
-    let o = pimkit(&["zoo", "export", "mlp", "--param", "n=16", "-o", f.to_str().unwrap()]);
+    let o = pimkit(&[
+        "zoo",
+        "export",
+        "mlp",
+        "--param",
+        "n=16",
+        "-o",
+        f.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let a = pimkit(&["dump", "zoo:mlp?n=16"]);
     let b = pimkit(&["dump", f.to_str().unwrap()]);
@@ -104,11 +159,30 @@ fn zoo_export_reimports_to_same_dump() {
 #[test]
 fn report_writes_html_json_and_svg() {
     let dir = tempfile::tempdir().unwrap();
-    let o = pimkit(&["report", "zoo:squeezenet1_1?res=64", "-o", dir.path().to_str().unwrap()]);
+    let o = pimkit(&[
+        "report",
+        "zoo:squeezenet1_1?res=64",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("Conv"));
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap()).unwrap();
-    assert!(json["sections"].as_object().unwrap().keys().any(|k| k.starts_with("model-")));
-    assert!(std::fs::read_dir(dir.path()).unwrap().any(|e| e.unwrap().path().extension().is_some_and(|x| x == "csv")));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    assert!(
+        json["sections"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with("model-"))
+    );
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().any(|e| e
+            .unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "csv"))
+    );
 }

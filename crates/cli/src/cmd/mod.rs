@@ -2,6 +2,7 @@ pub mod dump;
 pub mod exec;
 pub mod info;
 pub mod lower;
+pub mod nas;
 pub mod offload;
 pub mod puma;
 pub mod report;

@@ -37,7 +37,14 @@ pub const DEFAULT_JOBS: &[(Engine, &str)] = &[
 ];
 
 /// Every engine, for a model the user names.
-pub const ALL_ENGINES: &[Engine] = &[Engine::Model, Engine::Loops, Engine::Offload, Engine::Xbar, Engine::Puma, Engine::Vpu];
+pub const ALL_ENGINES: &[Engine] = &[
+    Engine::Model,
+    Engine::Loops,
+    Engine::Offload,
+    Engine::Xbar,
+    Engine::Puma,
+    Engine::Vpu,
+];
 
 /// Loop nests of the model with native per-nest timings.
 fn loops_section(g: &Graph) -> anyhow::Result<Section> {
@@ -48,8 +55,11 @@ fn loops_section(g: &Graph) -> anyhow::Result<Section> {
 
 /// Host-vs-PIM placement per nest with the host calibration cached on this machine.
 fn offload_section(g: &Graph) -> anyhow::Result<Section> {
-    let host = pimkit_offload::host::load_or_calibrate(&pimkit_offload::host::default_cache_path(), false).map_err(user)?;
-    let a = pimkit_offload::run_graph(g, &host, &pimkit_offload::Options::default()).map_err(user)?;
+    let host =
+        pimkit_offload::host::load_or_calibrate(&pimkit_offload::host::default_cache_path(), false)
+            .map_err(user)?;
+    let a =
+        pimkit_offload::run_graph(g, &host, &pimkit_offload::Options::default()).map_err(user)?;
     Ok(pimkit_offload::report::report_section(&[a], &[]))
 }
 
@@ -63,14 +73,21 @@ fn xbar_section(g: &Graph) -> anyhow::Result<Section> {
 /// PUMA compile + simulate with the default architecture, exact arithmetic.
 fn puma_section(g: &Graph) -> anyhow::Result<Section> {
     let arch = pimkit_puma::Arch::default();
-    let (res, _, prog) = pimkit_puma::run_graph(g, &arch, &Default::default(), &Default::default(), None).map_err(user)?;
+    let (res, _, prog) =
+        pimkit_puma::run_graph(g, &arch, &Default::default(), &Default::default(), None)
+            .map_err(user)?;
     Ok(pimkit_puma::report_section(&res, Some(&prog)))
 }
 
 /// Quick roofline sweeps plus, for a quantized model, its run on the simulated VPUs.
 fn vpu_section(g: &Graph) -> anyhow::Result<Section> {
     let arch = pimkit_vpu::Arch::default();
-    let quantized = g.nodes.iter().any(|n| matches!(n.op, pimkit_ir::Op::QLinearConv(_) | pimkit_ir::Op::QLinearMatMul));
+    let quantized = g.nodes.iter().any(|n| {
+        matches!(
+            n.op,
+            pimkit_ir::Op::QLinearConv(_) | pimkit_ir::Op::QLinearMatMul
+        )
+    });
     let inputs = pimkit_interp::random_inputs(g, 0);
     let model = quantized.then_some((g, &inputs));
     let mut s = pimkit_vpu::report::build_section(&arch, model, true).map_err(user)?;
@@ -91,7 +108,10 @@ fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
         Engine::Vpu => vpu_section(g),
     };
     r.unwrap_or_else(|e| {
-        let mut s = Section::new(format!("{engine:?}").to_lowercase(), format!("{engine:?} on {spec}"));
+        let mut s = Section::new(
+            format!("{engine:?}").to_lowercase(),
+            format!("{engine:?} on {spec}"),
+        );
         s.note(format!("not run on {spec}: {e:#}"));
         s
     })
@@ -184,7 +204,10 @@ pub fn model_section(spec: &str, g: &Graph) -> Section {
 pub fn run(a: Args) -> anyhow::Result<()> {
     let jobs: Vec<(Engine, String)> = match &a.model {
         Some(m) => ALL_ENGINES.iter().map(|&e| (e, m.clone())).collect(),
-        None => DEFAULT_JOBS.iter().map(|&(e, m)| (e, m.to_string())).collect(),
+        None => DEFAULT_JOBS
+            .iter()
+            .map(|&(e, m)| (e, m.to_string()))
+            .collect(),
     };
     let mut specs: Vec<&str> = jobs.iter().map(|(_, m)| m.as_str()).collect();
     specs.dedup();

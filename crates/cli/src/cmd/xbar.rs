@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum XbarCmd {
+    /// Crossbar-aware neural architecture search (RNC): NSGA-II over the OFA MobileNetV3 space
+    Nas(super::nas::NasArgs),
     /// Map a model onto crossbars: partition, duplication, packing, latency vs the ISAAC-like baseline.
     Map(MapArgs),
     /// Sweep crossbar budgets x depthwise split factors x sample counts (CSV + SVG charts).
@@ -128,6 +130,7 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> anyhow::Result<()> {
 
 pub fn run(c: XbarCmd) -> anyhow::Result<()> {
     match c {
+        XbarCmd::Nas(a) => super::nas::run(a),
         XbarCmd::Map(a) => {
             let (g, arch, mut opts) = setup(&a.common)?;
             if let Some(b) = a.budget {
