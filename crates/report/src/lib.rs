@@ -114,7 +114,11 @@ impl Report {
                 match b {
                     Block::Svg { file, svg, .. } => {
                         // Two sections may name a figure alike (same engine, two models).
-                        let name = if used.insert(file.clone()) { file.clone() } else { format!("{}-{file}", s.id) };
+                        let name = if used.insert(file.clone()) {
+                            file.clone()
+                        } else {
+                            format!("{}-{file}", s.id)
+                        };
                         std::fs::write(dir.join(name), svg)?
                     }
                     Block::Table(t) => {
