@@ -80,6 +80,8 @@ macro_rules! draw_lines {
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()
+            // Only the bold grid: on log axes the light lines crowd into grey bands.
+            .light_line_style(TRANSPARENT)
             .x_desc($xl)
             .y_desc($yl)
             .x_label_formatter(&|v| fmt_tick(*v))
