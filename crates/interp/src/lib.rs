@@ -30,4 +30,5 @@ mod random;
 
 pub use error::InterpError;
 pub use exec::{run, run_observed};
+pub use ops::elementwise::sigmoid_f32;
 pub use random::random_inputs;

@@ -42,7 +42,7 @@ fn ints_to(dtype: DType, shape: Vec<usize>, v: Vec<i64>) -> Tensor {
 /// Logistic function as onnxruntime computes it (MLAS `MlasComputeLogistic`, the Eigen
 /// rational approximation, in the fused-multiply-add form of its x86 FMA3 kernel).
 /// Shared by Sigmoid, the RNN gates and QLinearSigmoid's lookup table.
-pub(crate) fn sigmoid_f32(x: f32) -> f32 {
+pub fn sigmoid_f32(x: f32) -> f32 {
     // MlasLogisticConstants, written exactly as in MLAS (rounded to f32 by the compiler).
     #[allow(clippy::excessive_precision)]
     const A: [f32; 5] = [

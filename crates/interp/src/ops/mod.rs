@@ -3,7 +3,7 @@
 //! implemented.
 
 mod conv;
-mod elementwise;
+pub(crate) mod elementwise;
 mod linalg;
 mod norm;
 mod pool;

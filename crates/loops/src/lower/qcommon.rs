@@ -189,46 +189,6 @@ pub(crate) fn lookup_table(
         .collect()
 }
 
-/// MLAS QuantizeLinear of one value (the interpreter's `quantize_f32`).
-pub(crate) fn quantize_f32(x: f32, scale: f32, zp: i32, lo: i32, hi: i32) -> i32 {
-    let (min, max) = (lo as i64 - zp as i64, hi as i64 - zp as i64);
-    let v = (x / scale).max(min as f32).min(max as f32);
-    (v.round_ties_even() as i64 + zp as i64).clamp(lo as i64, hi as i64) as i32
-}
-
-/// onnxruntime's logistic (MLAS rational approximation, FMA form), as pimkit-interp's
-/// `sigmoid_f32`; QLinearSigmoid's table is built from it.
-pub(crate) fn sigmoid_f32(x: f32) -> f32 {
-    #[allow(clippy::excessive_precision)]
-    const A: [f32; 5] = [
-        4.37031012579801e-11,
-        1.15627324459942e-07,
-        6.08574864600143e-05,
-        8.51377133304701e-03,
-        2.48287947061529e-01,
-    ];
-    #[allow(clippy::excessive_precision)]
-    const B: [f32; 6] = [
-        6.10247389755681e-13,
-        5.76102136993427e-09,
-        6.29106785017040e-06,
-        1.70198817374094e-03,
-        1.16817656904453e-01,
-        9.93151921023180e-01,
-    ];
-    if x.is_nan() {
-        return x;
-    }
-    let v = x.clamp(-18.0, 18.0);
-    let v2 = v * v;
-    let mut p = v2.mul_add(A[0], A[1]);
-    for &a in &A[2..] {
-        p = p.mul_add(v2, a);
-    }
-    p *= v;
-    let mut q = v2.mul_add(B[0], B[1]);
-    for &b in &B[2..] {
-        q = q.mul_add(v2, b);
-    }
-    (p / q + 0.5).clamp(0.0, 1.0)
-}
+/// QuantizeLinear of one value and onnxruntime's logistic: the interpreter's own functions,
+/// so the lookup tables built here are the reference's bit for bit.
+pub(crate) use pimkit_interp::{quant::quantize_f32, sigmoid_f32};
