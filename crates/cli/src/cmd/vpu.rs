@@ -116,6 +116,12 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 },
             )
             .map_err(user)?;
+            if r.kernel_cycles == 0 {
+                eprintln!(
+                    "note: no layer of {} ran on the VPUs (they run QLinearConv/QLinearMatMul/QGemm); everything ran on the modelled host. Quantize the model (QOperator) to use them.",
+                    r.model
+                );
+            }
             if let Some(dir) = &out {
                 std::fs::create_dir_all(dir)?;
                 for (i, t) in r.outputs.iter().enumerate() {
