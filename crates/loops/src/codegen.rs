@@ -194,8 +194,9 @@ impl Ctx<'_> {
 }
 
 /// Loop order: parallel dims, then reductions; a parallel dim with more unit-stride
-/// bytes than the default innermost dim is moved innermost.
-pub(crate) fn loop_order(p: &Program, n: &Nest) -> Vec<usize> {
+/// bytes than the default innermost dim is moved innermost. Public so that models of the
+/// generated code (pimkit-offload's cache model) follow the same order.
+pub fn loop_order(p: &Program, n: &Nest) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n.dims.len())
         .filter(|&d| n.dims[d].kind == DimKind::Parallel)
         .collect();

@@ -25,6 +25,17 @@ pub struct PimArch {
     pub sync_base_ns: f64,
     pub sync_per_core_ns: f64,
     pub t_sw_ns: f64,
+    /// In-order latencies in cycles (window 1: each instruction's latency is exposed).
+    pub lat_int: f64,
+    pub lat_mul: f64,
+    pub lat_div: f64,
+    pub lat_fadd: f64,
+    pub lat_fmul: f64,
+    pub lat_fdiv: f64,
+    pub lat_load: f64,
+    pub lat_store: f64,
+    /// Vector register width of the code the PIM core executes (bits).
+    pub simd_bits: u32,
 }
 
 impl Default for PimArch {
@@ -66,6 +77,14 @@ impl PimArch {
             ("i_min", self.i_min),
             ("mlp", self.mlp),
             ("bank_gbs", self.bank_gbs),
+            ("lat_int", self.lat_int),
+            ("lat_mul", self.lat_mul),
+            ("lat_div", self.lat_div),
+            ("lat_fadd", self.lat_fadd),
+            ("lat_fmul", self.lat_fmul),
+            ("lat_fdiv", self.lat_fdiv),
+            ("lat_load", self.lat_load),
+            ("lat_store", self.lat_store),
         ] {
             if !(v > 0.0 && v.is_finite()) {
                 return bad(&format!("`{k}` must be a positive number, got {v}"));
@@ -80,6 +99,9 @@ impl PimArch {
             if !(v >= 0.0 && v.is_finite()) {
                 return bad(&format!("`{k}` must be a non-negative number, got {v}"));
             }
+        }
+        if self.simd_bits < 8 {
+            return bad("`simd_bits` must be at least 8 (use 32 for scalar fp32 code)");
         }
         if self.line_bytes == 0 || self.l1d_bytes < self.line_bytes {
             return bad("`line_bytes` must be positive and `l1d_bytes` at least one line");

@@ -11,7 +11,7 @@
 //! - across nests, an LRU over allocations (in program order, in steady state over
 //!   repeated executions) decides whether a read allocation is still cached.
 
-use pimkit_loops::{AllocId, DimKind, Expr, Index, Nest, Program};
+use pimkit_loops::{AllocId, Expr, Index, Nest, Program};
 
 /// One allocation's accesses in a nest.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,54 +36,8 @@ struct Acc {
     alloc_lines: f64,
 }
 
-/// The loop order the C backend uses (outermost first).
-pub fn loop_order(p: &Program, n: &Nest) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n.dims.len())
-        .filter(|&d| n.dims[d].kind == DimKind::Parallel)
-        .collect();
-    order.extend((0..n.dims.len()).filter(|&d| n.dims[d].kind == DimKind::Reduction));
-    let Some(&last) = order.last() else {
-        return order;
-    };
-    let mut accesses: Vec<(usize, Vec<Index>)> = vec![];
-    for s in &n.stores {
-        accesses.push((s.operand, s.index.clone()));
-        s.value.visit(&mut |e| {
-            if let Expr::Load { operand, index } = e
-                && !accesses.iter().any(|(o, i)| o == operand && i == index)
-            {
-                accesses.push((*operand, index.clone()));
-            }
-        });
-    }
-    let stride = |j: usize, ix: &[Index], d: usize| -> i64 {
-        let t = &p.tensors[n.operands[j].tensor];
-        ix.iter()
-            .enumerate()
-            .map(|(k, x)| t.strides.get(k).copied().unwrap_or(0) * x.coeff(d))
-            .sum()
-    };
-    let score = |d: usize| -> usize {
-        accesses
-            .iter()
-            .filter(|(j, ix)| stride(*j, ix, d).abs() == 1)
-            .map(|(j, _)| p.tensors[n.operands[*j].tensor].bytes())
-            .sum()
-    };
-    let best = order
-        .iter()
-        .copied()
-        .filter(|&d| n.dims[d].kind == DimKind::Parallel)
-        .max_by_key(|&d| (score(d), n.dims[d].extent));
-    if let Some(b) = best
-        && b != last
-        && score(b) > score(last)
-    {
-        order.retain(|&d| d != b);
-        order.push(b);
-    }
-    order
-}
+/// The loop order the C backend uses (outermost first): pimkit-loops' own choice.
+pub use pimkit_loops::codegen::loop_order;
 
 fn collect(p: &Program, n: &Nest, line: u64) -> Vec<Acc> {
     let mut v = vec![];

@@ -23,6 +23,15 @@ pub struct HostCalib {
     pub b_read_gbs: f64,
     /// STREAM-like store (fill) bandwidth, GB/s.
     pub b_store_gbs: f64,
+    /// Bandwidth of the host memory system (all channels), GB/s: eq. (8)'s B_rd = B_wb.
+    /// torch-pim.txt §5.1: "The PIM cores share DRAM with the host, so the movement B_rd
+    /// and B_wb describe traffic between the host cache hierarchy and PIM. [...] We
+    /// therefore use the bandwidth of the host memory system for both, fixed once per
+    /// target platform." Not the one-thread B_cpu, which only scales θ. 0 in calibration
+    /// files written before this field existed: [`HostCalib::b_move_gbs`] then falls back
+    /// to B_cpu (the old, pessimistic behaviour).
+    #[serde(default)]
+    pub b_mem_gbs: f64,
     /// Effective bandwidth of a store stream of a given size that starts with its lines
     /// out of cache: (bytes, GB/s), ascending sizes. Small streams are latency-bound.
     pub store_curve: Vec<(u64, f64)>,
@@ -46,6 +55,11 @@ impl HostCalib {
             cpu_model: "AMD EPYC (reference values, torch-pim.md §3.4)".into(),
             b_read_gbs: 16.9,
             b_store_gbs: 20.0,
+            // The guests are AMD EPYC family 0x1A model 0x02 (Zen 5 "Turin", EPYC 9005;
+            // torch-pim.md §3.1). Their memory system: 12 DDR5 channels per socket at
+            // 6000 MT/s x 8 B = 576 GB/s (AMD EPYC 9005 product specifications). A platform
+            // constant, as §5.1 asks, not a measurement of the 2-vCPU guest's share.
+            b_mem_gbs: 576.0,
             store_curve: vec![
                 (4 << 10, 3.0),
                 (16 << 10, 5.0),
@@ -87,6 +101,16 @@ impl HostCalib {
         v.min(self.b_store_gbs).max(1e-3)
     }
 
+    /// B_rd = B_wb of equation (8): the memory-system bandwidth, or B_cpu for calibration
+    /// files that predate `b_mem_gbs`.
+    pub fn b_move_gbs(&self) -> f64 {
+        if self.b_mem_gbs > 0.0 {
+            self.b_mem_gbs
+        } else {
+            self.b_read_gbs
+        }
+    }
+
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_default()
     }
@@ -101,6 +125,16 @@ impl HostCalib {
             return Err(OffloadError::Calib {
                 path: path.to_path_buf(),
                 msg: "bandwidths and the LLC size must be positive".into(),
+            });
+        }
+        if !(c.b_mem_gbs >= 0.0 && c.b_mem_gbs.is_finite()) {
+            return Err(OffloadError::Calib {
+                path: path.to_path_buf(),
+                msg: format!(
+                    "`b_mem_gbs` must be a non-negative number (0 = unknown), got {}; set it \
+                     to the memory system's bandwidth in GB/s or delete the file to re-measure",
+                    c.b_mem_gbs
+                ),
             });
         }
         Ok(c)
@@ -234,6 +268,10 @@ pub fn calibrate() -> Result<HostCalib> {
     let big = (llc * 4).max(64 << 20) as usize;
     let b_read = probes.read_gbs(big, 3);
     let b_store = probes.store_gbs(big, 3);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Together the streams cover 4×LLC (the LLC is shared), at least 16 MiB each.
+    let per_thread = (big / threads).max(16 << 20);
+    let b_mem = probes.read_gbs_parallel(per_thread, threads, 3).max(b_read);
     let mut curve = vec![];
     for sz in [
         4u64 << 10,
@@ -256,6 +294,7 @@ pub fn calibrate() -> Result<HostCalib> {
         cpu_model: model,
         b_read_gbs: b_read,
         b_store_gbs: b_store,
+        b_mem_gbs: b_mem,
         store_curve: curve,
         t_ctx_ns: measure_t_ctx(),
         l1d_bytes: l1d,

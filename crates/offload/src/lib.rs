@@ -24,6 +24,7 @@ pub mod host;
 pub mod movement;
 pub mod perf;
 pub mod pim;
+pub mod pimcost;
 pub mod plan;
 mod probes;
 pub mod reinsert;

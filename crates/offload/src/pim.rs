@@ -2,7 +2,9 @@
 //! (torch-pim.txt Table 2; parameters in `arch/pim-general.toml`):
 //!
 //!   chunk    = ceil(N_iter / N) parallel iterations per core (load imbalance included)
-//!   compute  = chunk · (N_total / N_iter) · instr_per_iter / (ipc · f)
+//!   compute  = chunk · (N_total / N_iter) · cycles_per_iter / f
+//!              (cycles_per_iter: every instruction's in-order latency, per vector lane
+//!              when the innermost loop vectorizes; `pimcost`)
 //!   stall    = lines_core · dram_latency / mlp      (blocking in-order core)
 //!   bank     = lines_core · L / bank_bw             (the core's bank cannot go faster)
 //!   T_core   = max(compute + stall, bank)
@@ -20,7 +22,10 @@ pub struct PimFacts {
     pub n_iter: u64,
     pub n_total: u64,
     pub trip: u64,
+    /// Scalar instruction estimate (pimkit-loops; reported, not used by the time model).
     pub instr_per_iter: f64,
+    /// In-order cycles per innermost iteration with every latency exposed (`pimcost`).
+    pub cycles_per_iter: f64,
     /// Off-L1 lines of the whole nest at the PIM L1 size.
     pub pim_lines: f64,
 }
@@ -40,7 +45,8 @@ pub fn t_pim(f: &PimFacts, cores: u32, a: &PimArch) -> PimTime {
     let active = n.min(n_iter) as f64;
     let chunk = n_iter.div_ceil(n) as f64;
     let inner = f.n_total as f64 / n_iter as f64;
-    let compute_ns = chunk * inner * f.instr_per_iter / (a.ipc * a.f_ghz);
+    // Window-1 in-order core: the latency chain (issue width and vector lanes included).
+    let compute_ns = chunk * inner * f.cycles_per_iter / a.f_ghz;
     let lines_core = f.pim_lines / active;
     let stall_ns = lines_core * a.dram_latency_ns / a.mlp;
     let bank_ns = lines_core * a.line_bytes as f64 / a.bank_gbs;

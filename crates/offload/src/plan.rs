@@ -42,7 +42,8 @@ impl Granularity {
 #[derive(Clone, Debug, Serialize)]
 pub struct Params {
     pub rule: RuleParams,
-    /// B_rd = B_wb: the host memory system's bandwidth (torch-pim.txt §5.1), GB/s.
+    /// B_rd = B_wb: the host memory system's bandwidth (torch-pim.txt §5.1), GB/s
+    /// (`HostCalib::b_mem_gbs`, not the one-thread B_cpu).
     pub b_move_gbs: f64,
     pub t_sw_ns: f64,
 }
@@ -57,7 +58,7 @@ impl Params {
                 theta_gbs: th.theta_gbs,
                 sigma: th.sigma,
             },
-            b_move_gbs: host.b_read_gbs,
+            b_move_gbs: host.b_move_gbs(),
             t_sw_ns: arch.t_sw_ns,
         }
     }
@@ -79,6 +80,7 @@ pub fn pim_facts(n: &NestData) -> PimFacts {
         n_total: n.n_total,
         trip: n.trip,
         instr_per_iter: n.instr_per_iter,
+        cycles_per_iter: n.cycles_per_iter,
         pim_lines: n.pim_lines,
     }
 }

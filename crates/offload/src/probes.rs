@@ -88,6 +88,43 @@ impl Probes {
         best
     }
 
+    /// Aggregate read bandwidth of `threads` concurrent read streams of `bytes` each
+    /// (GB/s, best of `reps` rounds): what the machine's cores can pull from the memory
+    /// system together. On a VM with few vCPUs this is a lower bound of the memory
+    /// system's bandwidth (edit `b_mem_gbs` in the host file to the platform's figure).
+    pub fn read_gbs_parallel(&self, bytes: usize, threads: usize, reps: usize) -> f64 {
+        let threads = threads.max(1);
+        let n = bytes / 4;
+        let bufs: Vec<Vec<i32>> = (0..threads).map(|_| (0..n as i32).collect()).collect();
+        let read = self.read;
+        let mut best = 0.0f64;
+        for _ in 0..reps.max(1) {
+            let barrier = std::sync::Barrier::new(threads);
+            let t0 = Instant::now();
+            let ends: Vec<f64> = std::thread::scope(|s| {
+                let hs: Vec<_> = bufs
+                    .iter()
+                    .map(|a| {
+                        let b = &barrier;
+                        s.spawn(move || {
+                            b.wait();
+                            // SAFETY: a holds n elements.
+                            let r = unsafe { read(a.as_ptr(), n) };
+                            std::hint::black_box(r);
+                            t0.elapsed().as_secs_f64()
+                        })
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.join().unwrap_or(f64::MAX))
+                    .collect()
+            });
+            let dt = ends.iter().copied().fold(0.0, f64::max);
+            best = best.max((bytes * threads) as f64 / dt / 1e9);
+        }
+        best
+    }
+
     /// Best-of-`reps` store bandwidth over `bytes` (GB/s).
     pub fn store_gbs(&self, bytes: usize, reps: usize) -> f64 {
         let n = bytes / 4;

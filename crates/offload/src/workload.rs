@@ -5,6 +5,7 @@
 use crate::arch::PimArch;
 use crate::cache::pim_lines;
 use crate::counters::Counters;
+use crate::pimcost::cycles_per_iter;
 use pimkit_loops::{AllocId, AllocKind, Program};
 use serde::Serialize;
 
@@ -19,6 +20,8 @@ pub struct NestData {
     pub n_total: u64,
     pub trip: u64,
     pub instr_per_iter: f64,
+    /// In-order PIM cycles per innermost iteration (`pimcost`: latencies exposed).
+    pub cycles_per_iter: f64,
     /// Bytes read / written per allocation (the nest's ins and outs after bufferization).
     pub reads: Vec<(AllocId, u64)>,
     pub writes: Vec<(AllocId, u64)>,
@@ -65,6 +68,7 @@ impl Workload {
                 n_total: s.n_total,
                 trip: s.trip,
                 instr_per_iter: s.instr_per_iter,
+                cycles_per_iter: cycles_per_iter(p, n, arch),
                 reads: s.reads.iter().map(|x| (x.alloc, x.bytes)).collect(),
                 writes: s.writes.iter().map(|x| (x.alloc, x.bytes)).collect(),
                 pim_lines: pim_lines(p, n, arch.l1d_bytes, arch.line_bytes),

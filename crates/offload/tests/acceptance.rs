@@ -46,11 +46,13 @@ fn streaming_kernels_offload_everything_and_scale_with_cores() {
             "{name}: speedup grows with cores: {:?}",
             a.cores.iter().map(|c| c.speedup).collect::<Vec<_>>()
         );
-        // Deviation (docs/offload.md): on this host the C streams near memory bandwidth, so
-        // T_copy (eq. 8 at that bandwidth) is close to T_cpu; >1 is reached at 128 cores.
+        // Eq. (8) moves data at the host memory system's bandwidth (torch-pim.txt §5.1), so
+        // T_copy is ~2% of all-CPU time and PIM wins from 32 cores (ew_add 4.62x / 8.38x /
+        // 14.12x; it was 0.93x at 32 cores while eq. 8 used the one-thread B_cpu).
         assert!(
-            a.cores.last().unwrap().speedup > 1.0,
-            "{name}: faster than the host at 128 cores"
+            a.cores[0].speedup > 1.0,
+            "{name}: faster than the host at 32 cores: {}",
+            a.cores[0].speedup
         );
         for n in &a.nests {
             assert_eq!(n.counter_source, "model");
@@ -63,8 +65,10 @@ fn transcendental_kernels_offload_nothing() {
     for name in ["silu", "gelu", "tanh"] {
         let a = analysis(name);
         // The transcendental nest itself stays on the host (fails C3 and C4). Deviation:
-        // pimkit's silu lowers to two nests (sigmoid, then a streaming x * s), and the
-        // streaming multiply is offloaded like any other streaming nest.
+        // silu lowers to two nests (sigmoid, then a streaming x * s) as Torch-MLIR does
+        // without elementwise fusion (torch-pim.md §2.1-2.2: the paper's 8-nest softmax and
+        // 14-nest attention imply no fusion), and the streaming multiply passes C3 like
+        // any streaming nest: silu offloads 1 of 2 nests, 1.13x / 1.15x / 1.16x.
         for n in &a.nests {
             if n.op != "Mul" {
                 assert!(
@@ -75,10 +79,18 @@ fn transcendental_kernels_offload_nothing() {
                 );
             }
         }
-        assert!(
-            a.cores.iter().all(|c| c.speedup < 1.1),
-            "{name}: no real gain"
-        );
+        if name == "silu" {
+            assert!(
+                a.cores.iter().all(|c| c.captured_fraction < 0.2),
+                "silu: the sigmoid keeps most of the time on the host"
+            );
+        } else {
+            assert!(
+                a.nests.iter().all(|n| !n.offload),
+                "{name}: offloads nothing"
+            );
+            assert!(a.cores.iter().all(|c| (c.speedup - 1.0).abs() < 1e-9));
+        }
     }
 }
 
@@ -111,8 +123,10 @@ fn softmax_offloads_a_minority_of_its_eight_nests() {
     let a = analysis("softmax");
     assert_eq!(a.nests.len(), 8);
     // The exponential nest dominates and stays on the host; the host keeps most of the
-    // time. Deviation: pimkit's softmax and mac init fills are the same [n] fill, so the
-    // three init fills enter through C4 here just as mac's does (docs/offload.md).
+    // time. Deviation (still 7 of 8 offloaded, captured 43%): pimkit's softmax and mac init
+    // fills are the same cold [n] fill, so the three init fills enter through C4 just as
+    // mac's does, and max/sum stream the [n, n] input at 2.5-3.8 GB/s > θ = 2.03 GB/s
+    // (docs/offload.md).
     let exp = a.nests.iter().find(|n| n.label == "exp").unwrap();
     assert!(!exp.offload && exp.rejected_at == 2);
     assert!(
@@ -137,23 +151,27 @@ fn decode_layers_offload_weight_streaming_gemvs_and_scale() {
             "{name}: GEMVs offloaded via C3"
         );
         assert!(grows(&a), "{name}: speedup grows from 32 to 128 cores");
-        // Deviation: with the eq. (8) bound, > 1 only at 128 cores on this fast host; with
-        // exact movement (weights stay resident) from 64 cores (docs/offload.md).
+        // gptj_decode 1.77x / 2.93x / 4.36x, llama_decode 1.65x / 2.31x / 2.88x (paper: up
+        // to 5.1x and 3.6x). Before eq. (8) used the memory system's bandwidth and the PIM
+        // core ran the host's vector code, llama_decode was 0.65x / 0.85x / 1.01x.
         assert!(
-            a.cores.last().unwrap().speedup > 1.0,
-            "{name}: > 1 at 128 cores"
+            a.cores.iter().all(|c| c.speedup > 1.0),
+            "{name}: > 1 at every core count: {:?}",
+            a.cores.iter().map(|c| c.speedup).collect::<Vec<_>>()
         );
         assert!(
-            a.cores.last().unwrap().speedup_exact > 1.5,
-            "{name}: exact movement"
+            a.cores.last().unwrap().speedup_exact >= a.cores.last().unwrap().speedup,
+            "{name}: exact movement never costs more than the bound"
         );
     }
 }
 
 /// Operator granularity moves compute-bound nests (softmax's exp) to PIM with the rest of
-/// their operator: T_pim grows. Known deviation: the PIM model charges exp ~10 instructions
-/// (no FP emulation), so on attention op granularity ends up slightly *faster* than loop
-/// here; the paper reports it slower (docs/offload.md).
+/// their operator: T_pim grows. Known deviation: op granularity is 1.7% / 2.4% / 2.8%
+/// *faster* than loop here (paper: +67.8% slower). Even with every in-order latency charged
+/// (scalar expf ≈ 47 cycles per element) 32 PIM cores run the exp nest in ~25 ms against
+/// the host's 59.8 ms of scalar libm expf; the paper's PIM core (Sniper x86, in-order) has
+/// an FPU, so there is no FP emulation to add (docs/offload.md).
 #[test]
 fn operator_granularity_offloads_compute_bound_nests_on_attention() {
     let a = analysis("attention");
@@ -198,5 +216,37 @@ fn full_size_live() {
 fn show_fixture() {
     if let Ok(n) = std::env::var("PIMKIT_SHOW") {
         println!("{}", pimkit_offload::report::terminal(&analysis(&n)));
+    }
+}
+
+/// The size sweep (Table 4, `--sweep n=...`): ew_add and relu select nothing while their
+/// operands fit in the host LLC and their nest from n = 4096 on (paper: 512/1024→0,
+/// ≥4096→1). Host times at the smaller sizes are the fixture's scaled by the element
+/// count; the verdict at n = 512 does not depend on them, since a cache-resident stream
+/// has no off-core reads (C3) and no cold stores (C4).
+#[test]
+fn size_sweep_table_follows_table_4_for_streaming_kernels() {
+    for (name, op) in [("ew_add", "Add"), ("relu", "Relu")] {
+        let mut runs = vec![];
+        for n in [512u64, 4096] {
+            let g = pimkit_zoo::build(
+                name,
+                &[
+                    ("weights".into(), "none".into()),
+                    ("n".into(), n.to_string()),
+                ],
+            )
+            .unwrap();
+            let p = pimkit_loops::lower(&g).unwrap();
+            let scale = (n * n) as f64 / (4096.0 * 4096.0);
+            let t: Vec<f64> = times(name).iter().map(|x| x * scale).collect();
+            let a = analyze_with_times(&p, &t, &HostCalib::fixed_reference(), &Options::default());
+            runs.push((n.to_string(), a));
+        }
+        let t = pimkit_offload::report::sweep_table("n", &runs);
+        assert_eq!(t.rows.len(), 1, "{name}: one operator");
+        assert_eq!(t.rows[0][0], name);
+        assert_eq!(t.rows[0][1], op);
+        assert_eq!(t.rows[0][3], "512→0, 4096→1", "{name}");
     }
 }

@@ -84,6 +84,7 @@ fn t_pim_terms_follow_the_model() {
         n_total: 1 << 20,
         trip: 1,
         instr_per_iter: 6.0,
+        cycles_per_iter: 6.0,
         pim_lines: 1.0 * (1 << 16) as f64,
     };
     let t = t_pim(&f, 32, &a);
@@ -108,6 +109,7 @@ fn small_regions_get_slower_at_128_cores() {
         n_total: 4096,
         trip: 1,
         instr_per_iter: 8.0,
+        cycles_per_iter: 8.0,
         pim_lines: 512.0,
     };
     assert!(t_pim(&f, 128, &a).total_ns > t_pim(&f, 64, &a).total_ns);
@@ -124,6 +126,7 @@ fn nest(id: usize, t: f64, reads: Vec<(usize, u64)>, writes: Vec<(usize, u64)>) 
         n_total: 1 << 20,
         trip: 1,
         instr_per_iter: 6.0,
+        cycles_per_iter: 6.0,
         reads,
         writes,
         pim_lines: (1 << 16) as f64,

@@ -206,6 +206,10 @@ pub fn run_calibrate(a: CalibrateArgs) -> anyhow::Result<()> {
         h.b_read_gbs, h.b_store_gbs
     );
     println!(
+        "  memory system (eq. 8 B_rd = B_wb) {:.1} GB/s",
+        h.b_move_gbs()
+    );
+    println!(
         "  θ = 0.12 · B_cpu = {:.2} GB/s, σ = 0.40",
         host::THETA_RATIO * h.b_read_gbs
     );
