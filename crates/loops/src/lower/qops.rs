@@ -6,6 +6,7 @@
 use super::builder::dims_index;
 use super::qcommon::*;
 use super::quant::new_const;
+use super::shape::concat_list;
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
@@ -366,40 +367,4 @@ pub(crate) fn qlinear_concat(l: &mut Lowerer, n: &Node, axis: usize) -> Result<T
         })?);
     }
     concat_list(l, &parts, axis, dt, &shape)
-}
-
-/// Copy each part into its slice of the output along `axis` (one copy nest per part).
-fn concat_list(
-    l: &mut Lowerer,
-    parts: &[TensorId],
-    axis: usize,
-    dt: DType,
-    shape: &[usize],
-) -> Result<TensorId> {
-    let mut cur: Option<TensorId> = None;
-    let mut off = 0i64;
-    for (i, &x) in parts.iter().enumerate() {
-        let xs = l.shape(x);
-        if xs.iter().product::<usize>() == 0 {
-            continue;
-        }
-        let label = format!("concat.{i}");
-        let out = match cur {
-            None => l.result(&label, dt, shape),
-            Some(prev) => l.result_init(&label, prev),
-        };
-        let mut nb = NB::new(NestKind::Copy, label);
-        let d = nb.pars(&xs);
-        let v = nb.load(x, dims_index(&d));
-        let mut oi = dims_index(&d);
-        oi[axis].constant += off;
-        nb.store(out, oi, v);
-        l.push(nb);
-        off += xs[axis] as i64;
-        cur = Some(out);
-    }
-    match cur {
-        Some(t) => Ok(t),
-        None => Ok(l.fill("concat.empty", dt, shape, 0.0)),
-    }
 }

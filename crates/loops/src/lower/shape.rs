@@ -135,17 +135,30 @@ pub(crate) fn transpose(l: &mut Lowerer, _node: &Node, perm: &[usize]) -> Result
 /// Concat as `tensor.empty` + one `insert_slice` copy nest per input.
 pub(crate) fn concat(l: &mut Lowerer, node: &Node, axis: usize) -> Result<TensorId> {
     let (dt, shape) = l.out_ty(0);
+    let parts = (0..node.inputs.len())
+        .map(|i| l.input(i))
+        .collect::<Result<Vec<_>>>()?;
+    concat_list(l, &parts, axis, dt, &shape)
+}
+
+/// Copy each part into its slice of the output along `axis` (one copy nest per part).
+pub(crate) fn concat_list(
+    l: &mut Lowerer,
+    parts: &[TensorId],
+    axis: usize,
+    dt: DType,
+    shape: &[usize],
+) -> Result<TensorId> {
     let mut cur: Option<TensorId> = None;
     let mut off = 0i64;
-    for i in 0..node.inputs.len() {
-        let x = l.input(i)?;
+    for (i, &x) in parts.iter().enumerate() {
         let xs = l.shape(x);
         if xs.iter().product::<usize>() == 0 {
             continue;
         }
         let label = format!("concat.{i}");
         let out = match cur {
-            None => l.result(&label, dt, &shape),
+            None => l.result(&label, dt, shape),
             Some(prev) => l.result_init(&label, prev),
         };
         let mut nb = NB::new(NestKind::Copy, label);
@@ -160,7 +173,7 @@ pub(crate) fn concat(l: &mut Lowerer, node: &Node, axis: usize) -> Result<Tensor
     }
     match cur {
         Some(t) => Ok(t),
-        None => Ok(l.fill("concat.empty", dt, &shape, 0.0)),
+        None => Ok(l.fill("concat.empty", dt, shape, 0.0)),
     }
 }
 
