@@ -1,4 +1,5 @@
-//! Whole MobileNetV2 (224x224) on the simulated system: `cargo run --release -p pimkit-vpu --example mnv2 [vpus]`.
+//! Whole MobileNetV2 (224x224) on the simulated system:
+//! `cargo run --release -p pimkit-vpu --example mnv2 [vpus] [cold] [paper]`.
 use pimkit_vpu::Arch;
 use pimkit_vpu::network::{NetOptions, run_network};
 fn main() {
@@ -16,6 +17,11 @@ fn main() {
         &Arch::default().with(vpus, 1.2),
         &NetOptions {
             cold_layers: cold,
+            method: if std::env::args().any(|a| a == "paper") {
+                pimkit_vpu::network::Method::Paper
+            } else {
+                pimkit_vpu::network::Method::Pimkit
+            },
             ..Default::default()
         },
     )
@@ -28,12 +34,14 @@ fn main() {
         );
     }
     println!(
-        "total cycles {:.1} M, offchip {:.1} MiB, ops {:.1} M, host {:.1} M, kernel {:.1} M, energy {:.2} J, wall {:.2?}",
+        "method {:?}: total cycles {:.1} M, offchip {:.1} MiB, ops {:.1} M, host {:.1} M, kernel {:.1} M, excluded {:.1} M, energy {:.2} J, wall {:.2?}",
+        r.method,
         r.cycles as f64 / 1e6,
         r.offchip_bytes as f64 / 1048576.0,
         r.ops as f64 / 1e6,
         r.host_cycles as f64 / 1e6,
         r.kernel_cycles as f64 / 1e6,
+        r.excluded_cycles as f64 / 1e6,
         r.energy_j,
         dt
     );

@@ -1,12 +1,18 @@
-//! Run roofline sweeps and write CSV/SVG: `cargo run --release -p pimkit-vpu --example sweeps -- [quick] [sweep...]`.
+//! Run roofline sweeps and write CSV/SVG:
+//! `cargo run --release -p pimkit-vpu --example sweeps -- [quick] [paper] [sweep...]`
+//! (`paper`: kernels in the paper's strict Table 2 formulation, `kernels = "paper"`).
 use pimkit_vpu::Arch;
 use pimkit_vpu::roofline::{Scale, Sweep, run_sweep, table3};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "quick");
+    let mut arch = Arch::default();
+    if args.iter().any(|a| a == "paper") {
+        arch.kernels = pimkit_vpu::arch::KernelStyle::Paper;
+    }
     let sweeps: Vec<Sweep> = args
         .iter()
-        .filter(|a| *a != "quick")
+        .filter(|a| *a != "quick" && *a != "paper")
         .map(|a| Sweep::parse(a).unwrap())
         .collect();
     let sweeps = if sweeps.is_empty() {
@@ -17,7 +23,7 @@ fn main() {
     let mut all = vec![];
     for s in sweeps {
         let t = std::time::Instant::now();
-        let pts = run_sweep(&Arch::default(), s, Scale { quick }).unwrap();
+        let pts = run_sweep(&arch, s, Scale { quick }).unwrap();
         eprintln!("{} {:?}", s.name(), t.elapsed());
         for p in &pts {
             println!(

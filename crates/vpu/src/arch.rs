@@ -23,6 +23,40 @@ pub struct Arch {
     pub memory: MemoryParams,
     pub host: HostParams,
     pub power: PowerParams,
+    /// Kernel formulation: pimkit's (default) or the paper's strict Table 2 one.
+    pub kernels: KernelStyle,
+}
+
+/// Which formulation the kernels follow where pimkit goes beyond the paper's text.
+///
+/// - `pimkit` (default): the depthwise kernel keeps a spare ring column and two
+///   alternating accumulators and defers each pixel's store (overlap on one VPU); the
+///   VM kernel double-buffers inside one VRF when it has a single VPU.
+/// - `paper`: exactly the VRF partitions of quinn Table 2 (depthwise: input V0-V8,
+///   one accumulator V15; VM: one 30-row weight window per VPU), loads issued as the
+///   unit-stride transactions of quinn §5.9 (one per HWC pixel), and prefetching only
+///   across cooperating VPUs (quinn §4.3.1 and §4.3.4: "software prefetching and double
+///   buffering are preferred under multiple cooperating VPUs"; §5.9: the 1-VPU VM run
+///   stalls 58 % of its time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelStyle {
+    #[default]
+    Pimkit,
+    Paper,
+}
+
+impl KernelStyle {
+    pub fn parse(s: &str) -> Option<KernelStyle> {
+        match s.to_ascii_lowercase().as_str() {
+            "pimkit" => Some(KernelStyle::Pimkit),
+            "paper" => Some(KernelStyle::Paper),
+            _ => None,
+        }
+    }
+    pub fn is_paper(self) -> bool {
+        self == KernelStyle::Paper
+    }
 }
 
 /// One NM-Carus VPU: the VRF is its local SRAM.
@@ -90,9 +124,11 @@ pub struct DmaParams {
     pub program_cycles: u64,
     /// Channel cycles from start to the first element [unverified].
     pub setup_cycles: u64,
-    /// Bytes moved per cycle on chip on the memory side: one 32-bit OBI beat per cycle
-    /// (ref §1.5); 8-bit operands are widened into 32-bit VRF elements on the way
-    /// [unverified: the X-HEEP DMA's data-type conversion, no extra cycles assumed].
+    /// Bytes per cycle on the VRF side: one 32-bit OBI beat per cycle (ref §1.5). Every
+    /// VRF element is a 32-bit word, so 8-bit operands widened into (or narrowed from)
+    /// int32 elements move one element per beat, i.e. 1 B/cycle of memory-side data
+    /// [unverified: the X-HEEP DMA's data-type conversion; checked against quinn §5.9's
+    /// 4-VPU VM run at "roughly 70 % of the 1.2 B/cycle roof"].
     pub bytes_per_cycle: f64,
 }
 
@@ -125,8 +161,8 @@ pub struct HostParams {
     pub loop_cycles: u64,
     /// Host control per scalar-broadcast step (xvmv.x.s result, packed-index and address
     /// update, loop branch) that cannot overlap the VPU because the next MAC needs the
-    /// scalar [unverified: calibrated so QLinearMatMul-OS at n = 256 lands near quinn
-    /// §5.5's 3.21 Ops/cycle].
+    /// scalar [unverified: calibrated so QLinearMatMul-OS at n = 256 lands on quinn
+    /// §5.5's 3.21 Ops/cycle; `examples/calibrate.rs` redoes the fit].
     pub scalar_step_cycles: u64,
     /// Scalar MAC in the muRISCV-NN 2x2-blocked loop: 18 cycles / 4 MACs (ref §2.2).
     pub mac_cycles: f64,
@@ -172,6 +208,7 @@ impl Default for Arch {
             memory: MemoryParams::default(),
             host: HostParams::default(),
             power: PowerParams::default(),
+            kernels: KernelStyle::Pimkit,
         }
     }
 }
@@ -254,7 +291,7 @@ impl Default for HostParams {
         HostParams {
             issue_cycles: 2,
             loop_cycles: 4,
-            scalar_step_cycles: 47,
+            scalar_step_cycles: 33,
             mac_cycles: 4.5,
             dw_mac_cycles: 18.0,
             requant_cycles: 16.0,
@@ -271,7 +308,7 @@ impl Default for PowerParams {
             vpu_dynamic_w: 0.108,
             lane_share: 0.6,
             cache_share: 0.25,
-            host_dynamic_w: 0.56,
+            host_dynamic_w: 0.53,
         }
     }
 }
@@ -452,5 +489,26 @@ mod file_tests {
     fn shipped_arch_file_equals_defaults() {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../arch/nm-carus.toml");
         assert_eq!(Arch::from_file(&p).unwrap(), Arch::default());
+    }
+
+    /// arch/nm-carus-paper.toml differs from the defaults only in the kernel style.
+    #[test]
+    fn shipped_paper_arch_only_switches_the_kernels() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../arch/nm-carus-paper.toml");
+        let a = Arch::from_file(&p).unwrap();
+        assert_eq!(a.kernels, KernelStyle::Paper);
+        assert_eq!(
+            Arch {
+                name: Arch::default().name,
+                kernels: KernelStyle::Pimkit,
+                ..a
+            },
+            Arch::default()
+        );
+        let e = Arch::from_toml("kernels = \"fast\"\n").unwrap_err();
+        assert!(
+            e.to_string().contains("kernels") || e.to_string().contains("fast"),
+            "{e}"
+        );
     }
 }

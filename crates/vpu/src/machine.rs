@@ -527,7 +527,10 @@ impl Machine {
         }
         let d = self.cache.stats.minus(&s0);
         let line = self.cache.line_bytes() as f64;
-        let onchip = ((n * es) as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
+        // The VRF side moves one 32-bit element per beat: 8-bit operands widened into
+        // (or narrowed from) int32 elements cost a beat per element, not per 4 bytes.
+        let beats_bytes = n * es.max(4);
+        let onchip = (beats_bytes as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
         let offchip =
             ((d.misses + d.evictions) as f64 * line / self.arch.memory.bandwidth).ceil() as u64;
         let lat = if d.misses > 0 {

@@ -56,13 +56,32 @@ pub struct QConv {
     pub scales: Vec<f32>,
 }
 
+/// Output height and width of a convolution (the one formula every conv job shares).
+/// `pads` is top, left, bottom, right.
+pub(crate) fn conv_out_hw(
+    (h, w): (usize, usize),
+    (kh, kw): (usize, usize),
+    stride: (usize, usize),
+    pads: [usize; 4],
+    dil: (usize, usize),
+) -> (usize, usize) {
+    let eh = dil.0 * kh.saturating_sub(1) + 1;
+    let ew = dil.1 * kw.saturating_sub(1) + 1;
+    (
+        (h + pads[0] + pads[2]).saturating_sub(eh) / stride.0.max(1) + 1,
+        (w + pads[1] + pads[3]).saturating_sub(ew) / stride.1.max(1) + 1,
+    )
+}
+
 impl QConv {
     pub fn out_hw(&self) -> (usize, usize) {
-        let eh = self.dil.0 * (self.kh - 1) + 1;
-        let ew = self.dil.1 * (self.kw - 1) + 1;
-        let ho = (self.h + self.pads[0] + self.pads[2]).saturating_sub(eh) / self.stride.0 + 1;
-        let wo = (self.w + self.pads[1] + self.pads[3]).saturating_sub(ew) / self.stride.1 + 1;
-        (ho, wo)
+        conv_out_hw(
+            (self.h, self.w),
+            (self.kh, self.kw),
+            self.stride,
+            self.pads,
+            self.dil,
+        )
     }
     pub fn macs(&self) -> u64 {
         let (ho, wo) = self.out_hw();

@@ -133,11 +133,19 @@ pub fn table5(runs: &[&NetworkResult]) -> Table {
         t.push(vec![
             r.model.clone(),
             r.vpus.to_string(),
-            if r.cold_layers {
-                "cold per layer".into()
-            } else {
-                "carried".into()
-            },
+            format!(
+                "{}{}",
+                if r.cold_layers {
+                    "cold per layer"
+                } else {
+                    "carried"
+                },
+                if r.method == crate::network::Method::Paper {
+                    ", paper method"
+                } else {
+                    ""
+                }
+            ),
             format!("{:.1}", r.ops as f64 / 1e6),
             format!("{:.1}", r.cycles as f64 / 1e6),
             format!("{:.1}", r.latency_ms),

@@ -1,5 +1,6 @@
 //! QLinearMatMul kernels bit-exact against the integer reference at many shapes.
 
+use pimkit_vpu::arch::KernelStyle;
 use pimkit_vpu::problem::{Gen, ref_matmul};
 use pimkit_vpu::run::{MmKernel, run_matmul};
 use pimkit_vpu::{Arch, Dataflow};
@@ -20,9 +21,41 @@ fn check(arch: &Arch, m: usize, k: usize, n: usize, seed: u64, per_col: bool, bi
         );
     }
     if m == 1 {
-        let (got, _) = run_matmul(arch, &p, MmKernel::Vm).unwrap();
-        assert_eq!(got, want, "VM {k}x{n} vpus={}", arch.vpus);
+        // Both formulations of the VM kernel (paper style: no prefetch on one VPU).
+        for style in [KernelStyle::Pimkit, KernelStyle::Paper] {
+            let mut a = arch.clone();
+            a.kernels = style;
+            let (got, _) = run_matmul(&a, &p, MmKernel::Vm).unwrap();
+            assert_eq!(got, want, "VM {k}x{n} vpus={} {style:?}", arch.vpus);
+        }
     }
+}
+
+#[test]
+fn paper_vm_stalls_on_one_vpu_and_prefetches_across_two() {
+    // quinn §5.9: without a second buffer the 1-VPU VM run waits for every weight tile;
+    // a second VPU restores the prefetch (1.67x in the paper).
+    let p = Gen::new(13).matmul(1, 512, 256, false, true);
+    let a = Arch {
+        kernels: KernelStyle::Paper,
+        ..Default::default()
+    };
+    let (_, p1) = run_matmul(&a, &p, MmKernel::Vm).unwrap();
+    let (_, p2) = run_matmul(&a.with(2, 1.2), &p, MmKernel::Vm).unwrap();
+    let (_, d1) = run_matmul(&Arch::default(), &p, MmKernel::Vm).unwrap();
+    assert!(p1.dma_stall_cycles * 3 > p1.cycles, "{p1:?}");
+    assert!(
+        p2.cycles * 10 < p1.cycles * 8,
+        "{} vs {}",
+        p2.cycles,
+        p1.cycles
+    );
+    assert!(
+        d1.cycles < p1.cycles,
+        "pimkit {} vs paper {}",
+        d1.cycles,
+        p1.cycles
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Whole quantized graphs on the simulated system: outputs equal the interpreter's,
 //! kernels are used where expected, and cache state carries across layers.
 
-use pimkit_vpu::network::{DataflowChoice, KernelKind, NetOptions, run_network};
+use pimkit_vpu::network::{DataflowChoice, KernelKind, Method, NetOptions, run_network};
 use pimkit_vpu::{Arch, Dataflow};
 
 fn zoo(spec: &str) -> pimkit_ir::Graph {
@@ -23,7 +23,7 @@ fn run_all(g: &pimkit_ir::Graph, arch: &Arch) -> Vec<pimkit_vpu::network::Networ
             arch,
             &NetOptions {
                 dataflow: c,
-                cold_layers: false,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -125,13 +125,121 @@ fn shape_only_model_is_a_clear_error() {
 }
 
 #[test]
+fn grouped_conv_runs_the_kernel_per_group() {
+    // A grouped (not depthwise) convolution loops the 2-D kernel over its groups; the
+    // values are checked against the interpreter for every dataflow by run_all.
+    for spec in [
+        "qlinear_conv?c=4&k=6&h=7&w=9&kernel=3&group=2&pad=1",
+        "qlinear_conv?c=6&k=3&h=5&w=5&kernel=1&group=3&pad=0",
+    ] {
+        let r = run_all(&zoo(spec), &Arch::default().with(2, 1.2));
+        assert!(
+            r[0].layers
+                .iter()
+                .any(|l| l.op == "QLinearConv" && l.kernel == KernelKind::Conv2d),
+            "{spec}"
+        );
+    }
+}
+
+/// A graph with one QLinearMatMul of u8 A `a_shape` and constant i8 B `b_shape`.
+fn batched_qmatmul(a_shape: &[usize], b_shape: &[usize]) -> pimkit_ir::Graph {
+    use pimkit_ir::{DType, Graph, Op, Tensor, TensorType};
+    let mut g = Graph::new("batched_qmatmul");
+    let a = g.add_input("a", TensorType::new(DType::U8, a_shape.to_vec()));
+    let nb: usize = b_shape.iter().product();
+    let bv: Vec<i8> = (0..nb).map(|i| ((i * 37 + 11) % 255) as i8).collect();
+    let b = g.add_const("b", Tensor::from_i8(b_shape.to_vec(), bv));
+    let f =
+        |g: &mut Graph, name: &str, v: f32| g.add_const(name, Tensor::from_f32(vec![], vec![v]));
+    let a_s = f(&mut g, "a_scale", 0.02);
+    let b_s = f(&mut g, "b_scale", 0.01);
+    let y_s = f(&mut g, "y_scale", 0.05);
+    let a_zp = g.add_const("a_zp", Tensor::from_u8(vec![], vec![128]));
+    let b_zp = g.add_const("b_zp", Tensor::from_i8(vec![], vec![0]));
+    let y_zp = g.add_const("y_zp", Tensor::from_u8(vec![], vec![120]));
+    let y = g
+        .op(
+            "qmm",
+            Op::QLinearMatMul,
+            &[a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp],
+        )
+        .unwrap();
+    g.outputs.push(y);
+    g
+}
+
+#[test]
+fn batched_qlinear_matmul_runs_on_the_vpus() {
+    // Batched B: the 2-D kernel once per batch entry; shared B: one taller product;
+    // M = 1 per entry: the vector-matrix kernel.
+    for (a, b, kind) in [
+        (vec![3, 5, 7], vec![3, 7, 9], KernelKind::Mm),
+        (vec![2, 3, 4, 20], vec![2, 3, 20, 6], KernelKind::Mm),
+        (vec![4, 6, 10], vec![10, 300], KernelKind::Mm),
+        (vec![3, 1, 40], vec![3, 40, 17], KernelKind::Vm),
+    ] {
+        let g = batched_qmatmul(&a, &b);
+        let r = run_all(&g, &Arch::default().with(2, 1.2));
+        assert!(
+            r[0].layers.iter().any(|l| l.kernel == kind),
+            "{a:?} @ {b:?}: {:?}",
+            r[0].layers.iter().map(|l| l.kernel).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
 fn unsupported_shapes_fall_back_to_the_host() {
-    // A grouped (not depthwise) convolution has no VPU kernel: it runs on the host.
-    let g = zoo("qlinear_conv?c=4&k=4&h=6&w=6&kernel=3&group=2&pad=1");
+    // B broadcast along a batch axis A lacks ([2, 5, 7] @ [3, 2, 7, 4]) has no kernel
+    // mapping: the node runs on the host, with the interpreter's values.
+    let g = batched_qmatmul(&[2, 5, 7], &[3, 2, 7, 4]);
     let r = run_all(&g, &Arch::default());
     assert!(
         r[0].layers
             .iter()
-            .any(|l| l.op == "QLinearConv" && l.kernel == KernelKind::Host)
+            .any(|l| l.op == "QLinearMatMul" && l.kernel == KernelKind::Host)
     );
+}
+
+#[test]
+fn paper_method_sums_kernel_layers_only() {
+    // quinn §5.11 summed the mcycle counts of the QUINN kernel calls; host nodes
+    // (QuantizeLinear, QLinearAdd, pooling, ...) are simulated but left out.
+    let g = zoo("q_mobilenet_v2?res=32");
+    let inputs = pimkit_interp::random_inputs(&g, 2);
+    let a = Arch::default();
+    let ours = run_network(&g, &inputs, &a, &NetOptions::default()).unwrap();
+    let paper = run_network(
+        &g,
+        &inputs,
+        &a,
+        &NetOptions {
+            method: Method::Paper,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(paper.outputs, ours.outputs);
+    let host: Vec<_> = paper
+        .layers
+        .iter()
+        .filter(|l| l.kernel == KernelKind::Host)
+        .collect();
+    assert!(!host.is_empty() && host.iter().all(|l| !l.counted));
+    assert!(ours.layers.iter().all(|l| l.counted));
+    let kernel_sum: u64 = paper
+        .layers
+        .iter()
+        .filter(|l| l.kernel != KernelKind::Host)
+        .map(|l| l.cycles)
+        .sum();
+    assert_eq!(paper.cycles, kernel_sum);
+    assert_eq!(paper.kernel_cycles, kernel_sum);
+    let host_sum: u64 = host.iter().map(|l| l.cycles).sum();
+    assert!(host_sum > 0);
+    assert_eq!(paper.excluded_cycles, host_sum);
+    assert_eq!(ours.excluded_cycles, 0);
+    // Same operation count either way (eq. 1 counts only kernel layers).
+    assert_eq!(paper.ops, ours.ops);
 }

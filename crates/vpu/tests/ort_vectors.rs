@@ -47,7 +47,7 @@ fn run_case(dir: &Path, arch: &Arch) -> Vec<KernelKind> {
             arch,
             &NetOptions {
                 dataflow: c,
-                cold_layers: false,
+                ..Default::default()
             },
         )
         .unwrap_or_else(|e| panic!("{} {c:?}: {e}", dir.display()));

@@ -109,3 +109,22 @@ fn out_of_range_dma_is_an_error() {
         "VPU 3 does not exist"
     );
 }
+
+#[test]
+fn dma_moves_one_vrf_element_per_beat() {
+    // 256 u8 elements become 256 int32 VRF words: 256 beats at 4 B/beat-cycle, not 64.
+    // Warm the lines first so the off-chip side does not set the duration.
+    let a = Arch::default();
+    let mut m = Machine::new(&a).unwrap();
+    let v = m.vlen;
+    let src = m.put(Elem::U8, &vec![1; v]);
+    m.dma_in(&Xfer::row(0, 0, 0, v, src, Elem::U8, v)).unwrap();
+    m.finish();
+    let s0 = m.counters();
+    m.dma_in(&Xfer::row(0, 1, 0, v, src, Elem::U8, v)).unwrap();
+    m.finish();
+    let st = m.stats_since(&s0);
+    let beats = (v as f64 * 4.0 / a.dma.bytes_per_cycle) as u64;
+    assert_eq!(st.dma_busy, a.dma.setup_cycles + beats);
+    assert_eq!(st.misses, 0);
+}

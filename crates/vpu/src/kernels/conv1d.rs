@@ -7,9 +7,9 @@
 //! sequence; each loads its own band with the causal overlap.
 
 use super::conv2d::ConvJob;
-use super::{Dataflow, zp_at};
+use super::{Dataflow, Spill, zp_at};
 use crate::error::{Result, VpuError, kerr};
-use crate::machine::{Elem, Machine, Xfer};
+use crate::machine::{Machine, Xfer};
 
 const W_REG: usize = 31;
 
@@ -27,6 +27,18 @@ struct Plan {
 }
 
 impl Plan {
+    /// The partial sums of output channels `co0..co0+nco`, positions `c0..c0+len`.
+    fn spill_at(&self, q: usize, co0: usize, nco: usize, c0: usize, len: usize) -> Spill {
+        Spill {
+            buf: self.spill,
+            vpu: q,
+            reg: self.out0,
+            at: co0 * self.lo + c0,
+            rows: nco,
+            cols: len,
+            row_elems: self.lo,
+        }
+    }
     fn chunk(&self, q: usize, t: usize) -> Option<(usize, usize)> {
         let (s, e) = self.bands[q];
         let c0 = s + t * self.lc;
@@ -228,19 +240,7 @@ fn init(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) 
             continue;
         };
         if g > 0 {
-            let sp = pl
-                .spill
-                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            m.dma_in(&Xfer::rows(
-                q,
-                pl.out0,
-                m.vlen,
-                sp + ((co0 * pl.lo + c0) * 4) as u64,
-                Elem::I32,
-                nco,
-                len,
-                pl.lo * 4,
-            ))?;
+            pl.spill_at(q, co0, nco, c0, len).reload(m)?;
         } else {
             for o in 0..nco {
                 m.host(1);
@@ -276,19 +276,7 @@ fn finish(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, last: bo
                 pl.lo * es,
             ))?;
         } else {
-            let sp = pl
-                .spill
-                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            m.dma_out(&Xfer::rows(
-                q,
-                pl.out0,
-                m.vlen,
-                sp + ((co0 * pl.lo + c0) * 4) as u64,
-                Elem::I32,
-                nco,
-                len,
-                pl.lo * 4,
-            ))?;
+            pl.spill_at(q, co0, nco, c0, len).store(m)?;
         }
     }
     Ok(())

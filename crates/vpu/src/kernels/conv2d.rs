@@ -6,10 +6,10 @@
 //! padding rows are skipped. Cooperating VPUs split the output rows into stripes and
 //! receive the same broadcast tap.
 
-use super::{Dataflow, OutQuant, zp_at};
+use super::{Dataflow, OutQuant, Spill, zp_at};
 use crate::error::{Result, VpuError, kerr};
 use crate::machine::{Elem, Machine, Xfer};
-use crate::problem::{QConv, out_quant};
+use crate::problem::{QConv, conv_out_hw, out_quant};
 
 /// A convolution with operands in simulated memory (CHW input, OIHW weights).
 #[derive(Clone, Debug)]
@@ -36,12 +36,53 @@ pub struct ConvJob {
 }
 
 impl ConvJob {
+    /// The independent convolutions of a grouped one (`groups` divides both channel
+    /// counts; `self.c_in`/`c_out` are the totals): each reads its block of input
+    /// channels, filters, bias, zero points and scales and writes its block of outputs
+    /// (CHW and OIHW keep every block contiguous). One group returns the job itself.
+    pub fn split_groups(&self, groups: usize) -> Vec<ConvJob> {
+        if groups <= 1 {
+            return vec![self.clone()];
+        }
+        let (cig, cog) = (self.c_in / groups, self.c_out / groups);
+        let (ho, wo) = self.out_hw();
+        let (xs, ws, ys) = (self.x_elem.size(), self.w_elem.size(), self.out.elem.size());
+        (0..groups)
+            .map(|g| {
+                let c0 = g * cog;
+                let part = |v: &[i32]| {
+                    if v.len() == 1 {
+                        v.to_vec()
+                    } else {
+                        v[c0..c0 + cog].to_vec()
+                    }
+                };
+                ConvJob {
+                    c_in: cig,
+                    c_out: cog,
+                    x: self.x + (g * cig * self.h * self.w * xs) as u64,
+                    wt: self.wt + (c0 * cig * self.kh * self.kw * ws) as u64,
+                    w_zp: part(&self.w_zp),
+                    bias: self.bias.as_ref().map(|b| b[c0..c0 + cog].to_vec()),
+                    y: self.y + (c0 * ho * wo * ys) as u64,
+                    out: OutQuant {
+                        elem: self.out.elem,
+                        zp: self.out.zp,
+                        rq: self.out.slice(c0, cog).to_vec(),
+                    },
+                    ..self.clone()
+                }
+            })
+            .collect()
+    }
+
     pub fn out_hw(&self) -> (usize, usize) {
-        let eh = self.dil.0 * (self.kh - 1) + 1;
-        let ew = self.dil.1 * (self.kw - 1) + 1;
-        (
-            (self.h + self.pads[0] + self.pads[2]).saturating_sub(eh) / self.stride.0 + 1,
-            (self.w + self.pads[1] + self.pads[3]).saturating_sub(ew) / self.stride.1 + 1,
+        conv_out_hw(
+            (self.h, self.w),
+            (self.kh, self.kw),
+            self.stride,
+            self.pads,
+            self.dil,
         )
     }
 }
@@ -91,6 +132,18 @@ struct Geo {
 }
 
 impl Geo {
+    /// The partial sums of channel `co`, rows `oh0..oh0+n`, columns `w0..w0+nw`.
+    fn spill_at(&self, q: usize, co: usize, oh0: usize, n: usize, w0: usize, nw: usize) -> Spill {
+        Spill {
+            buf: self.spill,
+            vpu: q,
+            reg: ACC0,
+            at: (co * self.ho + oh0) * self.wo + w0,
+            rows: n,
+            cols: nw,
+            row_elems: self.wo,
+        }
+    }
     /// Output rows (oh0, n) of VPU `q` at step `t`.
     fn tile(&self, q: usize, t: usize) -> Option<(usize, usize)> {
         let (s, e) = self.stripes[q];
@@ -171,24 +224,20 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
     let mut taps = TapCache::default();
     match df {
         Dataflow::Os => {
-            for t in 0..g.steps {
-                for wx in 0..w_chunks {
-                    for co in 0..j.c_out {
-                        m.host_loop(1);
-                        init(m, j, &g, t, wx, co, 0)?;
-                        for ci in 0..j.c_in {
-                            m.host_loop(1);
-                            let tv = taps.get(m, j, &g, co, ci)?;
-                            for q in 0..p {
-                                if let Some(tile) = g.tile(q, t) {
-                                    load_band(m, j, &g, q, tile, wx, ci)?;
-                                }
-                            }
-                            macs(m, j, &g, t, wx, ci, &tv)?;
+            for (t, wx, co) in os_order(m, j, &g, w_chunks) {
+                m.host_loop(1);
+                init(m, j, &g, t, wx, co, 0)?;
+                for ci in 0..j.c_in {
+                    m.host_loop(1);
+                    let tv = taps.get(m, j, &g, co, ci)?;
+                    for q in 0..p {
+                        if let Some(tile) = g.tile(q, t) {
+                            load_band(m, j, &g, q, tile, wx, ci)?;
                         }
-                        finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
                     }
+                    macs(m, j, &g, t, wx, ci, &tv)?;
                 }
+                finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
             }
         }
         Dataflow::Is => {
@@ -236,6 +285,33 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
     }
     m.finish();
     Ok(())
+}
+
+/// The OS output tiles (H-tile, W-chunk, output channel) in execution order. pimkit
+/// sweeps C_out inside each H-tile, so the band re-fetches of the next channel hit the
+/// cache. Paper style sweeps the image inside each output channel: the band is
+/// re-fetched "across the C_out sweep, which the scalar schedule's output-row tiling
+/// avoids and the cache only partly absorbs" (quinn §5.9, the 2-D conv L_I of Table 3).
+fn os_order(m: &Machine, j: &ConvJob, g: &Geo, w_chunks: usize) -> Vec<(usize, usize, usize)> {
+    let mut v = Vec::with_capacity(g.steps * w_chunks * j.c_out);
+    if m.arch.kernels.is_paper() {
+        for co in 0..j.c_out {
+            for t in 0..g.steps {
+                for wx in 0..w_chunks {
+                    v.push((t, wx, co));
+                }
+            }
+        }
+    } else {
+        for t in 0..g.steps {
+            for wx in 0..w_chunks {
+                for co in 0..j.c_out {
+                    v.push((t, wx, co));
+                }
+            }
+        }
+    }
+    v
 }
 
 /// Filter taps in V31 of VPU 0, loaded a channel group at a time and read by the host
@@ -453,20 +529,7 @@ fn init(
             continue;
         };
         if ci > 0 {
-            let sp = g
-                .spill
-                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            let addr = sp + (((co * g.ho + oh0) * g.wo + w0) * 4) as u64;
-            m.dma_in(&Xfer::rows(
-                q,
-                ACC0,
-                m.vlen,
-                addr,
-                Elem::I32,
-                n,
-                nw,
-                g.wo * 4,
-            ))?;
+            g.spill_at(q, co, oh0, n, w0, nw).reload(m)?;
         } else {
             m.host(1); // bias load
             let b = j.bias.as_ref().map_or(0, |b| b[co]);
@@ -512,20 +575,7 @@ fn finish_tile(
                 g.wo * es,
             ))?;
         } else {
-            let sp = g
-                .spill
-                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            let addr = sp + (((co * g.ho + oh0) * g.wo + w0) * 4) as u64;
-            m.dma_out(&Xfer::rows(
-                q,
-                ACC0,
-                m.vlen,
-                addr,
-                Elem::I32,
-                n,
-                nw,
-                g.wo * 4,
-            ))?;
+            g.spill_at(q, co, oh0, n, w0, nw).store(m)?;
         }
     }
     Ok(())

@@ -10,7 +10,7 @@
 use super::{Dataflow, OutQuant};
 use crate::error::{Result, kerr};
 use crate::machine::{Elem, Machine, Xfer};
-use crate::problem::{QConv, out_quant};
+use crate::problem::{QConv, conv_out_hw, out_quant};
 
 /// Depthwise job: x is H x W x C, weights staged as (kh*kw) x C, y is Ho x Wo x C.
 #[derive(Clone, Debug)]
@@ -37,11 +37,12 @@ pub struct DwJob {
 
 impl DwJob {
     pub fn out_hw(&self) -> (usize, usize) {
-        let eh = self.dil.0 * (self.kh - 1) + 1;
-        let ew = self.dil.1 * (self.kw - 1) + 1;
-        (
-            (self.h + self.pads[0] + self.pads[2]).saturating_sub(eh) / self.stride.0 + 1,
-            (self.w + self.pads[1] + self.pads[3]).saturating_sub(ew) / self.stride.1 + 1,
+        conv_out_hw(
+            (self.h, self.w),
+            (self.kh, self.kw),
+            self.stride,
+            self.pads,
+            self.dil,
         )
     }
 }
@@ -86,8 +87,10 @@ pub fn place(m: &mut Machine, p: &QConv) -> DwJob {
     }
 }
 
-/// Accumulators alternate between two registers so a pixel's store overlaps the next.
+/// pimkit: accumulators alternate between two registers so a pixel's store overlaps the
+/// next. Paper style (quinn Table 2): the single accumulator V15.
 const ACCS: [usize; 2] = [15, 12];
+const ACCS_PAPER: [usize; 2] = [15, 15];
 const FILT: usize = 16;
 const BIAS: usize = 25;
 const WZP: usize = 26;
@@ -104,6 +107,8 @@ pub fn depthwise(m: &mut Machine, j: &DwJob, df: Dataflow) -> Result<()> {
     let resident = kk <= 9;
     // The ring needs consecutive columns (no dilation along W).
     let ring = resident && df != Dataflow::Os && j.dil.1 == 1;
+    let paper = m.arch.kernels.is_paper();
+    let accs = if paper { ACCS_PAPER } else { ACCS };
     for c0 in (0..j.c).step_by(v) {
         let cl = v.min(j.c - c0);
         for q in 0..p {
@@ -115,7 +120,8 @@ pub fn depthwise(m: &mut Machine, j: &DwJob, df: Dataflow) -> Result<()> {
         // slot_col[q][slot] = input column currently held in ring slot. The ring has one
         // spare column when it fits (V0-V11), so the next column loads while the current
         // pixel computes (software prefetching, quinn §4.3.4).
-        let cols = if ring && j.kh * (j.kw + 1) <= 12 {
+        // Paper style: exactly the K columns of V0-V8 (quinn Table 2), no spare.
+        let cols = if ring && !paper && j.kh * (j.kw + 1) <= 12 {
             j.kw + 1
         } else {
             j.kw
@@ -136,8 +142,16 @@ pub fn depthwise(m: &mut Machine, j: &DwJob, df: Dataflow) -> Result<()> {
                     m.host_loop(1);
                     // Per-VPU alternation: the deferred store of this VPU's previous pixel
                     // always reads the other accumulator.
-                    let acc = ACCS[px[q] % 2];
+                    let acc = accs[px[q] % 2];
                     px[q] += 1;
+                    // A deferred store still reading this accumulator goes out first
+                    // (paper style has one accumulator per VPU).
+                    if paper
+                        && pending.is_some_and(|st| st.vpu == q)
+                        && let Some(prev) = pending.take()
+                    {
+                        m.dma_out(&prev)?;
+                    }
                     pixel(m, j, q, c0, cl, oh, ow, resident, ring, acc, &mut slots[q])?;
                     let (lo, hi) = j.out.range();
                     let rq = j.out.slice(c0, cl).to_vec();
@@ -154,7 +168,12 @@ pub fn depthwise(m: &mut Machine, j: &DwJob, df: Dataflow) -> Result<()> {
                         j.out.elem,
                         cl,
                     );
-                    if let Some(prev) = pending.replace(st) {
+                    if paper && p == 1 {
+                        // Paper style, one VPU: no software pipelining, store right
+                        // away. With several VPUs the store of one VPU's pixel is issued
+                        // after the next VPU's work (prefetching across VPUs, §4.3.4).
+                        m.dma_out(&st)?;
+                    } else if let Some(prev) = pending.replace(st) {
                         m.dma_out(&prev)?;
                     }
                 }
@@ -291,18 +310,28 @@ fn pixel(
         if ring && slots[slot] == Some(iw) {
             continue; // still resident in the ring
         }
-        // One burst loads this column for every valid kernel row.
-        m.dma_in(&Xfer {
-            vpu: q,
-            addr: pix(ih_lo, iw),
-            elem: j.x_elem,
-            rows: nky,
-            cols: cl,
-            col_stride: es,
-            row_stride,
-            vrf_off: (ky_lo * cols + slot) * v,
-            vrf_row_stride: cols * v,
-        })?;
+        if m.arch.kernels.is_paper() {
+            // Paper style: one unit-stride transaction per HWC pixel (quinn §5.9
+            // "successive unit-stride DMA transactions"; Table 2 note c).
+            for &ky in &valid_ky {
+                let ih = ih0 + (ky * j.dil.0) as isize;
+                let reg = ky * cols + slot;
+                m.dma_in(&Xfer::row(q, reg, 0, v, pix(ih, iw), j.x_elem, cl))?;
+            }
+        } else {
+            // One 2-D burst loads this column for every valid kernel row.
+            m.dma_in(&Xfer {
+                vpu: q,
+                addr: pix(ih_lo, iw),
+                elem: j.x_elem,
+                rows: nky,
+                cols: cl,
+                col_stride: es,
+                row_stride,
+                vrf_off: (ky_lo * cols + slot) * v,
+                vrf_row_stride: cols * v,
+            })?;
+        }
         if j.x_zp != 0 {
             for &ky in &valid_ky {
                 m.vadd_vx(q, ky * cols + slot, ky * cols + slot, -j.x_zp, cl);

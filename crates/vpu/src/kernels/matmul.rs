@@ -8,8 +8,8 @@
 //! (one instruction per output row and K-tile, the sum is accumulated by the host from the
 //! scalars it reads anyway), so B rows need no per-element subtraction.
 
-use super::{Dataflow, OutQuant, zp_at};
-use crate::error::{Result, VpuError, kerr};
+use super::{Dataflow, OutQuant, Spill, zp_at};
+use crate::error::{Result, kerr};
 use crate::machine::{Elem, Machine, Xfer};
 
 /// Operands already placed in simulated memory. `b` is K x N row-major (weights are staged
@@ -46,6 +46,26 @@ struct Plan {
 impl Plan {
     fn n_tile(&self) -> usize {
         self.p * self.v
+    }
+    /// The partial sums of rows `r0..r0+nr`, columns `c0..c0+nc` on VPU `q`.
+    fn spill_at(
+        &self,
+        j: &MatMulJob,
+        q: usize,
+        r0: usize,
+        nr: usize,
+        c0: usize,
+        nc: usize,
+    ) -> Spill {
+        Spill {
+            buf: self.spill,
+            vpu: q,
+            reg: self.acc0,
+            at: r0 * j.n + c0,
+            rows: nr,
+            cols: nc,
+            row_elems: j.n,
+        }
     }
     /// Columns of VPU `q` inside N-tile starting at `n0`.
     fn cols(&self, j: &MatMulJob, n0: usize, q: usize) -> (usize, usize) {
@@ -249,19 +269,7 @@ fn init(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tn: usize, tk: usi
             continue;
         }
         if tk > 0 {
-            let sp = pl
-                .spill
-                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            m.dma_in(&Xfer::rows(
-                q,
-                pl.acc0,
-                pl.v,
-                sp + ((r0 * j.n + c0) * 4) as u64,
-                Elem::I32,
-                nr,
-                nc,
-                j.n * 4,
-            ))?;
+            pl.spill_at(j, q, r0, nr, c0, nc).reload(m)?;
         } else if let Some(b) = j.bias {
             // Row stride 0 replicates the bias row into every accumulator register.
             m.dma_in(&Xfer::rows(
@@ -355,19 +363,7 @@ fn finalize(
                 j.n * es,
             ))?;
         } else {
-            let sp = pl
-                .spill
-                .ok_or_else(|| VpuError::Other("missing spill buffer".into()))?;
-            m.dma_out(&Xfer::rows(
-                q,
-                pl.acc0,
-                pl.v,
-                sp + ((r0 * j.n + c0) * 4) as u64,
-                Elem::I32,
-                nr,
-                nc,
-                j.n * 4,
-            ))?;
+            pl.spill_at(j, q, r0, nr, c0, nc).store(m)?;
         }
     }
     Ok(())
@@ -389,7 +385,12 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
     let v = m.vlen;
     let p = m.vpus();
     // Buffer slots: (vpu, first B register, A register, rows).
-    let slots: Vec<(usize, usize, usize, usize)> = if p == 1 {
+    // Paper style (quinn Table 2 VM row, §4.3.1 "while one VPU computes, the next one is
+    // prefetched"): one VPU has a single 30-row window and no prefetch.
+    let paper = m.arch.kernels.is_paper();
+    let slots: Vec<(usize, usize, usize, usize)> = if p == 1 && paper {
+        vec![(0, 0, A_REG, 30)]
+    } else if p == 1 {
         vec![(0, 0, 14, 14), (0, 15, 29, 14)]
     } else {
         (0..p).map(|q| (q, 0, A_REG, 30)).collect()
@@ -442,11 +443,17 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
                 j.n * eb,
             ))
         };
-        load(m, 0)?;
+        // Prefetching needs a second buffer; with one, each tile loads after the last.
+        let prefetch = slots.len() > 1;
+        if prefetch {
+            load(m, 0)?;
+        }
         let mut sums = vec![0i32; p];
         for t in 0..k_tiles {
             m.host_loop(1);
-            if t + 1 < k_tiles {
+            if !prefetch {
+                load(m, t)?;
+            } else if t + 1 < k_tiles {
                 load(m, t + 1)?;
             }
             let (q, b0, ar, _) = slots[t % slots.len()];

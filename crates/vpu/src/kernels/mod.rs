@@ -7,7 +7,8 @@ pub mod conv2d;
 pub mod depthwise;
 pub mod matmul;
 
-use crate::machine::Elem;
+use crate::error::{Result, VpuError};
+use crate::machine::{Elem, Machine, Xfer};
 use crate::quant::IntRequant;
 use serde::{Deserialize, Serialize};
 
@@ -68,4 +69,45 @@ impl OutQuant {
 /// A weight zero point: per tensor or per output channel/column.
 pub(crate) fn zp_at(zp: &[i32], c: usize) -> i32 {
     if zp.len() == 1 { zp[0] } else { zp[c] }
+}
+
+/// Where a block of int32 partial sums goes between K/C_in tiles of the IS and WS
+/// dataflows: `rows` x `cols` values at element `at` of the spill buffer (rows
+/// `row_elems` apart), held in registers `reg..reg + rows` of VPU `vpu`.
+pub(crate) struct Spill {
+    pub buf: Option<u64>,
+    pub vpu: usize,
+    pub reg: usize,
+    pub at: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub row_elems: usize,
+}
+
+impl Spill {
+    fn xfer(&self, m: &Machine) -> Result<Xfer> {
+        let sp = self
+            .buf
+            .ok_or_else(|| VpuError::Other("missing spill buffer (a pimkit-vpu bug)".into()))?;
+        Ok(Xfer::rows(
+            self.vpu,
+            self.reg,
+            m.vlen,
+            sp + (self.at * 4) as u64,
+            Elem::I32,
+            self.rows,
+            self.cols,
+            self.row_elems * 4,
+        ))
+    }
+    /// Spill the registers to memory.
+    pub fn store(&self, m: &mut Machine) -> Result<()> {
+        let x = self.xfer(m)?;
+        m.dma_out(&x)
+    }
+    /// Reload the partial sums into the registers.
+    pub fn reload(&self, m: &mut Machine) -> Result<()> {
+        let x = self.xfer(m)?;
+        m.dma_in(&x)
+    }
 }
