@@ -7,6 +7,7 @@
 //!   rounds each of the 16 bit-stream partials to Q4.12 before shifting it inside the
 //!   16-bit word, and every op wraps on overflow.
 
+pub use crate::dot::Split;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -78,11 +79,6 @@ impl Fmt {
     }
 }
 
-/// Σ a·b in i32 (callers keep it from overflowing).
-fn dot_i16(a: &[i16], b: &[i16]) -> i32 {
-    a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
-}
-
 /// `out[i] = Σ_j w[i*stride + j] · x[j]` for `i < rows`, `j < cols` (one MVMU; row-major
 /// weights, row = output; x holds 16-bit words).
 pub fn mvm(
@@ -95,20 +91,37 @@ pub fn mvm(
     x: &[i32],
     out: &mut [i32],
 ) {
+    mvm_with(&mut Split::new(), fmt, mode, w, stride, rows, cols, x, out)
+}
+
+/// [`mvm`] with a reusable input buffer (the simulator keeps one per run).
+pub fn mvm_with(
+    split: &mut Split,
+    fmt: Fmt,
+    mode: NumMode,
+    w: &[i16],
+    stride: usize,
+    rows: usize,
+    cols: usize,
+    x: &[i32],
+    out: &mut [i32],
+) {
     match mode {
         NumMode::Exact => {
-            // Split each input word into a signed high byte and an unsigned low byte:
-            // both partial dot products fit in i32 over 128-column chunks, so the
-            // i16 x i16 -> i32 loops vectorize and the result is exact.
-            let xl: Vec<i16> = x[..cols].iter().map(|&v| (v & 0xff) as i16).collect();
-            let xh: Vec<i16> = x[..cols].iter().map(|&v| (v >> 8) as i16).collect();
-            for i in 0..rows {
-                let row = &w[i * stride..i * stride + cols];
-                let mut acc: i64 = 0;
-                for ((r, l), h) in row.chunks(128).zip(xl.chunks(128)).zip(xh.chunks(128)) {
-                    acc += dot_i16(r, l) as i64 + 256 * dot_i16(r, h) as i64;
+            // Exact integer dot products (crate::dot: byte-split 16-bit multiply-adds).
+            split.set(&x[..cols]);
+            let sh = fmt.frac;
+            let mut acc = [0i64; 512];
+            for r0 in (0..rows).step_by(512) {
+                let r1 = rows.min(r0 + 512);
+                let acc = &mut acc[..r1 - r0];
+                split.dots(&w[r0 * stride..], stride, acc);
+                for (o, &a) in out[r0..r1].iter_mut().zip(acc.iter()) {
+                    // a / 2^frac rounded to nearest, ties away from zero (= div_round).
+                    let m = (a.unsigned_abs() + (1u64 << sh >> 1)) >> sh;
+                    let q = if a < 0 { -(m as i64) } else { m as i64 };
+                    *o = fmt.fit(q, mode);
                 }
-                out[i] = fmt.fit(Fmt::div_round(acc, fmt.one()), mode);
             }
         }
         NumMode::BitSerial => {
@@ -191,6 +204,60 @@ mod tests {
                 .map(|j| w[i * cols + j] as i64 * x[j] as i64)
                 .sum();
             assert_eq!(o[i], f.fit(Fmt::div_round(acc, 4096), NumMode::Exact));
+        }
+    }
+
+    /// The simulator's MVM (SIMD kernel, shift rounding) equals i64 dot products rounded
+    /// by `div_round` on full crossbars and used sub-blocks, random and extreme words.
+    #[test]
+    fn exact_mvm_equals_reference_on_crossbar_blocks() {
+        let f = Fmt::Q4_12;
+        let mut st = 99u64;
+        let mut next = || {
+            st = st
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((st >> 33) as i64 % 65536 - 32768) as i32
+        };
+        let mut split = Split::new();
+        for &(rows, cols) in &[(128usize, 128usize), (7, 100), (128, 5), (1, 1), (33, 128)] {
+            for extreme in [false, true] {
+                let w: Vec<i16> = (0..128 * 128)
+                    .map(|k| {
+                        if extreme && k % 3 != 2 {
+                            i16::MIN
+                        } else {
+                            next() as i16
+                        }
+                    })
+                    .collect();
+                let x: Vec<i32> = (0..128)
+                    .map(|j| {
+                        if extreme && j % 5 != 4 {
+                            -32768
+                        } else {
+                            next()
+                        }
+                    })
+                    .collect();
+                let mut o = vec![0; rows];
+                mvm_with(
+                    &mut split,
+                    f,
+                    NumMode::Exact,
+                    &w,
+                    128,
+                    rows,
+                    cols,
+                    &x,
+                    &mut o,
+                );
+                for i in 0..rows {
+                    let acc: i64 = (0..cols).map(|j| w[i * 128 + j] as i64 * x[j] as i64).sum();
+                    let want = f.fit(Fmt::div_round(acc, 4096), NumMode::Exact);
+                    assert_eq!(o[i], want, "rows {rows} cols {cols} row {i}");
+                }
+            }
         }
     }
 }

@@ -4,15 +4,18 @@
 //! * [`arch`]: architecture description (arch/puma.toml), typed and validated;
 //! * [`compile()`]: graph IR → [`Program`] (per-core/tile code, weights, placement);
 //! * [`simulate`]: event-driven functional + timing + energy simulation;
-//! * [`run_graph`]: compile, simulate and compare with the reference interpreter.
+//! * [`run_graph`]: compile, simulate and compare with the reference interpreter;
+//! * [`run_per_layer`]: the same layer by layer (networks whose feature maps do not fit).
 //!
 //! See docs/puma.md.
 
 pub mod arch;
 pub mod compile;
+mod dot;
 pub mod encode;
 pub mod fixed;
 pub mod isa;
+pub mod per_layer;
 pub mod program;
 pub mod report;
 mod result;
@@ -22,6 +25,7 @@ pub mod tool;
 pub use arch::{Arch, ArchError};
 pub use compile::{CompileError, CompileOptions, compile};
 pub use fixed::NumMode;
+pub use per_layer::{LayerResult, PerLayerResult, run_per_layer};
 pub use program::Program;
 pub use report::report_section;
 pub use result::{PumaResult, RunError, compare, run_graph, run_program};

@@ -152,3 +152,49 @@ pub fn summary(res: &PumaResult) -> String {
     }
     s
 }
+
+/// Human-readable table of a layer-by-layer run (`pimkit puma run --per-layer`).
+pub fn per_layer_summary(r: &crate::PerLayerResult) -> String {
+    let mut s = format!(
+        "model {}  ({:?} arithmetic), simulated layer by layer (reference §5.3, ISS-38/ISS-65)\n{:<16} {:>18} {:>18} {:>8} {:>12} {:>12} {:>6} {:>6} {:>10}\n",
+        r.model,
+        r.mode,
+        "layer",
+        "input",
+        "simulated",
+        "scale",
+        "cycles",
+        "energy nJ",
+        "tiles",
+        "MVMUs",
+        "max |err|"
+    );
+    for l in &r.layers {
+        s.push_str(&format!(
+            "{:<16} {:>18} {:>18} {:>8.2} {:>12} {:>12.1} {:>6} {:>6} {:>10}\n",
+            l.name,
+            format!("{:?}", l.input_shape),
+            format!("{:?}", l.simulated_shape),
+            l.scale,
+            l.cycles,
+            l.energy_nj,
+            l.tiles,
+            l.mvmus,
+            l.max_abs_error
+                .map(|e| format!("{e:.2e}"))
+                .unwrap_or_else(|| "-".into())
+        ));
+    }
+    s.push_str(&format!(
+        "total: cycles {}  latency {:.3} us  energy {:.1} nJ{}\n",
+        r.cycles,
+        r.latency_ns / 1000.0,
+        r.energy_nj,
+        if r.scaled {
+            "  (some layers simulated smaller and scaled by ((X+2p)/(x+2p))^2, ISS-65)"
+        } else {
+            ""
+        }
+    ));
+    s
+}

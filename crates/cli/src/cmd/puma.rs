@@ -76,6 +76,12 @@ pub enum PumaCmd {
         arch: ArchArgs,
         #[arg(long)]
         bitserial: bool,
+        /// Compile and simulate each layer separately, inputs from the reference
+        /// interpreter, summing latency and energy (the original's method for CNNs whose
+        /// feature maps do not fit; layers that still do not fit are simulated smaller
+        /// and scaled, ISS-65). See docs/puma.md.
+        #[arg(long)]
+        per_layer: bool,
         #[arg(long)]
         json: bool,
     },
@@ -129,6 +135,7 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             input,
             arch,
             bitserial,
+            per_layer,
             json,
         } => {
             let g = load_model(&model)?;
@@ -156,6 +163,16 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
                 mode: mode(bitserial),
                 ..Default::default()
             };
+            if per_layer {
+                let r = pimkit_puma::run_per_layer(&g, &a, &CompileOptions::default(), &so, inputs)
+                    .map_err(user)?;
+                if json {
+                    print_json(&r)?
+                } else {
+                    print!("{}", tool::per_layer_summary(&r))
+                }
+                return Ok(());
+            }
             let (res, _, _) =
                 run_graph(&g, &a, &CompileOptions::default(), &so, inputs).map_err(user)?;
             if json {

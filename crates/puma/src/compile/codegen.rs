@@ -11,7 +11,7 @@
 
 use super::alloc::RangeAlloc;
 use super::lower::Lowered;
-use super::{CompileError, Kind, Loc, Piece, Schedule, VId};
+use super::{CompileError, Kind, Loc, Piece, Schedule, VId, VOp};
 use crate::arch::Arch;
 use crate::isa::{CoreInstr, TileInstr};
 use crate::program::{
@@ -177,9 +177,10 @@ pub fn generate(
             ..Default::default()
         })
         .collect();
-    let shm_err = |t: u32, a: &RangeAlloc, len: u32| CompileError::SharedMemory {
+    let shm_err = |t: u32, a: &RangeAlloc, v: VId| CompileError::SharedMemory {
         tile: t as usize,
-        need: (a.high_water + len) as usize,
+        layer: layer_name(l, &ops[v as usize]),
+        need: (a.high_water + ops[v as usize].len) as usize,
         have: arch.tile.shared_mem_words,
     };
     for &(t, v) in const_use.keys() {
@@ -188,7 +189,7 @@ pub fn generate(
         };
         let a = shm[t as usize]
             .alloc(data.len() as u32)
-            .ok_or_else(|| shm_err(t, &shm[t as usize], data.len() as u32))?;
+            .ok_or_else(|| shm_err(t, &shm[t as usize], v))?;
         addr_of[t as usize].insert(v, a);
         tiles[t as usize].shmem_init.push((a, data.clone()));
     }
@@ -384,9 +385,7 @@ pub fn generate(
                     && pc.iter().any(|&c| c > 0)
                 {
                     let t = tile as usize;
-                    let a = shm[t]
-                        .alloc(len)
-                        .ok_or_else(|| shm_err(tile, &shm[t], len))?;
+                    let a = shm[t].alloc(len).ok_or_else(|| shm_err(tile, &shm[t], v))?;
                     addr_of[t].insert(v, a);
                     let reg = gx.reg_of(cs, v);
                     for (r0, rl, c) in equal_runs(pc) {
@@ -410,7 +409,7 @@ pub fn generate(
                 let dc = &counts[&(d, v)];
                 let da = shm[d as usize]
                     .alloc(len)
-                    .ok_or_else(|| shm_err(d, &shm[d as usize], len))?;
+                    .ok_or_else(|| shm_err(d, &shm[d as usize], v))?;
                 addr_of[d as usize].insert(v, da);
                 for (r0, rl, c) in equal_runs(dc) {
                     emit_transfer(arch, &mut tiles, src_t, src_a + r0, d, da + r0, rl, c);
@@ -500,6 +499,19 @@ pub fn generate(
         placement,
         shape_only: l.shape_only,
     })
+}
+
+/// Graph node name of a value for messages.
+fn layer_name(l: &Lowered, op: &VOp) -> String {
+    match op.kind {
+        Kind::Const(_) => "constants".into(),
+        Kind::Input => "inputs".into(),
+        _ => l
+            .node_names
+            .get(op.node as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("node {}", op.node)),
+    }
 }
 
 fn new_core(arch: &Arch, dm_base: u32, gen_regs: u32) -> CoreState {
@@ -683,11 +695,17 @@ impl Gen<'_> {
             };
             let vlen = self.s.ops[v as usize].len;
             let t = self.tile as usize;
-            let sa = shm[t].alloc(vlen).ok_or(CompileError::SharedMemory {
-                tile: t,
-                need: (shm[t].high_water + vlen) as usize,
-                have: self.arch.tile.shared_mem_words,
-            })?;
+            let sa = shm[t]
+                .alloc(vlen)
+                .ok_or_else(|| CompileError::SharedMemory {
+                    tile: t,
+                    layer: format!(
+                        "register spill (graph node #{})",
+                        self.s.ops[v as usize].node
+                    ),
+                    need: (shm[t].high_water + vlen) as usize,
+                    have: self.arch.tile.shared_mem_words,
+                })?;
             emit_store(self.arch, &mut cs.code, sa, a, vlen, 1);
             *spills += 1;
             cs.regs.free(a - self.dm_base(), vlen);

@@ -35,10 +35,15 @@ pub enum CompileError {
     #[error("graph `{graph}`: {msg}")]
     Graph { graph: String, msg: String },
     #[error(
-        "tile {tile}: shared memory needs {need} words but the architecture has {have} (raise tile.shared_mem_words or use a smaller input)"
+        "tile {tile}: shared memory overflows while placing a value of layer `{layer}`: it needs at least {need} words ({} bytes) but the architecture has {have} words ({} bytes) per tile; raise tile.shared_mem_words, use a smaller input, or simulate layer by layer (`pimkit puma run --per-layer`, docs/puma.md)",
+        need * 2,
+        have * 2
     )]
     SharedMemory {
         tile: usize,
+        /// Graph node whose value did not fit (or "constants"/"inputs").
+        layer: String,
+        /// 16-bit words.
         need: usize,
         have: usize,
     },

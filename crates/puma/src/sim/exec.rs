@@ -1,7 +1,7 @@
 //! The machine state and the event loop.
 
 use super::energy::{Energy, reg_pj};
-use super::{Blocked, SimError, SimOptions, SimOutput, SimStats, alu};
+use super::{Blocked, SimError, SimOptions, SimOutput, SimStats, alu, pool};
 use crate::arch::Arch;
 use crate::fixed::{self, Fmt, NumMode};
 use crate::isa::{CORE_CLASSES, CoreInstr, IntOp, TILE_CLASSES, TileInstr};
@@ -47,8 +47,9 @@ struct CoreSt {
     chunk: u32,
     halted: bool,
     parked: Option<Park>,
-    mvmu_free: Vec<u64>,
-    mvmu_busy: Vec<u64>,
+    /// Per MVMU (at most 8, validated by the architecture): free time, busy cycles.
+    mvmu_free: [u64; 8],
+    mvmu_busy: [u64; 8],
     active: bool,
 }
 
@@ -62,7 +63,6 @@ struct Packet {
 
 struct TileSt {
     mem: Vec<i32>,
-    valid: Vec<bool>,
     count: Vec<u32>,
     edram_free: u64,
     pc: usize,
@@ -70,7 +70,8 @@ struct TileSt {
     chunk: u32,
     halted: bool,
     parked: Option<Park>,
-    fifos: HashMap<u32, VecDeque<Packet>>,
+    /// Receive FIFOs by id (= source tile), grown on first use.
+    fifos: Vec<VecDeque<Packet>>,
     fifo_wait: Option<u32>,
     mem_waiters: Vec<u32>,
 }
@@ -91,6 +92,8 @@ pub struct Machine<'a> {
     tiles: Vec<TileSt>,
     net: Vec<NetQ>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Time at which the agent being stepped continues (it does not push itself).
+    resched: Option<u64>,
     weights: Vec<Option<usize>>,
     /// Per weight block: the used (rows, cols) of the crossbar.
     used: Vec<(usize, usize)>,
@@ -101,6 +104,24 @@ pub struct Machine<'a> {
     packets: u64,
     mvm_ops: u64,
     trace: bool,
+    split: fixed::Split,
+    scratch: (Vec<i32>, Vec<i32>),
+    /// Packet buffers returned after delivery, reused by later sends.
+    pool: Vec<Vec<i32>>,
+    /// Spare list swapped with a tile's waiters on wake (no allocation).
+    wake_buf: Vec<u32>,
+}
+
+impl Drop for Machine<'_> {
+    fn drop(&mut self) {
+        let regs = self.cores.iter_mut().map(|c| std::mem::take(&mut c.regs));
+        let (mem, count): (Vec<_>, Vec<_>) = self
+            .tiles
+            .iter_mut()
+            .map(|t| (std::mem::take(&mut t.mem), std::mem::take(&mut t.count)))
+            .unzip();
+        pool::give_back(regs.chain(mem), count);
+    }
 }
 
 fn fault(tile: usize, who: Option<usize>, pc: usize, msg: impl Into<String>) -> SimError {
@@ -126,7 +147,7 @@ impl<'a> Machine<'a> {
                 let active = code.is_some_and(|c| c.len() > 1);
                 cores.push(CoreSt {
                     regs: if active {
-                        vec![0; arch.reg_space()]
+                        pool::words(arch.reg_space())
                     } else {
                         Vec::new()
                     },
@@ -135,8 +156,8 @@ impl<'a> Machine<'a> {
                     chunk: 0,
                     halted: false,
                     parked: None,
-                    mvmu_free: vec![0; arch.core.mvmus],
-                    mvmu_busy: vec![0; arch.core.mvmus],
+                    mvmu_free: [0; 8],
+                    mvmu_busy: [0; 8],
                     active,
                 });
             }
@@ -150,16 +171,17 @@ impl<'a> Machine<'a> {
                 arch.tile.shared_mem_words
             };
             let mut ts = TileSt {
-                mem: vec![0; words],
-                valid: vec![false; words],
-                count: vec![0; words],
+                mem: pool::words(words),
+                // valid ⇔ count > 0 (a store or receive with counter 0 leaves the
+                // words invalid; the last reader's decrement invalidates them).
+                count: pool::counts(words),
                 edram_free: 0,
                 pc: 0,
                 t: 0,
                 chunk: 0,
                 halted: false,
                 parked: None,
-                fifos: HashMap::new(),
+                fifos: Vec::new(),
                 fifo_wait: None,
                 mem_waiters: Vec::new(),
             };
@@ -167,7 +189,6 @@ impl<'a> Machine<'a> {
                 for (k, &v) in data.iter().enumerate() {
                     let i = *a as usize + k;
                     ts.mem[i] = v as i32;
-                    ts.valid[i] = true;
                     ts.count[i] = PERSISTENT;
                 }
             }
@@ -223,6 +244,7 @@ impl<'a> Machine<'a> {
                 })
                 .collect(),
             heap,
+            resched: None,
             weights,
             used,
             energy: Energy::default(),
@@ -232,6 +254,10 @@ impl<'a> Machine<'a> {
             packets: 0,
             mvm_ops: 0,
             trace: std::env::var_os("PUMA_TRACE").is_some(),
+            split: fixed::Split::new(),
+            scratch: (Vec::new(), Vec::new()),
+            pool: Vec::new(),
+            wake_buf: Vec::new(),
         })
     }
 
@@ -259,7 +285,6 @@ impl<'a> Machine<'a> {
             for ((&a, &c), &x) in io.addrs.iter().zip(&io.counts).zip(&v) {
                 let a = a as usize;
                 ts.mem[a] = self.fmt.from_f64(x as f64, self.mode);
-                ts.valid[a] = c > 0;
                 ts.count[a] = c;
             }
         }
@@ -268,17 +293,29 @@ impl<'a> Machine<'a> {
 
     pub fn run(&mut self) -> Result<(), SimError> {
         let mut events = 0u64;
-        while let Some(Reverse((now, a))) = self.heap.pop() {
+        let mut cur = self.heap.pop();
+        while let Some(Reverse((now, a))) = cur {
             events += 1;
             if now > self.max_cycles {
                 return Err(SimError::Timeout(self.max_cycles));
             }
-            let a = a as usize;
-            if a < self.ncores {
-                self.step_core(a, now)?;
+            let i = a as usize;
+            if i < self.ncores {
+                self.step_core(i, now)?;
             } else {
-                self.step_tile(a - self.ncores, now)?;
+                self.step_tile(i - self.ncores, now)?;
             }
+            // An agent that rescheduled itself runs next without a heap round trip when
+            // its event is the earliest: the order is exactly the heap's.
+            cur = match self.resched.take() {
+                Some(t) => match self.heap.peek_mut() {
+                    Some(mut top) if top.0 < (t, a) => {
+                        Some(std::mem::replace(&mut *top, Reverse((t, a))))
+                    }
+                    _ => Some(Reverse((t, a))),
+                },
+                None => self.heap.pop(),
+            };
         }
         if std::env::var_os("PUMA_PROFILE").is_some() {
             eprintln!("events {events} mvms {}", self.mvm_ops);
@@ -331,10 +368,12 @@ impl<'a> Machine<'a> {
     }
 
     fn wake_mem(&mut self, tile: usize, at: u64) {
-        let w = std::mem::take(&mut self.tiles[tile].mem_waiters);
-        for a in w {
+        // Same order as the waiters parked; the emptied list keeps its capacity.
+        std::mem::swap(&mut self.wake_buf, &mut self.tiles[tile].mem_waiters);
+        for &a in &self.wake_buf {
             self.heap.push(Reverse((at, a)));
         }
+        self.wake_buf.clear();
     }
 
     fn check_regs(&self, ci: usize, pc: usize, ranges: &[(u32, u32)]) -> Result<(), SimError> {
@@ -397,7 +436,7 @@ impl<'a> Machine<'a> {
             };
             if self.cores[ci].t > now + QUANTUM {
                 let t = self.cores[ci].t;
-                self.heap.push(Reverse((t, ci as u32)));
+                self.resched = Some(t);
                 return Ok(());
             }
             if self.cores[ci].chunk == 0 {
@@ -420,7 +459,7 @@ impl<'a> Machine<'a> {
                     self.sync_mvmu(ci, &[d1]);
                     if self.cores[ci].t > now {
                         let t = self.cores[ci].t;
-                        self.heap.push(Reverse((t, ci as u32)));
+                        self.resched = Some(t);
                         // Do not count the instruction twice.
                         if self.cores[ci].chunk == 0 {
                             self.core_counts[ins.class_index()] -= 1;
@@ -443,9 +482,9 @@ impl<'a> Machine<'a> {
                     let a = a as usize;
                     let w = width as usize;
                     let ok = if is_load {
-                        ts.valid[a..a + w].iter().all(|&v| v)
+                        ts.count[a..a + w].iter().all(|&n| n > 0)
                     } else {
-                        ts.valid[a..a + w].iter().all(|&v| !v)
+                        ts.count[a..a + w].iter().all(|&n| n == 0)
                     };
                     if !ok {
                         let c = &mut self.cores[ci];
@@ -480,7 +519,6 @@ impl<'a> Machine<'a> {
                             if ts.count[a + k] != PERSISTENT {
                                 ts.count[a + k] = ts.count[a + k].saturating_sub(1);
                                 if ts.count[a + k] == 0 {
-                                    ts.valid[a + k] = false;
                                     changed = true;
                                 }
                             }
@@ -493,7 +531,6 @@ impl<'a> Machine<'a> {
                         let c = &self.cores[ci];
                         for k in 0..w {
                             ts.mem[a + k] = c.regs[dst + k] as i16 as i32;
-                            ts.valid[a + k] = counter > 0;
                             ts.count[a + k] = counter;
                         }
                         changed = true;
@@ -548,27 +585,27 @@ impl<'a> Machine<'a> {
                         _ => unreachable!(),
                     };
                     let unary = op.is_unary();
-                    let mut ranges = vec![(d1, vec), (r1, vec)];
-                    if !is_imm && !unary {
-                        ranges.push((r2v as u32, vec));
-                    }
-                    self.check_regs(ci, pc, &ranges)?;
+                    let r2 = if !is_imm && !unary { r2v as u32 } else { r1 };
+                    self.check_regs(ci, pc, &[(d1, vec), (r1, vec), (r2, vec)])?;
                     self.sync_mvmu(ci, &[d1, r1]);
                     let c = &mut self.cores[ci];
-                    let a = c.regs[r1 as usize..(r1 + vec) as usize].to_vec();
-                    let b: Vec<i32> = if unary {
-                        Vec::new()
-                    } else if is_imm {
-                        vec![r2v; vec as usize]
-                    } else {
-                        c.regs[r2v as usize..(r2v as u32 + vec) as usize].to_vec()
-                    };
+                    // Operands may overlap the destination: copy them to scratch buffers
+                    // (kept across instructions, no allocation).
+                    let (a, b) = (&mut self.scratch.0, &mut self.scratch.1);
+                    a.clear();
+                    a.extend_from_slice(&c.regs[r1 as usize..(r1 + vec) as usize]);
+                    b.clear();
+                    if is_imm {
+                        b.resize(vec as usize, r2v);
+                    } else if !unary {
+                        b.extend_from_slice(&c.regs[r2 as usize..(r2 + vec) as usize]);
+                    }
                     alu::apply(
                         self.fmt,
                         self.mode,
                         op,
-                        &a,
-                        &b,
+                        a,
+                        b,
                         &mut c.regs[d1 as usize..(d1 + vec) as usize],
                     );
                     c.t += (vec as u64).div_ceil(arch.core.alu_lanes).max(1)
@@ -626,24 +663,23 @@ impl<'a> Machine<'a> {
                         let c = &mut self.cores[ci];
                         let xin = m * xs;
                         let xout = arch.xbar_out_base() as usize + m * xs;
-                        let x: Vec<i32> = c.regs[xin..xin + xs]
-                            .iter()
-                            .map(|&v| v as i16 as i32)
-                            .collect();
                         match wi {
                             Some(wi) => {
                                 // Only the used top-left block of a crossbar is non-zero.
                                 let (ru, cu) = self.used[wi];
                                 let w = &p.weights[wi].data;
-                                fixed::mvm(
+                                // XbarIn lies below XbarOut; inputs are taken mod 2^16.
+                                let (lo, hi) = c.regs.split_at_mut(xout);
+                                fixed::mvm_with(
+                                    &mut self.split,
                                     self.fmt,
                                     self.mode,
                                     w,
                                     xs,
                                     ru,
                                     cu,
-                                    &x,
-                                    &mut c.regs[xout..xout + ru],
+                                    &lo[xin..xin + xs],
+                                    &mut hi[..ru],
                                 );
                                 c.regs[xout + ru..xout + xs].fill(0);
                             }
@@ -708,7 +744,11 @@ impl<'a> Machine<'a> {
         let e = &self.arch.tables().energy;
         while let Some(pk) = self.net[src].q.front() {
             let (dst, fifo) = (pk.dst as usize, pk.fifo);
-            let f = self.tiles[dst].fifos.entry(fifo).or_default();
+            let fifos = &mut self.tiles[dst].fifos;
+            if fifos.len() <= fifo as usize {
+                fifos.resize_with(fifo as usize + 1, VecDeque::new);
+            }
+            let f = &mut fifos[fifo as usize];
             if f.len() >= depth {
                 break;
             }
@@ -760,7 +800,7 @@ impl<'a> Machine<'a> {
             }
             if self.tiles[t].t > now {
                 let tt = self.tiles[t].t;
-                self.heap.push(Reverse((tt, (self.ncores + t) as u32)));
+                self.resched = Some(tt);
                 return Ok(());
             }
             let chunk = self.tiles[t].chunk;
@@ -783,7 +823,7 @@ impl<'a> Machine<'a> {
                             "send target tile or address out of range",
                         ));
                     }
-                    if !self.tiles[t].valid[a..a + w].iter().all(|&v| v) {
+                    if !self.tiles[t].count[a..a + w].iter().all(|&n| n > 0) {
                         self.tiles[t].parked = Some(Park::Send(a, a + w));
                         self.tiles[t].mem_waiters.push((self.ncores + t) as u32);
                         return Ok(());
@@ -793,12 +833,13 @@ impl<'a> Machine<'a> {
                     ts.edram_free = start + lat.edram_cycles;
                     let done = start + lat.edram_cycles;
                     let mut changed = false;
-                    let data = ts.mem[a..a + w].to_vec();
+                    let mut data = self.pool.pop().unwrap_or_default();
+                    data.clear();
+                    data.extend_from_slice(&ts.mem[a..a + w]);
                     for k in a..a + w {
                         if ts.count[k] != PERSISTENT {
                             ts.count[k] = ts.count[k].saturating_sub(1);
                             if ts.count[k] == 0 {
-                                ts.valid[k] = false;
                                 changed = true;
                             }
                         }
@@ -846,7 +887,7 @@ impl<'a> Machine<'a> {
                     }
                     let front = self.tiles[t]
                         .fifos
-                        .get(&fifo)
+                        .get(fifo as usize)
                         .and_then(|f| f.front())
                         .map(|pk| (pk.arrival, pk.data.len()));
                     let Some((arrival, plen)) = front else {
@@ -856,7 +897,7 @@ impl<'a> Machine<'a> {
                     };
                     if arrival > now {
                         self.tiles[t].t = arrival;
-                        self.heap.push(Reverse((arrival, (self.ncores + t) as u32)));
+                        self.resched = Some(arrival);
                         return Ok(());
                     }
                     if plen != w {
@@ -867,21 +908,21 @@ impl<'a> Machine<'a> {
                             format!("received a {plen}-word packet, instruction expects {w}"),
                         ));
                     }
-                    if self.tiles[t].valid[a..a + w].iter().any(|&v| v) {
+                    if self.tiles[t].count[a..a + w].iter().any(|&n| n > 0) {
                         self.tiles[t].parked = Some(Park::Drain(a, a + w));
                         self.tiles[t].mem_waiters.push((self.ncores + t) as u32);
                         return Ok(());
                     }
                     let ts = &mut self.tiles[t];
-                    let pk = ts.fifos.get_mut(&fifo).and_then(|f| f.pop_front()).unwrap();
+                    let pk = ts.fifos[fifo as usize].pop_front().unwrap();
                     let start = now.max(ts.edram_free);
                     ts.edram_free = start + lat.edram_cycles;
                     let done = start + lat.edram_cycles;
-                    for (k, v) in pk.data.into_iter().enumerate() {
+                    for (k, &v) in pk.data.iter().enumerate() {
                         ts.mem[a + k] = v;
-                        ts.valid[a + k] = counter > 0;
                         ts.count[a + k] = counter;
                     }
+                    self.pool.push(pk.data);
                     ts.t = done;
                     self.energy.edram(e);
                     self.end = self.end.max(done);

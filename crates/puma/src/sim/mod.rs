@@ -12,6 +12,7 @@
 mod alu;
 mod energy;
 mod exec;
+mod pool;
 
 pub use energy::Energy;
 
