@@ -5,7 +5,8 @@ outputs -> tests/data/ort-models/<case>/.
 Float models: a conv-bn-relu CNN with a residual add, an MLP (also saved with external
 data), a transformer block (LayerNorm, attention with the exporter's Shape/Gather/Unsqueeze/
 Concat shape subgraphs, causal mask via Slice+Where, RMS norm, Erf GELU), LSTM and GRU
-models, a SqueezeNet fire module and a MobileNetV3 block (HardSwish, HardSigmoid, SE).
+models, a SqueezeNet fire module, a MobileNetV3 block (HardSwish, HardSigmoid, SE) and a
+decoder (PRelu, ConvTranspose, Resize nearest/bilinear/bicubic).
 
 Quantized models: onnxruntime.quantization.quantize_static (QOperator, u8 activations,
 s8 weights, per-channel and per-tensor, deterministic calibration data). Weights use
@@ -231,6 +232,39 @@ def mobilenet():
     return b.model("mobilenet_v3_block"), [("input", (1, 8, 16, 16))]
 
 
+def decoder():
+    """A segmentation-style decoder: nn.PReLU (per-channel and single slope),
+    nn.ConvTranspose2d (grouped; stride 2 with padding and output_padding), and
+    F.interpolate exported as Resize (nearest x2, bilinear to a size, bicubic align_corners)."""
+    b = Builder(8)
+    x = b.input("input", [1, 4, 8, 8])
+    y = b.conv("enc", x, 4, 8, 3, pad=1)
+    b.scope = "/act1"
+    y = b.op("PRelu", [y, b.param("act1.weight", b.rng.uniform(0.05, 0.4, (8, 1, 1)))])
+    w = b.param("up1.weight", b.uniform((8, 3, 2, 2), 12))
+    bias = b.param("up1.bias", b.uniform((6,), 12))
+    b.scope = "/up1"
+    y = b.op("ConvTranspose", [y, w, bias], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0],
+             group=2, dilations=[1, 1], output_padding=[0, 0])
+    b.scope = "/act2"
+    y = b.op("PRelu", [y, b.param("act2.weight", np.array([0.25], np.float32))])
+    b.scope = ""
+    y = b.op("Resize", [y, "", b.const(np.array([1, 1, 2, 2], np.float32))],
+             mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    y = b.op("Resize", [y, "", "", b.const(np.array([1, 6, 20, 20], np.int64))],
+             mode="linear", coordinate_transformation_mode="pytorch_half_pixel")
+    w = b.param("up2.weight", b.uniform((6, 4, 3, 3), 54))
+    b.scope = "/up2"
+    y = b.op("ConvTranspose", [y, w], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+             output_padding=[1, 1])
+    b.scope = ""
+    y = b.op("Resize", [y, "", b.const(np.array([1, 1, 0.5, 0.5], np.float32))],
+             mode="cubic", coordinate_transformation_mode="align_corners", cubic_coeff_a=-0.75)
+    b.nodes[-1].output[0] = "output"
+    b.output("output")
+    return b.model("decoder"), [("input", (1, 4, 8, 8))]
+
+
 FLOAT_MODELS = {
     "cnn_resblock": (cnn, "conv-bn-relu CNN, residual add, max pool, global pool, Gemm"),
     "mlp": (mlp, "3-layer Gemm MLP with Softmax"),
@@ -240,6 +274,8 @@ FLOAT_MODELS = {
     "gru": (gru, "batch-first GRU (linear_before_reset) + Linear"),
     "squeezenet_fire": (fire, "SqueezeNet fire module with Concat, ceil-mode MaxPool, AveragePool"),
     "mobilenet_v3_block": (mobilenet, "MobileNetV3 blocks: HardSwish, depthwise, SE with HardSigmoid"),
+    "decoder": (decoder, "decoder: PRelu, grouped/output-padded ConvTranspose, Resize nearest, "
+                "bilinear (pytorch_half_pixel, sizes) and bicubic (align_corners)"),
 }
 QUANTIZE = ["cnn_resblock", "mlp", "squeezenet_fire", "mobilenet_v3_block", "transformer_block"]
 # Ops whose QOperator forms pimkit implements (the rest stay float between DQ/Q pairs).

@@ -43,7 +43,7 @@ SUPPORTED_OPS = set(
     ReduceMin ReduceProd ReduceSumSquare ReduceL2 ArgMax LSTM GRU QuantizeLinear
     DequantizeLinear QLinearMatMul QLinearConv MatMulInteger ConvInteger HardSigmoid HardSwish
     LeakyRelu Elu Softplus Gelu Identity Dropout Shape ConstantOfShape Range Size IsNaN Max Min
-    Sum Mean Constant""".split()
+    Sum Mean Constant PRelu ConvTranspose Resize Upsample""".split()
 )
 
 # dtypes pimkit's IR has (crates/ir/src/dtype.rs).
@@ -84,6 +84,8 @@ CONST_OPERANDS = {
     "QLinearConv": [1, 2, 4, 5, 6, 7],
     "MatMulInteger": [2, 3],
     "ConvInteger": [2, 3],
+    "Resize": [1, 2, 3],
+    "Upsample": [1],
 }
 
 

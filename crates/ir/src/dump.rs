@@ -29,6 +29,35 @@ fn attrs(op: &Op) -> String {
         Op::Clip { min, max } => format!("min={min:?} max={max:?}"),
         Op::Cast { to } => format!("to={to}"),
         Op::Conv(a) | Op::QLinearConv(a) | Op::ConvInteger(a) => conv(a),
+        Op::ConvTranspose(a) => format!(
+            "k={:?} s={:?} p={:?} d={:?} op={:?} g={}",
+            a.kernel, a.strides, a.pads, a.dilations, a.output_padding, a.group
+        ),
+        Op::PRelu => String::new(),
+        Op::Resize(a) => {
+            let mut s = format!(
+                "mode={:?} coord={:?} scales={:?} sizes={:?}",
+                a.mode, a.coord, a.scales, a.sizes
+            );
+            if a.mode == crate::ResizeMode::Cubic {
+                let _ = write!(
+                    s,
+                    " a={} exclude_outside={}",
+                    a.cubic_coeff_a, a.exclude_outside
+                );
+            }
+            if a.antialias {
+                s.push_str(" antialias");
+            }
+            if a.coord == crate::CoordMode::TfCropAndResize {
+                let _ = write!(
+                    s,
+                    " roi={:?} extrapolation={}",
+                    a.roi, a.extrapolation_value
+                );
+            }
+            s
+        }
         Op::Pool(p) => format!(
             "k={:?} s={:?} p={:?} d={:?} ceil={} include_pad={}",
             p.kernel, p.strides, p.pads, p.dilations, p.ceil_mode, p.count_include_pad

@@ -182,6 +182,105 @@ fn conv_shape(c: &Ctx, x: &TensorType, w: &TensorType, a: &crate::ConvAttrs) -> 
     Ok(s)
 }
 
+/// Output extents of a transposed convolution (see [`crate::ConvTransposeAttrs`]).
+pub fn conv_transpose_output_hw(
+    input: &[usize],
+    a: &crate::ConvTransposeAttrs,
+) -> Option<Vec<usize>> {
+    let r = a.kernel.len();
+    if input.len() != r
+        || a.strides.len() != r
+        || a.dilations.len() != r
+        || a.pads.len() != 2 * r
+        || a.output_padding.len() != r
+    {
+        return None;
+    }
+    (0..r)
+        .map(|i| {
+            if input[i] == 0 || a.strides[i] == 0 || a.dilations[i] == 0 {
+                return None;
+            }
+            let full = a.strides[i].checked_mul(input[i] - 1)?
+                + a.output_padding[i]
+                + a.dilations[i].checked_mul(a.kernel[i].checked_sub(1)?)?
+                + 1;
+            full.checked_sub(a.pads[i] + a.pads[i + r])
+                .filter(|&o| o > 0)
+        })
+        .collect()
+}
+
+fn conv_transpose_shape(
+    c: &Ctx,
+    x: &TensorType,
+    w: &TensorType,
+    a: &crate::ConvTransposeAttrs,
+) -> Result<Vec<usize>> {
+    let r = a.kernel.len();
+    if x.rank() != r + 2 {
+        return Err(c.shape_err(0, format!("rank {} (N, C, {r} spatial dims)", r + 2)));
+    }
+    if w.rank() != r + 2 {
+        return Err(c.shape_err(1, format!("rank {} (C, M/group, kernel)", r + 2)));
+    }
+    if a.group == 0 || w.shape[2..] != a.kernel[..] || w.shape[0] != x.shape[1] {
+        return Err(c.shape_err(
+            1,
+            format!(
+                "[{}, M/{}, {:?}] (input channels, output channels per group, kernel)",
+                x.shape[1], a.group, a.kernel
+            ),
+        ));
+    }
+    if !x.shape[1].is_multiple_of(a.group) {
+        return Err(c.err(format!(
+            "{} input channels are not divisible by group {}",
+            x.shape[1], a.group
+        )));
+    }
+    let hw = conv_transpose_output_hw(&x.shape[2..], a).ok_or_else(|| {
+        c.err(format!(
+            "strides/dilations/pads/output_padding do not match kernel {:?}, or pads {:?} crop the whole output of input {:?}",
+            a.kernel,
+            a.pads,
+            &x.shape[2..]
+        ))
+    })?;
+    let mut s = vec![x.shape[0], w.shape[1] * a.group];
+    s.extend(hw);
+    Ok(s)
+}
+
+fn resize_shape(c: &Ctx, x: &TensorType, a: &crate::ResizeAttrs) -> Result<Vec<usize>> {
+    let r = x.rank();
+    if a.scales.len() != r || a.sizes.len() != r {
+        return Err(c.err(format!(
+            "{} scales and {} sizes for an input of rank {r}",
+            a.scales.len(),
+            a.sizes.len()
+        )));
+    }
+    if a.scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+        return Err(c.err(format!("scales {:?} must be positive and finite", a.scales)));
+    }
+    if a.antialias && matches!(a.mode, crate::ResizeMode::Nearest(_)) {
+        return Err(c.err("antialias applies to linear and cubic modes only"));
+    }
+    let tf = a.coord == crate::CoordMode::TfCropAndResize;
+    if (tf && a.roi.len() != 2 * r) || (!tf && !a.roi.is_empty()) {
+        return Err(c.err(format!(
+            "roi has {} values; tf_crop_and_resize needs {} (starts, ends), other modes none",
+            a.roi.len(),
+            2 * r
+        )));
+    }
+    if x.shape.contains(&0) && a.sizes.iter().zip(&x.shape).any(|(o, i)| o != i) {
+        return Err(c.shape_err(0, "no empty axis (nothing to interpolate from)"));
+    }
+    Ok(a.sizes.clone())
+}
+
 fn pool_shape(c: &Ctx, x: &TensorType, p: &PoolAttrs) -> Result<Vec<usize>> {
     let r = p.kernel.len();
     if x.rank() != r + 2 {
@@ -370,6 +469,35 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
                 return Err(c.shape_err(2, format!("[{}]", s[1])));
             }
             one(TensorType::new(x.dtype, s))
+        }
+        Op::ConvTranspose(a) => {
+            let x = c.want_float(0)?;
+            let w = c.want_float(1)?;
+            let s = conv_transpose_shape(&c, x, w, a)?;
+            if let Some(b) = c.opt(2)
+                && b.shape != [s[1]]
+            {
+                return Err(c.shape_err(2, format!("[{}]", s[1])));
+            }
+            one(TensorType::new(x.dtype, s))
+        }
+        Op::PRelu => {
+            let x = c.want_float(0)?;
+            let slope = c.get(1)?;
+            if slope.dtype != x.dtype {
+                return Err(c.dtype_err(1, format!("{} (same as input 0)", x.dtype)));
+            }
+            if broadcast_shapes(&x.shape, &slope.shape).as_deref() != Some(&x.shape[..]) {
+                return Err(c.shape_err(
+                    1,
+                    format!("unidirectionally broadcastable to {:?}", x.shape),
+                ));
+            }
+            one(x.clone())
+        }
+        Op::Resize(a) => {
+            let x = c.want_float(0)?;
+            one(TensorType::new(x.dtype, resize_shape(&c, x, a)?))
         }
         Op::Pool(p) => {
             let x = c.get(0)?;

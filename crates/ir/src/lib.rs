@@ -13,6 +13,7 @@ mod graph;
 mod infer;
 pub mod npy;
 mod op;
+mod resize;
 mod stats;
 mod tensor;
 mod verify;
@@ -21,8 +22,11 @@ pub use dtype::DType;
 pub use dump::dump;
 pub use error::{IrError, Result};
 pub use graph::{Graph, Node, NodeId, Value, ValueDef, ValueId};
-pub use infer::{broadcast_shapes, conv_output_hw, infer_types};
+pub use infer::{broadcast_shapes, conv_output_hw, conv_transpose_output_hw, infer_types};
 pub use op::*;
+pub use resize::{
+    AxisTaps, resize_axis_is_identity, resize_axis_taps, resize_nearest_index, resize_source_coord,
+};
 pub use stats::{GraphStats, NodeCost, node_cost};
 pub use tensor::{Tensor, TensorData, TensorType, numel};
 pub use verify::verify;

@@ -163,6 +163,115 @@ impl ConvAttrs {
     }
 }
 
+/// Transposed convolution (ONNX ConvTranspose) geometry. The weight is
+/// [C_in, C_out/group, kernel...]. `output_shape` and auto_pad are resolved by the importer
+/// into `pads` and `output_padding`, so the output extent of spatial axis i is
+/// `strides[i]*(in[i]-1) + output_padding[i] + dilations[i]*(kernel[i]-1) + 1 - pads[i] - pads[i+r]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvTransposeAttrs {
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    /// ONNX order: all begins then all ends (cropped from the full output).
+    pub pads: Vec<usize>,
+    pub dilations: Vec<usize>,
+    /// Extra extent added at the end of each spatial axis.
+    pub output_padding: Vec<usize>,
+    pub group: usize,
+}
+
+impl ConvTransposeAttrs {
+    /// Unit dilation, no output padding, symmetric padding `pad`.
+    pub fn simple(kernel: Vec<usize>, stride: usize, pad: usize, group: usize) -> Self {
+        let r = kernel.len();
+        ConvTransposeAttrs {
+            kernel,
+            strides: vec![stride; r],
+            pads: vec![pad; 2 * r],
+            dilations: vec![1; r],
+            output_padding: vec![0; r],
+            group,
+        }
+    }
+}
+
+/// Resize interpolation (ONNX `mode`, with `nearest_mode` folded into `Nearest`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResizeMode {
+    Nearest(NearestMode),
+    /// N-linear over every resized axis.
+    Linear,
+    /// Cubic convolution (Keys kernel with coefficient `cubic_coeff_a`).
+    Cubic,
+}
+
+/// ONNX Resize `nearest_mode`: how a fractional source coordinate is rounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NearestMode {
+    RoundPreferFloor,
+    RoundPreferCeil,
+    Floor,
+    Ceil,
+}
+
+/// ONNX Resize `coordinate_transformation_mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CoordMode {
+    HalfPixel,
+    HalfPixelSymmetric,
+    PytorchHalfPixel,
+    AlignCorners,
+    Asymmetric,
+    TfCropAndResize,
+}
+
+/// Resolved Resize: the importer folds the constant `roi`/`scales`/`sizes` operands, `axes`
+/// and `keep_aspect_ratio_policy` into one scale and one output extent per axis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResizeAttrs {
+    pub mode: ResizeMode,
+    pub coord: CoordMode,
+    /// Scale of each axis as used by the coordinate transform (the given `scales`, or
+    /// `sizes[i] / in[i]` when sizes were given). f64 so that a scale derived from sizes is
+    /// as exact as the ONNX reference implementation's.
+    pub scales: Vec<f64>,
+    /// Output extent of each axis.
+    pub sizes: Vec<usize>,
+    /// tf_crop_and_resize only: starts then ends, normalized, one pair per axis; else empty.
+    pub roi: Vec<f32>,
+    pub cubic_coeff_a: f32,
+    pub exclude_outside: bool,
+    pub extrapolation_value: f32,
+    /// Linear/cubic only: widen the kernel by 1/scale when downsampling (opset 18).
+    pub antialias: bool,
+}
+
+impl ResizeAttrs {
+    /// Resize by `scales` (output extent `floor(in * scale)`), ONNX defaults otherwise.
+    pub fn from_scales(
+        in_shape: &[usize],
+        scales: Vec<f64>,
+        mode: ResizeMode,
+        coord: CoordMode,
+    ) -> Self {
+        let sizes = in_shape
+            .iter()
+            .zip(&scales)
+            .map(|(&d, &s)| (d as f64 * s).floor().max(0.0) as usize)
+            .collect();
+        ResizeAttrs {
+            mode,
+            coord,
+            scales,
+            sizes,
+            roi: Vec::new(),
+            cubic_coeff_a: -0.75,
+            exclude_outside: false,
+            extrapolation_value: 0.0,
+            antialias: false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PoolKind {
     Max,
@@ -258,6 +367,12 @@ pub enum Op {
     Identity,
     /// 0: x, 1: w, 2: bias?
     Conv(ConvAttrs),
+    /// 0: x, 1: w [C_in, C_out/group, kernel...], 2: bias?
+    ConvTranspose(ConvTransposeAttrs),
+    /// 0: x, 1: slope (unidirectionally broadcastable to x; PyTorch exports [C, 1, 1])
+    PRelu,
+    /// 0: x (roi, scales and sizes folded into the attributes)
+    Resize(ResizeAttrs),
     /// 0: x
     Pool(PoolAttrs),
     /// 0: x; average or max over all spatial axes, keeping them as 1.
@@ -399,6 +514,9 @@ impl Op {
             Op::Cast { .. } => "Cast",
             Op::Identity => "Identity",
             Op::Conv(_) => "Conv",
+            Op::ConvTranspose(_) => "ConvTranspose",
+            Op::PRelu => "PRelu",
+            Op::Resize(_) => "Resize",
             Op::Pool(p) => match p.kind {
                 PoolKind::Max => "MaxPool",
                 PoolKind::Avg => "AveragePool",

@@ -43,6 +43,12 @@ pub fn node_cost(g: &Graph, n: &Node) -> NodeCost {
     c.macs = match &n.op {
         Op::Conv(_) | Op::ConvInteger(_) => conv_macs(g, n, 1),
         Op::QLinearConv(_) => conv_macs(g, n, 3),
+        Op::ConvTranspose(_) => {
+            // Every input element meets C_out/group * prod(kernel) weights (w[1..]).
+            let x = &g.ty(n.inputs[0].expect("convtranspose x")).shape;
+            let w = &g.ty(n.inputs[1].expect("convtranspose w")).shape;
+            (numel(x) * numel(&w[1..])) as u64
+        }
         Op::MatMul | Op::MatMulInteger => matmul_macs(g, n, 0),
         Op::QLinearMatMul => matmul_macs(g, n, 0),
         Op::Gemm { trans_a, .. } | Op::QGemm { trans_a, .. } => {

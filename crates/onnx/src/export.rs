@@ -12,8 +12,8 @@ use crate::proto::{
 };
 use crate::tensor::{encode, onnx_code};
 use pimkit_ir::{
-    BinaryOp, ConvAttrs, DType, Graph, Op, PadMode, PoolKind, RnnDirection, Tensor, TensorType,
-    UnaryOp, ValueDef,
+    BinaryOp, ConvAttrs, CoordMode, DType, Graph, NearestMode, Op, PadMode, PoolKind, ResizeAttrs,
+    ResizeMode, RnnDirection, Tensor, TensorType, UnaryOp, ValueDef,
 };
 use prost::Message;
 use std::collections::HashSet;
@@ -131,6 +131,72 @@ fn scalar_as(dt: DType, v: f32) -> Tensor {
     Tensor::from_f64_as(dt, vec![], &[v as f64])
 }
 
+fn resize_attrs(a: &ResizeAttrs) -> Vec<AttributeProto> {
+    let (mode, nearest) = match a.mode {
+        ResizeMode::Nearest(m) => (
+            "nearest",
+            Some(match m {
+                NearestMode::RoundPreferFloor => "round_prefer_floor",
+                NearestMode::RoundPreferCeil => "round_prefer_ceil",
+                NearestMode::Floor => "floor",
+                NearestMode::Ceil => "ceil",
+            }),
+        ),
+        ResizeMode::Linear => ("linear", None),
+        ResizeMode::Cubic => ("cubic", None),
+    };
+    let coord = match a.coord {
+        CoordMode::HalfPixel => "half_pixel",
+        CoordMode::HalfPixelSymmetric => "half_pixel_symmetric",
+        CoordMode::PytorchHalfPixel => "pytorch_half_pixel",
+        CoordMode::AlignCorners => "align_corners",
+        CoordMode::Asymmetric => "asymmetric",
+        CoordMode::TfCropAndResize => "tf_crop_and_resize",
+    };
+    let mut v = vec![
+        a_str("mode", mode),
+        a_str("coordinate_transformation_mode", coord),
+        a_float("cubic_coeff_a", a.cubic_coeff_a),
+        a_int("exclude_outside", a.exclude_outside as i64),
+        a_float("extrapolation_value", a.extrapolation_value),
+        a_int("antialias", a.antialias as i64),
+    ];
+    if let Some(m) = nearest {
+        v.push(a_str("nearest_mode", m));
+    }
+    v
+}
+
+enum ResizeOperand {
+    Sizes,
+    Scales(Vec<f32>),
+}
+
+/// Which Resize operand reproduces the IR attributes on re-import: `sizes` when every
+/// scale is exactly `size / in`, else f32 `scales` when they are exact and floor to the
+/// sizes.
+fn resize_operand(in_shape: &[usize], a: &ResizeAttrs) -> Option<ResizeOperand> {
+    if in_shape.len() != a.sizes.len() || in_shape.len() != a.scales.len() {
+        return None;
+    }
+    let from_sizes = in_shape
+        .iter()
+        .zip(&a.sizes)
+        .zip(&a.scales)
+        .all(|((&i, &o), &s)| i > 0 && o as f64 / i as f64 == s);
+    if from_sizes {
+        return Some(ResizeOperand::Sizes);
+    }
+    let f: Vec<f32> = a.scales.iter().map(|&s| s as f32).collect();
+    let exact = f.iter().zip(&a.scales).all(|(&x, &s)| x as f64 == s)
+        && in_shape
+            .iter()
+            .zip(&a.sizes)
+            .zip(&a.scales)
+            .all(|((&i, &o), &s)| (i as f64 * s).floor() as usize == o);
+    exact.then_some(ResizeOperand::Scales(f))
+}
+
 pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
     if g.is_shape_only() {
         return Err(OnnxError::Export(
@@ -203,6 +269,50 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
             }
             Op::Cast { to } => attrs = vec![a_int("to", onnx_code(*to) as i64)],
             Op::Conv(a) | Op::QLinearConv(a) | Op::ConvInteger(a) => attrs = conv_attrs(a),
+            Op::ConvTranspose(a) => {
+                attrs = vec![
+                    a_ints("kernel_shape", &a.kernel),
+                    a_ints("strides", &a.strides),
+                    a_ints("pads", &a.pads),
+                    a_ints("dilations", &a.dilations),
+                    a_ints("output_padding", &a.output_padding),
+                    a_int("group", a.group as i64),
+                ]
+            }
+            Op::PRelu => {}
+            Op::Resize(a) => {
+                let in_shape = n
+                    .inputs
+                    .first()
+                    .copied()
+                    .flatten()
+                    .map(|v| g.ty(v).shape.clone())
+                    .unwrap_or_default();
+                attrs = resize_attrs(a);
+                inputs.truncate(1);
+                let roi = if a.roi.is_empty() {
+                    String::new()
+                } else {
+                    e.init("roi", Tensor::from_f32(vec![a.roi.len()], a.roi.clone()))
+                };
+                inputs.push(roi);
+                match resize_operand(&in_shape, a) {
+                    Some(ResizeOperand::Sizes) => {
+                        inputs.push(String::new());
+                        inputs.push(e.ints("sizes", a.sizes.iter().map(|&d| d as i64)));
+                    }
+                    Some(ResizeOperand::Scales(s)) => {
+                        inputs.push(e.init("scales", Tensor::from_f32(vec![s.len()], s)))
+                    }
+                    None => {
+                        return Err(OnnxError::Export(format!(
+                            "node '{}' (Resize): scales {:?} and sizes {:?} cannot be written \
+                             as one ONNX operand for input shape {in_shape:?}",
+                            n.name, a.scales, a.sizes
+                        )));
+                    }
+                }
+            }
             Op::Pool(p) => {
                 attrs = vec![
                     a_ints("kernel_shape", &p.kernel),

@@ -717,3 +717,59 @@ fn multi_node_graph_round_trip() {
     g.outputs = vec![f, parts[1]];
     check(g);
 }
+
+#[test]
+fn upsampling_ops_round_trip() {
+    check(unary_graph(
+        "prelu",
+        f32t(&[1, 3, 4, 4]),
+        Op::PRelu,
+        vec![Some(data(&[3, 1, 1]))],
+    ));
+    let ct = ConvTransposeAttrs {
+        kernel: vec![3, 2],
+        strides: vec![2, 3],
+        pads: vec![1, 0, 0, 1],
+        dilations: vec![1, 2],
+        output_padding: vec![1, 0],
+        group: 2,
+    };
+    check(unary_graph(
+        "convtranspose",
+        f32t(&[1, 4, 3, 5]),
+        Op::ConvTranspose(ct),
+        vec![Some(data(&[4, 3, 3, 2])), Some(data(&[6]))],
+    ));
+    // Scales that floor to the sizes are written as `scales`...
+    let up = ResizeAttrs::from_scales(
+        &[1, 2, 3, 5],
+        vec![1.0, 1.0, 2.0, 0.6],
+        ResizeMode::Nearest(NearestMode::RoundPreferCeil),
+        CoordMode::Asymmetric,
+    );
+    assert_eq!(up.sizes, vec![1, 2, 6, 3]);
+    check(unary_graph(
+        "resize_scales",
+        f32t(&[1, 2, 3, 5]),
+        Op::Resize(up),
+        vec![],
+    ));
+    // ...scales derived from sizes as `sizes`.
+    let sized = ResizeAttrs {
+        mode: ResizeMode::Cubic,
+        coord: CoordMode::TfCropAndResize,
+        scales: vec![1.0, 1.0, 7.0 / 3.0, 4.0 / 5.0],
+        sizes: vec![1, 2, 7, 4],
+        roi: vec![0.0, 0.0, 0.1, 0.2, 1.0, 1.0, 0.9, 0.7],
+        cubic_coeff_a: -0.5,
+        exclude_outside: true,
+        extrapolation_value: 2.5,
+        antialias: true,
+    };
+    check(unary_graph(
+        "resize_sizes",
+        f32t(&[1, 2, 3, 5]),
+        Op::Resize(sized),
+        vec![],
+    ));
+}

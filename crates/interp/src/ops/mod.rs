@@ -13,6 +13,7 @@ mod quant;
 mod reduce;
 mod rnn;
 mod shape;
+mod upsample;
 
 use crate::error::OpResult;
 use crate::exec::Ctx;
@@ -28,6 +29,14 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
         Op::Cast { to } => one(elementwise::cast(c.input(0)?, *to)),
         Op::Identity => one(c.input(0)?.clone()),
         Op::Conv(a) => one(conv::conv(c.input(0)?, c.input(1)?, c.opt(2), a)?),
+        Op::ConvTranspose(a) => one(upsample::conv_transpose(
+            c.input(0)?,
+            c.input(1)?,
+            c.opt(2),
+            a,
+        )?),
+        Op::PRelu => one(upsample::prelu(c.input(0)?, c.input(1)?)?),
+        Op::Resize(a) => one(upsample::resize(c.input(0)?, a)?),
         Op::Pool(p) => one(pool::pool(c.input(0)?, p, c.out_ty(0))?),
         Op::GlobalPool(kind) => one(pool::global_pool(c.input(0)?, *kind)?),
         Op::Gemm {

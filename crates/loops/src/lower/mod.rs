@@ -14,6 +14,7 @@ mod quant;
 mod reduce;
 mod rnn;
 mod shape;
+mod upsample;
 
 pub(crate) use builder::{Lowerer, NB};
 
@@ -80,6 +81,9 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
             trans_b,
         } => one(linalg::gemm(l, node, *alpha, *beta, *trans_a, *trans_b)?),
         Conv(a) => one(linalg::conv(l, node, a)?),
+        ConvTranspose(a) => one(upsample::conv_transpose(l, node, a)?),
+        PRelu => one(upsample::prelu(l, node)?),
+        Resize(a) => one(upsample::resize(l, node, a)?),
         Pool(p) => one(linalg::pool(l, node, p)?),
         QuantizeLinear { axis, to } => one(quant::quantize(l, node, *axis, *to)?),
         DequantizeLinear { axis } => one(quant::dequantize(l, node, *axis)?),

@@ -4,9 +4,10 @@
 use pimkit_ir::{Graph, Tensor};
 use pimkit_loops::{NativeOptions, lower};
 
-/// Float tolerance of native vs interpreter results: |a - b| <= ATOL * max(1, max|ref|)
-/// + RTOL * |b|. Loop nests sum in a different order than the interpreter's blocked
-/// GEMM and libm's expf/tanhf/erff differ from Rust's in the last ulps.
+/// Float tolerance of native vs interpreter results:
+/// `|a - b| <= ATOL * max(1, max|ref|) + RTOL * |b|`. Loop nests sum in a different order
+/// than the interpreter's blocked GEMM and libm's expf/tanhf/erff differ from Rust's in
+/// the last ulps.
 pub const ATOL: f64 = 1e-4;
 pub const RTOL: f64 = 1e-3;
 

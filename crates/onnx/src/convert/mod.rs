@@ -9,6 +9,7 @@ mod quant;
 mod reduce;
 mod rnn;
 pub(crate) mod shape;
+mod upsample;
 
 pub(crate) use ctx::{ConstEntry, Ctx};
 
@@ -51,6 +52,7 @@ pub(crate) fn registry() -> BTreeMap<(&'static str, &'static str), Converter> {
     reduce::register(&mut r);
     quant::register(&mut r);
     rnn::register(&mut r);
+    upsample::register(&mut r);
     r
 }
 
