@@ -205,6 +205,43 @@ fn conv_layer(
     }))
 }
 
+/// ConvTranspose in scatter form: each input pixel is one read of a crossbar holding the
+/// weight `[C_in, C_out/g, k...]` as C_in/g rows by (C_out/g)·k columns; the partial
+/// outputs of overlapping kernel windows are added outside the crossbar. (The gather form,
+/// a conv over the zero-stuffed input, would need stride² times more reads, most of zeros.)
+fn conv_transpose_layer(g: &Graph, n: &Node, group: usize) -> Result<Option<Layer>> {
+    let Some(w_id) = n.inputs.get(1).copied().flatten() else {
+        return Ok(None);
+    };
+    if !is_weight(g, w_id) {
+        return Ok(None);
+    }
+    let x = shape(g, n, 0)?;
+    let w = &g.ty(w_id).shape;
+    let g_ = group.max(1);
+    if w.len() < 3 || x.len() != w.len() || w[0] % g_ != 0 {
+        return Err(XbarError::Layer {
+            node: n.name.clone(),
+            op: n.op.name().into(),
+            msg: format!("unexpected shapes x {x:?}, w {w:?} for a transposed convolution"),
+        });
+    }
+    let kk: usize = w[2..].iter().product();
+    let positions = (x[0] * x[2..].iter().product::<usize>()) as u64;
+    Ok(Some(Layer {
+        name: n.name.clone(),
+        op: n.op.name().into(),
+        kind: if g_ == 1 {
+            LayerKind::Conv
+        } else {
+            LayerKind::Grouped
+        },
+        mats: vec![(w[0] / g_, w[1] * kk)],
+        groups: g_,
+        positions,
+    }))
+}
+
 /// Matrix product `a x b` where one operand is a weight.
 fn matmul_layer(
     g: &Graph,
@@ -313,6 +350,7 @@ pub fn extract(g: &Graph) -> Result<Extraction> {
             Op::Conv(a) => conv_layer(g, n, 0, 1, a.group)?,
             Op::ConvInteger(a) => conv_layer(g, n, 0, 1, a.group)?,
             Op::QLinearConv(a) => conv_layer(g, n, 0, 3, a.group)?,
+            Op::ConvTranspose(a) => conv_transpose_layer(g, n, a.group)?,
             Op::Gemm {
                 trans_a, trans_b, ..
             } => matmul_layer(g, n, 0, 1, *trans_a, *trans_b)?,

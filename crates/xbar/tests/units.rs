@@ -308,3 +308,25 @@ fn single_sample_latency_is_the_sum_of_layer_times() {
         assert!(r.speedup.unwrap() >= 1.0);
     }
 }
+
+/// ConvTranspose maps in scatter form: one crossbar read per input pixel, C_in/g rows by
+/// (C_out/g)·k² columns; its MACs agree with the IR's cost model.
+#[test]
+fn conv_transpose_maps_in_scatter_form() {
+    use pimkit_ir::{ConvTransposeAttrs, DType, Graph, Op, TensorType, node_cost};
+    for (group, w_shape, rows, cols) in [(1, [8, 4, 3, 3], 8, 36), (2, [8, 2, 3, 3], 4, 18)] {
+        let mut g = Graph::new("deconv");
+        let x = g.add_input("x", TensorType::new(DType::F32, vec![1, 8, 5, 5]));
+        let w = g.add_const_shape("w", TensorType::new(DType::F32, w_shape.to_vec()));
+        let attrs = ConvTransposeAttrs::simple(vec![3, 3], 2, 1, group);
+        let y = g.op("up", Op::ConvTranspose(attrs), &[x, w]).unwrap();
+        g.outputs.push(y);
+        let ex = extract(&g).unwrap();
+        assert_eq!(ex.layers.len(), 1, "group {group}");
+        let l = &ex.layers[0];
+        assert_eq!(l.mats, vec![(rows, cols)], "group {group}");
+        assert_eq!(l.groups, group);
+        assert_eq!(l.positions, 25);
+        assert_eq!(l.macs(), node_cost(&g, &g.nodes[0]).macs, "group {group}");
+    }
+}
