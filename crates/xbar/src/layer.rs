@@ -219,7 +219,7 @@ fn conv_transpose_layer(g: &Graph, n: &Node, group: usize) -> Result<Option<Laye
     let x = shape(g, n, 0)?;
     let w = &g.ty(w_id).shape;
     let g_ = group.max(1);
-    if w.len() < 3 || x.len() != w.len() || w[0] % g_ != 0 {
+    if w.len() < 3 || x.len() != w.len() || !w[0].is_multiple_of(g_) {
         return Err(XbarError::Layer {
             node: n.name.clone(),
             op: n.op.name().into(),
