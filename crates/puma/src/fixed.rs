@@ -111,17 +111,15 @@ pub fn mvm_with(
             // Exact integer dot products (crate::dot: byte-split 16-bit multiply-adds).
             split.set(&x[..cols]);
             let sh = fmt.frac;
-            let mut acc = [0i64; 512];
-            for r0 in (0..rows).step_by(512) {
-                let r1 = rows.min(r0 + 512);
-                let acc = &mut acc[..r1 - r0];
-                split.dots(&w[r0 * stride..], stride, acc);
-                for (o, &a) in out[r0..r1].iter_mut().zip(acc.iter()) {
-                    // a / 2^frac rounded to nearest, ties away from zero (= div_round).
-                    let m = (a.unsigned_abs() + (1u64 << sh >> 1)) >> sh;
-                    let q = if a < 0 { -(m as i64) } else { m as i64 };
-                    *o = fmt.fit(q, mode);
-                }
+            let half = 1u64 << sh >> 1;
+            let (lo, hi) = (fmt.min(), fmt.max());
+            let acc = split.dots_buf(w, stride, rows);
+            for (o, &a) in out[..rows].iter_mut().zip(acc) {
+                // a / 2^frac rounded to nearest, ties away from zero (= div_round), then
+                // saturated (= fit in exact mode).
+                let m = ((a.unsigned_abs() + half) >> sh) as i64;
+                let q = if a < 0 { -m } else { m };
+                *o = q.clamp(lo, hi) as i32;
             }
         }
         NumMode::BitSerial => {

@@ -28,6 +28,35 @@ pub fn apply(fmt: Fmt, mode: NumMode, op: AluOp, a: &[i32], b: &[i32], out: &mut
         }
         _ => {}
     }
+    // The most frequent ops as tight loops (same arithmetic as the general loop below).
+    let y = |i: usize| if b.is_empty() { 0 } else { r(b[i]) };
+    match op {
+        AluOp::Add => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = fmt.fit(r(a[i]) + y(i), mode);
+            }
+            return;
+        }
+        AluOp::Sub => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = fmt.fit(r(a[i]) - y(i), mode);
+            }
+            return;
+        }
+        AluOp::Max => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = r(a[i]).max(y(i)) as i32;
+            }
+            return;
+        }
+        AluOp::Relu => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = r(a[i]).max(0) as i32;
+            }
+            return;
+        }
+        _ => {}
+    }
     for i in 0..out.len() {
         let x = r(a[i]);
         let y = if b.is_empty() { 0 } else { r(b[i]) };

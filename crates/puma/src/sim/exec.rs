@@ -1,6 +1,7 @@
 //! The machine state and the event loop.
 
 use super::energy::{Energy, reg_pj};
+use super::wait::Waiters;
 use super::{Blocked, SimError, SimOptions, SimOutput, SimStats, alu, pool};
 use crate::arch::Arch;
 use crate::fixed::{self, Fmt, NumMode};
@@ -73,7 +74,6 @@ struct TileSt {
     /// Receive FIFOs by id (= source tile), grown on first use.
     fifos: Vec<VecDeque<Packet>>,
     fifo_wait: Option<u32>,
-    mem_waiters: Vec<u32>,
 }
 
 struct NetQ {
@@ -108,8 +108,10 @@ pub struct Machine<'a> {
     scratch: (Vec<i32>, Vec<i32>),
     /// Packet buffers returned after delivery, reused by later sends.
     pool: Vec<Vec<i32>>,
-    /// Spare list swapped with a tile's waiters on wake (no allocation).
-    wake_buf: Vec<u32>,
+    /// Agents parked on shared memory (see `wait.rs`).
+    waiters: Waiters,
+    /// The event being processed: (time, agent).
+    cur: (u64, u32),
 }
 
 impl Drop for Machine<'_> {
@@ -121,6 +123,61 @@ impl Drop for Machine<'_> {
             .map(|t| (std::mem::take(&mut t.mem), std::mem::take(&mut t.count)))
             .unzip();
         pool::give_back(regs.chain(mem), count);
+    }
+}
+
+/// Zero every register the instructions of `code` can touch: the MVMU registers and,
+/// per instruction, each register field with the instruction's longest range (an
+/// over-estimate), in blocks of 16 words. Ranges past the register space fail
+/// `check_regs` before any access.
+fn zero_named(regs: &mut [i32], arch: &Arch, code: &[CoreInstr]) {
+    const B: usize = 16;
+    let n = regs.len();
+    // One bit per block; the register field has 13 bits (≤ 8192 words, arch validation).
+    let mut named = [0u64; 8192 / B / 64];
+    if n > 8192 {
+        regs.fill(0);
+        return;
+    }
+    let mut mark = |lo: u64, hi: u64| {
+        let hi = hi.min(n as u64) as usize;
+        let lo = lo as usize;
+        if lo < hi {
+            for b in lo / B..hi.div_ceil(B) {
+                named[b / 64] |= 1 << (b % 64);
+            }
+        }
+    };
+    mark(0, arch.data_mem_base() as u64);
+    for ins in code {
+        // Every register field with the instruction's longest range (an over-estimate).
+        let (regs, len): (&[u32], u32) = match ins {
+            CoreInstr::Set { d1, vec, .. } => (&[*d1], *vec),
+            CoreInstr::Copy { d1, r1, vec } => (&[*d1, *r1], *vec),
+            CoreInstr::Load {
+                d1, r1, width, vec, ..
+            }
+            | CoreInstr::Store {
+                d1, r1, width, vec, ..
+            } => (&[*d1, *r1], width.saturating_mul(*vec)),
+            CoreInstr::Alu {
+                d1, r1, r2, vec, ..
+            } => (&[*d1, *r1, *r2], *vec),
+            CoreInstr::Alui { d1, r1, vec, .. } => (&[*d1, *r1], *vec),
+            CoreInstr::AluInt { d1, r1, r2, .. } => (&[*d1, *r1, *r2], 1),
+            CoreInstr::Beq { r1, r2, .. } => (&[*r1, *r2], 1),
+            CoreInstr::Mvm { .. } | CoreInstr::Jmp { .. } | CoreInstr::Hlt | CoreInstr::Nop => {
+                (&[], 0)
+            }
+        };
+        for &r in regs {
+            mark(r as u64, r as u64 + len.max(1) as u64);
+        }
+    }
+    for b in 0..n.div_ceil(B) {
+        if named[b / 64] >> (b % 64) & 1 == 1 {
+            regs[b * B..((b + 1) * B).min(n)].fill(0);
+        }
     }
 }
 
@@ -136,7 +193,9 @@ fn fault(tile: usize, who: Option<usize>, pc: usize, msg: impl Into<String>) -> 
 }
 
 impl<'a> Machine<'a> {
-    pub fn new(p: &'a Program, opts: &SimOptions) -> Result<Self, SimError> {
+    /// `lazy`: wake parked agents only when their words change (see `wait.rs`); the
+    /// caller re-runs with `false` if [`Machine::inexact`] says that could differ.
+    pub fn new(p: &'a Program, opts: &SimOptions, lazy: bool) -> Result<Self, SimError> {
         let arch = &p.arch;
         let nc = arch.tile.cores;
         let ntiles = p.tiles.len();
@@ -146,10 +205,16 @@ impl<'a> Machine<'a> {
                 let code = p.tiles[t].cores.get(c);
                 let active = code.is_some_and(|c| c.len() > 1);
                 cores.push(CoreSt {
-                    regs: if active {
-                        pool::words(arch.reg_space())
-                    } else {
-                        Vec::new()
+                    regs: match code {
+                        // Registers the code never names are never touched: only the
+                        // named ones need zeroing (all of them for a dump).
+                        Some(code) if active && opts.dump_core != Some((t, c)) => {
+                            let mut r = pool::words_dirty(arch.reg_space());
+                            zero_named(&mut r, arch, code);
+                            r
+                        }
+                        _ if active => pool::words(arch.reg_space()),
+                        _ => Vec::new(),
                     },
                     pc: 0,
                     t: 0,
@@ -183,7 +248,6 @@ impl<'a> Machine<'a> {
                 parked: None,
                 fifos: Vec::new(),
                 fifo_wait: None,
-                mem_waiters: Vec::new(),
             };
             for (a, data) in &tp.shmem_init {
                 for (k, &v) in data.iter().enumerate() {
@@ -257,7 +321,13 @@ impl<'a> Machine<'a> {
             split: fixed::Split::new(),
             scratch: (Vec::new(), Vec::new()),
             pool: Vec::new(),
-            wake_buf: Vec::new(),
+            // Lazy waking needs every wake-up to lie strictly after the change.
+            waiters: Waiters::new(
+                lazy && arch.tables().latency.edram_cycles > 0,
+                ntiles,
+                ntiles * nc + ntiles,
+            ),
+            cur: (0, 0),
         })
     }
 
@@ -294,8 +364,22 @@ impl<'a> Machine<'a> {
     pub fn run(&mut self) -> Result<(), SimError> {
         let mut events = 0u64;
         let mut cur = self.heap.pop();
+        let lazy = self.waiters.lazy();
+        let c_imem = self.arch.tables().energy.core_imem_pj;
         while let Some(Reverse((now, a))) = cur {
             events += 1;
+            if lazy {
+                // Lazy waking relies on events running in key order.
+                if (now, a) < self.cur {
+                    self.waiters.inexact = true;
+                }
+                let x = &mut self.energy.instruction_memory;
+                self.waiters.settle_energy(x, c_imem, self.cur, (now, a));
+                if self.waiters.inexact {
+                    return Ok(());
+                }
+            }
+            self.cur = (now, a);
             if now > self.max_cycles {
                 return Err(SimError::Timeout(self.max_cycles));
             }
@@ -367,13 +451,19 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    fn wake_mem(&mut self, tile: usize, at: u64) {
-        // Same order as the waiters parked; the emptied list keeps its capacity.
-        std::mem::swap(&mut self.wake_buf, &mut self.tiles[tile].mem_waiters);
-        for &a in &self.wake_buf {
-            self.heap.push(Reverse((at, a)));
+    /// True when a lazy run may differ from wake-all mode: re-run with `lazy = false`.
+    pub fn inexact(&self) -> bool {
+        self.waiters.inexact
+    }
+
+    /// The counters of words `[lo, hi)` of `tile` changed; the change completes at `at`.
+    fn wake_mem(&mut self, tile: usize, at: u64, lo: usize, hi: usize) {
+        if at > self.max_cycles && self.waiters.lazy() {
+            // A skipped wake-up past the limit would have raised Timeout.
+            self.waiters.inexact = true;
         }
-        self.wake_buf.clear();
+        self.waiters
+            .wake(tile, at, lo, hi, self.cur, &mut self.heap);
     }
 
     fn check_regs(&self, ci: usize, pc: usize, ranges: &[(u32, u32)]) -> Result<(), SimError> {
@@ -497,7 +587,7 @@ impl<'a> Machine<'a> {
                             self.core_counts[ins.class_index()] -= 1;
                             self.energy.instruction_memory -= e.core_imem_pj;
                         }
-                        self.tiles[tile].mem_waiters.push(ci as u32);
+                        self.waiters.park(tile, ci as u32, a, a + w, chunk == 0);
                         return Ok(());
                     }
                     let ts = &mut self.tiles[tile];
@@ -538,7 +628,7 @@ impl<'a> Machine<'a> {
                     }
                     self.energy.edram(e);
                     if changed {
-                        self.wake_mem(tile, done);
+                        self.wake_mem(tile, done, a, a + w);
                     }
                     let c = &mut self.cores[ci];
                     c.t = done + lat.bus_cycles;
@@ -825,7 +915,8 @@ impl<'a> Machine<'a> {
                     }
                     if !self.tiles[t].count[a..a + w].iter().all(|&n| n > 0) {
                         self.tiles[t].parked = Some(Park::Send(a, a + w));
-                        self.tiles[t].mem_waiters.push((self.ncores + t) as u32);
+                        let me = (self.ncores + t) as u32;
+                        self.waiters.park(t, me, a, a + w, false);
                         return Ok(());
                     }
                     let ts = &mut self.tiles[t];
@@ -860,7 +951,7 @@ impl<'a> Machine<'a> {
                     });
                     self.try_deliver(t, now);
                     if changed {
-                        self.wake_mem(t, done);
+                        self.wake_mem(t, done, a, a + w);
                     }
                     if chunk == 0 {
                         self.tile_counts[0] += 1;
@@ -910,7 +1001,8 @@ impl<'a> Machine<'a> {
                     }
                     if self.tiles[t].count[a..a + w].iter().any(|&n| n > 0) {
                         self.tiles[t].parked = Some(Park::Drain(a, a + w));
-                        self.tiles[t].mem_waiters.push((self.ncores + t) as u32);
+                        let me = (self.ncores + t) as u32;
+                        self.waiters.park(t, me, a, a + w, false);
                         return Ok(());
                     }
                     let ts = &mut self.tiles[t];
@@ -927,7 +1019,7 @@ impl<'a> Machine<'a> {
                     self.energy.edram(e);
                     self.end = self.end.max(done);
                     self.try_deliver(fifo as usize, now);
-                    self.wake_mem(t, done);
+                    self.wake_mem(t, done, a, a + w);
                     if chunk == 0 {
                         self.tile_counts[1] += 1;
                         self.energy.instruction_memory += e.tile_imem_pj;

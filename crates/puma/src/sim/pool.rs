@@ -22,6 +22,14 @@ pub fn words(n: usize) -> Vec<i32> {
     v
 }
 
+/// A vector of `n` words whose contents are unspecified (left from an earlier run).
+pub fn words_dirty(n: usize) -> Vec<i32> {
+    let mut v = WORDS.with(|p| p.borrow_mut().pop()).unwrap_or_default();
+    v.resize(n, 0);
+    v.truncate(n);
+    v
+}
+
 /// A zeroed vector of `n` counters.
 pub fn counts(n: usize) -> Vec<u32> {
     let mut v = COUNTS.with(|p| p.borrow_mut().pop()).unwrap_or_default();
