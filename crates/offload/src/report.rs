@@ -179,20 +179,40 @@ pub fn sweep_table(param: &str, runs: &[(String, Analysis)]) -> Table {
     t
 }
 
+/// A warning when equation (8)'s bandwidth is no better than one thread's read bandwidth:
+/// then it was measured on a machine (e.g. a small VM) that cannot reach the memory
+/// system, and T_copy is overstated (paper §5.1 uses the memory system's bandwidth).
+pub fn movement_bandwidth_warning(a: &Analysis) -> Option<String> {
+    (a.params.b_move_gbs <= 1.5 * a.host.b_read_gbs).then(|| {
+        format!(
+            "note: B_rd = B_wb = {:.1} GB/s is hardly above one thread's read bandwidth ({:.1} GB/s), \
+             so it is a lower bound for the memory system and T_copy is overstated; set \
+             `b_mem_gbs` in the host file to the platform's memory bandwidth (docs/offload.md) \
+             or use --host-fixed",
+            a.params.b_move_gbs, a.host.b_read_gbs
+        )
+    })
+}
+
 /// Plain-text rendering for the terminal.
 pub fn terminal(a: &Analysis) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "{}: {} nests, all-CPU {:.3} ms; θ = {:.2} GB/s, σ = {:.2}, T_ctx = {:.2} µs, counters: {} (host: {})\n",
+        "{}: {} nests, all-CPU {:.3} ms; θ = {:.2} GB/s, σ = {:.2}, T_ctx = {:.2} µs, B_rd = B_wb = {:.1} GB/s, counters: {} (host: {})\n",
         a.workload,
         a.nests_total,
         a.t_cpu_total_ns / 1e6,
         a.thresholds.theta_gbs,
         a.thresholds.sigma,
         a.params.rule.t_ctx_ns / 1e3,
+        a.params.b_move_gbs,
         a.counter_source,
         a.host.source
     ));
+    if let Some(w) = movement_bandwidth_warning(a) {
+        s.push_str(&w);
+        s.push('\n');
+    }
     for t in [nest_table(a), cores_table(a), granularity_table(a)] {
         s.push_str(&t.to_terminal());
         s.push('\n');
@@ -217,6 +237,9 @@ pub fn report_section(
          hybrid time T_hybrid(N) = T_host + T_pim(N) + T_copy + N_region·T_sw with T_copy the \
          upper bound of equation (8); 'exact' tracks residency across segments and executions.",
     );
+    if let Some(w) = analyses.iter().find_map(movement_bandwidth_warning) {
+        s.note(w);
+    }
     if analyses.iter().any(|a| a.counter_source.contains("model")) {
         s.note(
             "Counters come from the footprint/cache model (no hardware PMU): off-core read bytes \

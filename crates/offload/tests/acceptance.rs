@@ -250,3 +250,24 @@ fn size_sweep_table_follows_table_4_for_streaming_kernels() {
         assert_eq!(t.rows[0][3], "512→0, 4096→1", "{name}");
     }
 }
+
+/// A memory-system bandwidth no better than one thread's (a small VM's measurement, or an
+/// old host file) is flagged, and it makes the streaming kernel's copy cost larger.
+#[test]
+fn one_thread_movement_bandwidth_is_flagged() {
+    let g = pimkit_zoo::build("ew_add", &[]).unwrap();
+    let p = pimkit_loops::lower(&g).unwrap();
+    let t = times("ew_add");
+    let fixed = HostCalib::fixed_reference();
+    let a = analyze_with_times(&p, &t, &fixed, &Options::default());
+    assert!(pimkit_offload::report::movement_bandwidth_warning(&a).is_none());
+    let old = HostCalib {
+        b_mem_gbs: 0.0,
+        ..fixed
+    };
+    let b = analyze_with_times(&p, &t, &old, &Options::default());
+    let w = pimkit_offload::report::movement_bandwidth_warning(&b).expect("flagged");
+    assert!(w.contains("b_mem_gbs"), "{w}");
+    assert!(pimkit_offload::report::terminal(&b).contains("b_mem_gbs"));
+    assert!(b.cores[0].t_copy > 10.0 * a.cores[0].t_copy);
+}

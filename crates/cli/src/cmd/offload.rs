@@ -161,15 +161,19 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
     println!();
     if let Some(p) = &analysis.profiling {
         println!(
-            "{}: counters {}, θ = {:.2} GB/s, σ = {:.2}, T_ctx = {:.2} µs; profiling cost {:.2}x one CPU-only execution ({} executions)",
+            "{}: counters {}, θ = {:.2} GB/s, σ = {:.2}, T_ctx = {:.2} µs, B_rd = B_wb = {:.1} GB/s; profiling cost {:.2}x one CPU-only execution ({} executions)",
             model_label(&a.model),
             analysis.counter_source,
             analysis.thresholds.theta_gbs,
             analysis.thresholds.sigma,
             analysis.params.rule.t_ctx_ns / 1e3,
+            analysis.params.b_move_gbs,
             p.multiple,
             p.executions
         );
+    }
+    if let Some(w) = report::movement_bandwidth_warning(&analysis) {
+        eprintln!("{w}");
     }
     if let Some(e) = &emitted {
         println!(
