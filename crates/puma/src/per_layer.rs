@@ -243,6 +243,17 @@ pub fn run_per_layer(
             })
             .unwrap_or(0);
         let mut shapes = full.clone();
+        // ISS-65: the next smaller window (height and width halved), if the layer still
+        // builds at that size.
+        let halved = |s: &[usize]| -> Option<Vec<usize>> {
+            if !can_shrink || s[2] < 2 || s[3] < 2 {
+                return None;
+            }
+            let n = vec![s[0], s[1], s[2] / 2, s[3] / 2];
+            subgraph(g, r.clone(), &ext[si], std::slice::from_ref(&n), &outs[si])
+                .is_ok()
+                .then_some(n)
+        };
         if can_shrink {
             // Skip compilations that cannot fit: the compute tile holds at least the
             // segment's input and every value it produces (words).
@@ -257,27 +268,10 @@ pub fn run_per_layer(
                     })
                     .unwrap_or(0)
             };
-            while words(&shapes) > arch.tile.shared_mem_words
-                && shapes[0][2] >= 2
-                && shapes[0][3] >= 2
-            {
-                let next = vec![
-                    shapes[0][0],
-                    shapes[0][1],
-                    shapes[0][2] / 2,
-                    shapes[0][3] / 2,
-                ];
-                if subgraph(
-                    g,
-                    r.clone(),
-                    &ext[si],
-                    std::slice::from_ref(&next),
-                    &outs[si],
-                )
-                .is_err()
-                {
+            while words(&shapes) > arch.tile.shared_mem_words {
+                let Some(next) = halved(&shapes[0]) else {
                     break;
-                }
+                };
                 shapes[0] = next;
             }
         }
@@ -294,14 +288,7 @@ pub fn run_per_layer(
                     tile, need, have, ..
                 }) => {
                     // ISS-65: simulate a smaller feature map and scale.
-                    let next = shapes
-                        .first()
-                        .filter(|s| can_shrink && s[2] >= 2 && s[3] >= 2)
-                        .map(|s| vec![s[0], s[1], s[2] / 2, s[3] / 2])
-                        .filter(|n| {
-                            subgraph(g, r.clone(), &ext[si], std::slice::from_ref(n), &outs[si])
-                                .is_ok()
-                        });
+                    let next = shapes.first().and_then(|s| halved(s));
                     match next {
                         Some(n) => shapes[0] = n,
                         None => {
