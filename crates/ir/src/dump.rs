@@ -140,7 +140,7 @@ pub fn dump(g: &Graph) -> String {
         let a = attrs(&n.op);
         let _ = writeln!(
             s,
-            "  {} = {}[{}]({}){}",
+            "  {} = {}[{}]({}){}{}",
             outs.join(", "),
             n.op.name(),
             n.name,
@@ -149,7 +149,11 @@ pub fn dump(g: &Graph) -> String {
                 String::new()
             } else {
                 format!(" {{{a}}}")
-            }
+            },
+            n.source
+                .as_ref()
+                .map(|src| format!("  # from {src}"))
+                .unwrap_or_default()
         );
     }
     let outs: Vec<String> = g

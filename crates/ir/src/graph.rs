@@ -45,6 +45,18 @@ pub struct Node {
     /// Operands; `None` marks an omitted optional input.
     pub inputs: Vec<Option<ValueId>>,
     pub outputs: Vec<ValueId>,
+    /// The source-framework operator this node implements part of, when one framework call
+    /// became several nodes (PyTorch's dynamo exporter records the FX node in each ONNX
+    /// node's `pkg.torch.onnx.fx_node` metadata: `scaled_dot_product_attention` exports as
+    /// Transpose, MatMul, Mul, Softmax, MatMul). `None`: the node is its own operator.
+    pub source: Option<String>,
+}
+
+impl Node {
+    /// The operator this node belongs to: its `source`, else its own name.
+    pub fn operator(&self) -> &str {
+        self.source.as_deref().unwrap_or(&self.name)
+    }
 }
 
 /// A dataflow graph with static shapes. Nodes are in topological order: every input of
@@ -199,6 +211,7 @@ impl Graph {
             op,
             inputs,
             outputs: outputs.clone(),
+            source: None,
         });
         Ok(outputs)
     }

@@ -293,6 +293,9 @@ pub struct Nest {
     pub op: String,
     /// Graph node name.
     pub node: String,
+    /// The framework operator the node belongs to (`Node::operator`: its `source`, else
+    /// its name): the unit of offload's operator granularity.
+    pub source: String,
     pub kind: NestKind,
     /// What this nest is within the op's decomposition (`max.init`, `exp`, `sum`).
     pub label: String,

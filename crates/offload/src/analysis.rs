@@ -24,6 +24,8 @@ pub struct NestResult {
     pub id: usize,
     pub op: String,
     pub node: String,
+    /// The framework operator the nest belongs to (operator granularity's unit).
+    pub source: String,
     pub label: String,
     pub t_cpu_ns: f64,
     pub n_iter: u64,
@@ -181,6 +183,7 @@ pub fn analyze(
                 id: n.id,
                 op: n.op.clone(),
                 node: n.node.clone(),
+                source: n.source.clone(),
                 label: n.label.clone(),
                 t_cpu_ns: n.t_cpu_ns,
                 n_iter: n.n_iter,

@@ -85,12 +85,13 @@ pub fn pim_facts(n: &NestData) -> PimFacts {
     }
 }
 
-/// Operator groups: runs of consecutive nests of the same graph node.
+/// Operator groups: runs of consecutive nests of the same framework operator (the graph
+/// node, or the PyTorch call several nodes were exported from: `Nest::source`).
 pub fn op_groups(w: &Workload) -> Vec<(usize, usize)> {
     let mut v: Vec<(usize, usize)> = vec![];
     for (i, n) in w.nests.iter().enumerate() {
         match v.last_mut() {
-            Some(g) if w.nests[g.0].node == n.node => g.1 = i + 1,
+            Some(g) if w.nests[g.0].source == n.source => g.1 = i + 1,
             _ => v.push((i, i + 1)),
         }
     }

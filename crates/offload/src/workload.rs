@@ -14,6 +14,8 @@ pub struct NestData {
     pub id: usize,
     pub op: String,
     pub node: String,
+    /// The framework operator (operator granularity's unit; `pimkit_loops::Nest::source`).
+    pub source: String,
     pub label: String,
     pub kind: String,
     pub n_iter: u64,
@@ -62,6 +64,7 @@ impl Workload {
                 id: n.id,
                 op: n.op.clone(),
                 node: n.node.clone(),
+                source: n.source.clone(),
                 label: n.label.clone(),
                 kind: n.kind.name().to_string(),
                 n_iter: s.n_iter,

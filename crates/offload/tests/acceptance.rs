@@ -166,22 +166,41 @@ fn decode_layers_offload_weight_streaming_gemvs_and_scale() {
     }
 }
 
-/// Operator granularity moves compute-bound nests (softmax's exp) to PIM with the rest of
-/// their operator: T_pim grows. Known deviation: op granularity is 1.7% / 2.4% / 2.8%
-/// *faster* than loop here (paper: +67.8% slower). Even with every in-order latency charged
-/// (scalar expf ≈ 47 cycles per element) 32 PIM cores run the exp nest in ~25 ms against
-/// the host's 59.8 ms of scalar libm expf; the paper's PIM core (Sniper x86, in-order) has
-/// an FPU, so there is no FP emulation to add (docs/offload.md).
+/// Operator granularity is slower than loop granularity on attention (Table 5: +67.8 %).
+/// The benchmark is one `F.scaled_dot_product_attention` call (its 14 nests, torch-pim.md
+/// §2.2), so at operator granularity all 14 are judged as one region: the host matmuls
+/// dilute its bandwidth below θ and its StoreBound below σ, and the memory-bound nests the
+/// loop rule offloads (the scale, softmax's sub/div/reductions) stay on the host. pimkit:
+/// +3.4 % / +4.0 % / +4.3 % (the paper's gap comes from T_pim, +77.9 %: its op-level
+/// region went to PIM; docs/offload.md).
 #[test]
-fn operator_granularity_offloads_compute_bound_nests_on_attention() {
+fn operator_granularity_is_slower_than_loop_on_attention() {
     let a = analysis("attention");
+    let sources: std::collections::HashSet<_> = a.nests.iter().map(|n| &n.source).collect();
+    assert_eq!(sources.len(), 1, "one operator: {sources:?}");
     for c in &a.cores {
-        let (op, lp) = (&c.granularity["op"].eval, &c.granularity["loop"].eval);
-        assert!(op.t_pim > lp.t_pim, "{} cores", c.cores);
-        assert!(op.t_host < lp.t_host, "{} cores", c.cores);
+        let (op, lp) = (&c.granularity["op"], &c.granularity["loop"]);
+        assert!(
+            op.eval.t_hybrid > lp.eval.t_hybrid * 1.02,
+            "{} cores: op {} vs loop {}",
+            c.cores,
+            op.eval.t_hybrid,
+            lp.eval.t_hybrid
+        );
+        assert!(op.speedup < lp.speedup);
     }
     let exp = a.nests.iter().find(|n| n.label == "exp").unwrap();
     assert!(!exp.offload);
+}
+
+/// Operators split into several nodes by the export regroup at operator granularity;
+/// silu's two nests are one `F.silu` call.
+#[test]
+fn operator_granularity_groups_the_nodes_of_one_call() {
+    let a = analysis("silu");
+    assert!(a.nests.iter().all(|n| n.source == "silu"));
+    let ops: Vec<_> = a.nests.iter().map(|n| n.op.as_str()).collect();
+    assert_eq!(ops, ["Sigmoid", "Mul"]);
 }
 
 #[test]

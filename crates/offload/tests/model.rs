@@ -120,6 +120,7 @@ fn nest(id: usize, t: f64, reads: Vec<(usize, u64)>, writes: Vec<(usize, u64)>) 
         id,
         op: format!("op{id}"),
         node: format!("node{id}"),
+        source: format!("node{id}"),
         label: "x".into(),
         kind: "elementwise".into(),
         n_iter: 1 << 20,

@@ -464,6 +464,15 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
             input: inputs,
             output: n.outputs.iter().map(|&o| g.value(o).name.clone()).collect(),
             attribute: attrs,
+            metadata_props: n
+                .source
+                .iter()
+                .map(|src| crate::proto::StringStringEntryProto {
+                    key: Some(crate::import::FX_NODE_KEY.into()),
+                    // The FX node's form, which the importer (and PyTorch tools) read.
+                    value: Some(format!("%{src} : source operator (pimkit export)")),
+                })
+                .collect(),
             ..Default::default()
         });
     }

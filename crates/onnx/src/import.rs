@@ -271,7 +271,18 @@ fn load_model_inner(
                 node: name.clone(),
                 supported: supported_in(&reg, domain),
             })?;
+        let first = ctx.g.nodes.len();
         conv(&mut ctx, &n)?;
+        // Nodes from one framework call, or from one ONNX node that pimkit expands into
+        // several IR nodes, form one operator.
+        let expanded = ctx.g.nodes.len() - first > 1;
+        if let Some(src) =
+            source_operator(&np.metadata_props).or_else(|| expanded.then(|| name.clone()))
+        {
+            for node in &mut ctx.g.nodes[first..] {
+                node.source = Some(src.clone());
+            }
+        }
     }
     bind_outputs(&mut ctx, gp)?;
     let notes = std::mem::take(&mut ctx.notes);
@@ -368,3 +379,28 @@ fn reorder_consts(g: &mut Graph, order: &HashMap<ValueId, usize>) {
     g.inputs.iter_mut().for_each(m);
     g.outputs.iter_mut().for_each(m);
 }
+
+/// The framework operator an ONNX node came from, from the metadata PyTorch's dynamo
+/// exporter writes on every node: `pkg.torch.onnx.fx_node` starts with the FX node's name
+/// (`%scaled_dot_product_attention : [num_users=1] = call_function[...]`); `namespace` is
+/// the fallback (`__main__.Model/scaled_dot_product_attention: aten.scaled_dot_...`). All
+/// nodes of one decomposed call share it, so analyses can regroup them (offload's operator
+/// granularity). pimkit's exporter writes the same key.
+pub(crate) fn source_operator(props: &[crate::proto::StringStringEntryProto]) -> Option<String> {
+    let get = |k: &str| {
+        props
+            .iter()
+            .find(|p| p.key.as_deref() == Some(k))
+            .and_then(|p| p.value.as_deref())
+    };
+    if let Some(fx) = get(FX_NODE_KEY) {
+        let name = fx.strip_prefix('%')?.split([' ', ':']).next()?;
+        return (!name.is_empty()).then(|| name.to_string());
+    }
+    let ns = get("namespace")?;
+    let path = ns.split(": ").next()?.trim();
+    (!path.is_empty()).then(|| path.to_string())
+}
+
+/// The metadata key of PyTorch's dynamo exporter that names a node's FX node.
+pub(crate) const FX_NODE_KEY: &str = "pkg.torch.onnx.fx_node";

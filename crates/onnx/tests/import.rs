@@ -518,3 +518,50 @@ fn identity_on_weights_aliases_the_constant() {
     assert_eq!(g.value(c).name, "w2");
     assert_eq!(g.const_data(c).unwrap().as_f32(), Some(&w[..]));
 }
+
+/// PyTorch's dynamo exporter names each node's FX node in `metadata_props`; the nodes of
+/// one call (F.silu -> Sigmoid, Mul) become parts of one operator, and the exporter keeps it.
+#[test]
+fn framework_operator_from_node_metadata_survives_export() {
+    use pimkit_onnx::proto::StringStringEntryProto;
+    let meta = |k: &str, v: &str| StringStringEntryProto {
+        key: Some(k.into()),
+        value: Some(v.into()),
+    };
+    let fx = "%silu : [num_users=1] = call_function[target=torch.ops.aten.silu.default](args = (%x,), kwargs = {})";
+    let nodes = vec![
+        NodeProto {
+            metadata_props: vec![
+                meta("namespace", ": aten.silu.default"),
+                meta("pkg.torch.onnx.fx_node", fx),
+            ],
+            ..node("Sigmoid", "node_Sigmoid_0", &["x"], &["s"], vec![])
+        },
+        NodeProto {
+            metadata_props: vec![meta("pkg.torch.onnx.fx_node", fx)],
+            ..node("Mul", "node_Mul_1", &["x", "s"], &["y"], vec![])
+        },
+        NodeProto {
+            metadata_props: vec![meta("namespace", "__main__.M/relu: aten.relu.default")],
+            ..node("Relu", "node_Relu_2", &["y"], &["r"], vec![])
+        },
+        node("Neg", "plain", &["r"], &["z"], vec![]),
+    ];
+    let m = model(nodes, vec![vi_f32("x", &[2, 3])], &["z"], vec![], 18);
+    let g = load_m(&m);
+    let sources: Vec<_> = g.nodes.iter().map(|n| n.source.as_deref()).collect();
+    assert_eq!(
+        sources,
+        [Some("silu"), Some("silu"), Some("__main__.M/relu"), None]
+    );
+    assert_eq!(g.nodes[3].operator(), "plain");
+    assert!(dump(&g).contains("# from silu"));
+    let back = load_bytes(
+        &pimkit_onnx::export(&g).unwrap(),
+        None,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let again: Vec<_> = back.nodes.iter().map(|n| n.source.as_deref()).collect();
+    assert_eq!(again, sources);
+}

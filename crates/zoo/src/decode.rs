@@ -143,6 +143,8 @@ fn attend(
     let pv = b.input("past_value", &[d.heads, d.ctx, d.hd]);
     let kk = b.node("present_key", Op::Concat { axis: 1 }, &[pk, k])?;
     let vv = b.node("present_value", Op::Concat { axis: 1 }, &[pv, v])?;
+    // Written as separate torch calls, as Meta's LLaMA model.py and HF GPT-J's eager
+    // attention do (matmul, scale, softmax, matmul): one operator per node.
     let kt = b.node(
         &format!("{m}.key_transpose"),
         Op::Transpose {
@@ -219,8 +221,12 @@ fn llama(p: &Params) -> Result<Graph> {
     let hn = rmsnorm_layer(&mut b, "post_attention_layernorm", h, 1e-6)?;
     let gate = proj(&mut b, "mlp.gate_proj", hn, d.ffn)?;
     let up = proj(&mut b, "mlp.up_proj", hn, d.ffn)?;
-    let sg = b.node("mlp.act.sigmoid", Op::Unary(UnaryOp::Sigmoid), &[gate])?;
-    let act = b.binary("mlp.act.mul", BinaryOp::Mul, gate, sg)?;
+    // F.silu (Meta's LLaMA FeedForward: silu(w1(x)) * w3(x)): one call exported as
+    // Sigmoid and Mul.
+    let act = b.call("mlp.act", |b| {
+        let sg = b.node("mlp.act.sigmoid", Op::Unary(UnaryOp::Sigmoid), &[gate])?;
+        b.binary("mlp.act.mul", BinaryOp::Mul, gate, sg)
+    })?;
     let m = b.binary("mlp.mul_up", BinaryOp::Mul, act, up)?;
     let down = proj(&mut b, "mlp.down_proj", m, d.hidden)?;
     let out = b.binary("residual_mlp", BinaryOp::Add, h, down)?;

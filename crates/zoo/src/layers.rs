@@ -162,6 +162,18 @@ impl Builder {
         }
     }
 
+    /// Build the nodes of one framework call with `f` and mark them as its parts
+    /// (`Node::source`), as PyTorch's dynamo exporter does when one call (e.g.
+    /// `F.scaled_dot_product_attention`, `F.silu`) exports as several ONNX nodes.
+    pub fn call<T>(&mut self, source: &str, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let first = self.g.nodes.len();
+        let r = f(self)?;
+        for n in &mut self.g.nodes[first..] {
+            n.source = Some(source.to_string());
+        }
+        Ok(r)
+    }
+
     /// Append a node named `name` (made unique); its single output carries the same name.
     pub fn node(&mut self, name: &str, op: Op, inputs: &[ValueId]) -> Result<ValueId> {
         let n = self.unique(name);

@@ -219,8 +219,11 @@ fn relu(p: &Params) -> Result<Graph> {
 fn silu(p: &Params) -> Result<Graph> {
     let (mut b, n) = square("silu", p)?;
     let x = b.input("x", &[n, n]);
-    let s = b.node("sigmoid", Op::Unary(UnaryOp::Sigmoid), &[x])?;
-    let y = b.binary("mul", BinaryOp::Mul, x, s)?;
+    // F.silu exports as Sigmoid and Mul, both parts of one call (one operator).
+    let y = b.call("silu", |b| {
+        let s = b.node("sigmoid", Op::Unary(UnaryOp::Sigmoid), &[x])?;
+        b.binary("mul", BinaryOp::Mul, x, s)
+    })?;
     b.finish(&[y])
 }
 
@@ -348,12 +351,16 @@ fn attention(p: &Params) -> Result<Graph> {
     let q = b.input("q", &[n, d]);
     let k = b.input("k", &[n, d]);
     let v = b.input("v", &[n, d]);
-    let kt = b.node("transpose_k", Op::Transpose { perm: vec![1, 0] }, &[k])?;
-    let s = b.node("qk", Op::MatMul, &[q, kt])?;
-    let sc = b.scalar("scale", 1.0 / (d as f32).sqrt());
-    let s = b.binary("scaled", BinaryOp::Mul, s, sc)?;
-    let pr = b.node("softmax", Op::Softmax { axis: 1 }, &[s])?;
-    let o = b.node("pv", Op::MatMul, &[pr, v])?;
+    // One F.scaled_dot_product_attention call (the paper's 14-nest attention,
+    // torch-pim.md §2.2), exported as its decomposition: all nodes are parts of it.
+    let o = b.call("scaled_dot_product_attention", |b| {
+        let kt = b.node("transpose_k", Op::Transpose { perm: vec![1, 0] }, &[k])?;
+        let s = b.node("qk", Op::MatMul, &[q, kt])?;
+        let sc = b.scalar("scale", 1.0 / (d as f32).sqrt());
+        let s = b.binary("scaled", BinaryOp::Mul, s, sc)?;
+        let pr = b.node("softmax", Op::Softmax { axis: 1 }, &[s])?;
+        b.node("pv", Op::MatMul, &[pr, v])
+    })?;
     b.finish(&[o])
 }
 

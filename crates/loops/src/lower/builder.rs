@@ -285,6 +285,7 @@ impl<'g> Lowerer<'g> {
             id,
             op: node.op.name().to_string(),
             node: node.name.clone(),
+            source: node.operator().to_string(),
             kind: nb.kind,
             label: nb.label,
             dims: nb.dims,
