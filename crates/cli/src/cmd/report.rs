@@ -24,6 +24,8 @@ pub enum Engine {
     Xbar,
     Puma,
     Vpu,
+    /// A short crossbar-aware NAS (only in the built-in set: it searches a space, not a model).
+    Nas,
 }
 
 /// The built-in set: each engine on a model of the kind its paper studies.
@@ -34,6 +36,7 @@ pub const DEFAULT_JOBS: &[(Engine, &str)] = &[
     (Engine::Xbar, "zoo:rnc_mobilenet_v3_small?weights=none"),
     (Engine::Puma, "zoo:puma_mlp_l4"),
     (Engine::Vpu, "zoo:q_mobilenet_v2"),
+    (Engine::Nas, "zoo:rnc_mobilenet_v3_small?weights=none"),
 ];
 
 /// Every engine, for a model the user names.
@@ -97,6 +100,26 @@ fn vpu_section(g: &Graph) -> anyhow::Result<Section> {
     Ok(s)
 }
 
+/// Population and generations of the report's NAS: a few seconds, enough to show the
+/// front's shape; `pimkit xbar nas` runs the full search (50 x 100 by default, ~80 s).
+const REPORT_NAS: (usize, usize) = (24, 12);
+
+/// A short NSGA-II search over the MobileNetV3-small space at the base network's
+/// crossbar count (RNC's Fig. 10 setting at 1x), accuracy from the proxy.
+fn nas_section() -> anyhow::Result<Section> {
+    let mut cfg =
+        pimkit_nas::SearchConfig::rnc_default(pimkit_nas::Space::load("mbv3-small").map_err(user)?);
+    (cfg.nsga.pop, cfg.nsga.gens) = REPORT_NAS;
+    let r = pimkit_nas::search(&cfg, &mut |_| {}).map_err(user)?;
+    let mut s = pimkit_nas::report_section(&[r]);
+    s.note(format!(
+        "A short search (population {}, {} generations) to keep the report quick; \
+         `pimkit xbar nas -o DIR` runs the full one (--pop 50 --gens 100, --budget 0.8,1,1.2).",
+        REPORT_NAS.0, REPORT_NAS.1
+    ));
+    Ok(s)
+}
+
 /// Run one engine; an engine that cannot handle the model yields a note, not a failure.
 fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
     let r = match engine {
@@ -106,6 +129,7 @@ fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
         Engine::Xbar => xbar_section(g),
         Engine::Puma => puma_section(g),
         Engine::Vpu => vpu_section(g),
+        Engine::Nas => nas_section(),
     };
     r.unwrap_or_else(|e| {
         let mut s = Section::new(
