@@ -150,6 +150,10 @@ pub fn line_chart(
         let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let lin = |r: (f64, f64)| -> RangedCoordf64 { (r.0..r.1).into() };
+        // Log axes tick at explicit points: plotters' own choice on a range under a decade
+        // or two is one or two labels (a 32-128 core sweep got only "100").
+        let xk = log_ticks(xr, series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+        let yk = log_ticks(yr, series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
         match (log_x, log_y) {
             (false, false) => draw_lines!(root, title, x_label, y_label, series, lin(xr), lin(yr)),
             (true, false) => draw_lines!(
@@ -158,7 +162,7 @@ pub fn line_chart(
                 x_label,
                 y_label,
                 series,
-                (xr.0..xr.1).log_scale(),
+                (xr.0..xr.1).log_scale().with_key_points(xk.clone()),
                 lin(yr)
             ),
             (false, true) => draw_lines!(
@@ -168,7 +172,7 @@ pub fn line_chart(
                 y_label,
                 series,
                 lin(xr),
-                (yr.0..yr.1).log_scale()
+                (yr.0..yr.1).log_scale().with_key_points(yk.clone())
             ),
             (true, true) => draw_lines!(
                 root,
@@ -176,8 +180,8 @@ pub fn line_chart(
                 x_label,
                 y_label,
                 series,
-                (xr.0..xr.1).log_scale(),
-                (yr.0..yr.1).log_scale()
+                (xr.0..xr.1).log_scale().with_key_points(xk.clone()),
+                (yr.0..yr.1).log_scale().with_key_points(yk.clone())
             ),
         }
         root.present().map_err(|e| e.to_string())
@@ -186,6 +190,47 @@ pub fn line_chart(
         Ok(()) => buf,
         Err(e) => message_svg(title, &format!("plot failed: {e}")),
     }
+}
+
+/// Tick positions for a log axis over `r`: the data's own values when there are few
+/// (a sweep's 32 / 64 / 128), else 1-2-5 steps per decade, thinned to at most ~12.
+fn log_ticks(r: (f64, f64), data: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut vals: Vec<f64> = data
+        .filter(|v| v.is_finite() && *v >= r.0 && *v <= r.1 && *v > 0.0)
+        .collect();
+    vals.sort_by(f64::total_cmp);
+    vals.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
+    if !vals.is_empty() && vals.len() <= 8 {
+        return vals;
+    }
+    if !(r.0 > 0.0 && r.1 > r.0) {
+        return vec![];
+    }
+    let decades = (r.1 / r.0).log10();
+    let steps: &[f64] = if decades <= 2.5 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let every = if decades > 12.0 {
+        (decades / 12.0).ceil() as i32
+    } else {
+        1
+    };
+    let mut out = vec![];
+    let (lo, hi) = (r.0.log10().floor() as i32, r.1.log10().ceil() as i32);
+    for e in lo..=hi {
+        if (e - lo) % every != 0 {
+            continue;
+        }
+        for &m in steps {
+            let v = m * 10f64.powi(e);
+            if v >= r.0 && v <= r.1 {
+                out.push(v);
+            }
+        }
+    }
+    out
 }
 
 /// Compact tick label: 1.5k, 20M, 3.2G, or plain for small magnitudes.
@@ -316,6 +361,21 @@ mod tests {
         let a = line_chart("t", "cores", "x", &s, true, false);
         assert_eq!(a, line_chart("t", "cores", "x", &s, true, false));
         assert!(a.contains("<svg") && a.contains("speedup"));
+    }
+
+    #[test]
+    fn log_ticks_use_a_sweeps_values_or_1_2_5_steps() {
+        assert_eq!(
+            log_ticks((20.0, 200.0), [32.0, 64.0, 128.0, 64.0].into_iter()),
+            [32.0, 64.0, 128.0]
+        );
+        let many = (1..50).map(|i| i as f64 * 3.0);
+        assert_eq!(
+            log_ticks((2.0, 160.0), many),
+            [2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+        );
+        let wide = log_ticks((1e-3, 1e9), (0..40).map(|i| 10f64.powi(i % 9)));
+        assert!(wide.len() <= 13 && wide.contains(&1.0), "{wide:?}");
     }
 
     #[test]
