@@ -79,6 +79,7 @@ fn fmt_tensor(p: &Program, t: TensorId) -> String {
     let mut s = format!("t{t} '{}' {}[{}]", ti.name, ti.dtype, shape.join(","));
     match &ti.def {
         TensorDef::Scalar(v) => write!(s, " = {} (scalar)", fmt_num(*v)).unwrap(),
+        TensorDef::Fused { into } => write!(s, " fused into nest {into}").unwrap(),
         TensorDef::View { root } => {
             let st: Vec<String> = ti.strides.iter().map(|x| x.to_string()).collect();
             write!(

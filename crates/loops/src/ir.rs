@@ -321,6 +321,8 @@ pub enum TensorDef {
     /// A view (reshape, slice, split, identity) of `root`'s storage with this tensor's
     /// `offset`/`strides`.
     View { root: TensorId },
+    /// Computed inside nest `into` by elementwise fusion (`LowerOptions`); never stored.
+    Fused { into: usize },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -344,7 +346,7 @@ impl TensorInfo {
         self.numel() * self.dtype.size()
     }
     pub fn is_memory(&self) -> bool {
-        !matches!(self.def, TensorDef::Scalar(_))
+        !matches!(self.def, TensorDef::Scalar(_) | TensorDef::Fused { .. })
     }
     /// Root tensor id (itself unless a view).
     pub fn root(&self, me: TensorId) -> TensorId {

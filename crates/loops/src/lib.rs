@@ -17,6 +17,7 @@ mod bufferize;
 pub mod codegen;
 mod dump;
 mod error;
+mod fuse;
 pub mod ir;
 mod lower;
 pub mod native;
@@ -33,9 +34,26 @@ pub use profile::{NestTiming, Profile, ProfileOptions, profile, profile_with};
 pub use records::{AllocRecord, LowerReport, NestRecord, records, report};
 pub use section::report_section;
 
-/// Lower a graph to a bufferized loop-nest program.
+/// Lower a graph to a bufferized loop-nest program, unfused as Torch-MLIR's pipeline
+/// leaves it (one nest per linalg op).
 pub fn lower(g: &pimkit_ir::Graph) -> Result<Program> {
+    lower_with(g, &LowerOptions::default())
+}
+
+/// Lowering choices beyond Torch-PIM's pipeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Inline single-use elementwise producers into their elementwise consumers, as
+    /// MLIR's `linalg-fuse-elementwise-ops` would (silu: one nest instead of two).
+    pub fuse_elementwise: bool,
+}
+
+/// Lower with options, then bufferize.
+pub fn lower_with(g: &pimkit_ir::Graph, o: &LowerOptions) -> Result<Program> {
     let mut p = lower::lower_graph(g)?;
+    if o.fuse_elementwise {
+        fuse::fuse_elementwise(&mut p);
+    }
     bufferize::bufferize(&mut p);
     Ok(p)
 }

@@ -53,6 +53,8 @@ pub struct Options {
     pub theta_gbs: Option<f64>,
     pub sigma: Option<f64>,
     pub arch: PimArch,
+    /// Lowering choices (`run_graph`); the default is Torch-PIM's unfused pipeline.
+    pub lower: pimkit_loops::LowerOptions,
 }
 
 impl Default for Options {
@@ -65,13 +67,14 @@ impl Default for Options {
             theta_gbs: None,
             sigma: None,
             arch,
+            lower: Default::default(),
         }
     }
 }
 
 /// Lower, time (and count) on the host, then analyze.
 pub fn run_graph(g: &pimkit_ir::Graph, host: &HostCalib, o: &Options) -> Result<Analysis> {
-    let p = pimkit_loops::lower(g)?;
+    let p = pimkit_loops::lower_with(g, &o.lower)?;
     run_program(&p, host, o)
 }
 

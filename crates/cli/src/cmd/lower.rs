@@ -17,6 +17,10 @@ pub struct LowerArgs {
     /// Print JSON (a top-level `nests` list) instead of tables
     #[arg(long)]
     pub json: bool,
+    /// Fuse single-use elementwise producers into their consumers (MLIR's
+    /// linalg-fuse-elementwise-ops; Torch-PIM's pipeline does not fuse)
+    #[arg(long)]
+    pub fuse: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -32,6 +36,9 @@ pub struct ProfileArgs {
     /// Print JSON (a top-level `nests` list with `t_cpu_ns`) instead of tables
     #[arg(long)]
     pub json: bool,
+    /// Fuse single-use elementwise producers into their consumers (as `lower --fuse`)
+    #[arg(long)]
+    pub fuse: bool,
 }
 
 /// Unsupported ops, bad graphs and a missing compiler are the user's to fix (exit 2).
@@ -45,9 +52,12 @@ fn map_err(e: LoopsError) -> anyhow::Error {
     }
 }
 
-fn load(model: &str) -> anyhow::Result<Program> {
+fn load(model: &str, fuse: bool) -> anyhow::Result<Program> {
     let g = crate::model::load_model(model)?;
-    pimkit_loops::lower(&g).map_err(map_err)
+    let o = pimkit_loops::LowerOptions {
+        fuse_elementwise: fuse,
+    };
+    pimkit_loops::lower_with(&g, &o).map_err(map_err)
 }
 
 fn print_tables(p: &Program, prof: Option<&pimkit_loops::Profile>) {
@@ -60,7 +70,7 @@ fn print_tables(p: &Program, prof: Option<&pimkit_loops::Profile>) {
 }
 
 pub fn run_lower(a: LowerArgs) -> anyhow::Result<()> {
-    let p = load(&a.model)?;
+    let p = load(&a.model, a.fuse)?;
     if a.dump {
         print!("{}", p.dump());
         return Ok(());
@@ -88,7 +98,7 @@ pub fn run_profile(a: ProfileArgs) -> anyhow::Result<()> {
     if a.runs == 0 {
         return Err(user("--runs must be at least 1"));
     }
-    let p = load(&a.model)?;
+    let p = load(&a.model, a.fuse)?;
     let o = pimkit_loops::ProfileOptions {
         runs: a.runs,
         warmup: a.warmup,

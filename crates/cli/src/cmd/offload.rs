@@ -47,6 +47,10 @@ pub struct OffloadArgs {
     /// Use the reference host values instead of measuring (reproducible figures)
     #[arg(long)]
     pub host_fixed: bool,
+    /// Fuse single-use elementwise producers into their consumers before deciding (MLIR's
+    /// linalg-fuse-elementwise-ops; Torch-PIM's pipeline does not fuse)
+    #[arg(long)]
+    pub fuse: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -108,12 +112,15 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         theta_gbs: a.theta,
         sigma: a.sigma,
         arch,
+        lower: pimkit_loops::LowerOptions {
+            fuse_elementwise: a.fuse,
+        },
     };
     if opts.cores.contains(&0) {
         return Err(user("--cores: core counts must be positive"));
     }
     let g = load_model_with(&a.model, &[])?;
-    let prog = pimkit_loops::lower(&g).map_err(|e| conv(e.into()))?;
+    let prog = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
     let analysis = pimkit_offload::run_program(&prog, &hostc, &opts).map_err(conv)?;
     let mut emitted = None;
     if let Some(dir) = &a.emit {
@@ -132,7 +139,7 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         }
         for v in vals.split(',').filter(|v| !v.is_empty()) {
             let g = load_model_with(&a.model, &[(param.to_string(), v.to_string())])?;
-            let p = pimkit_loops::lower(&g).map_err(|e| conv(e.into()))?;
+            let p = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
             sweep_runs.push((
                 v.to_string(),
                 pimkit_offload::run_program(&p, &hostc, &opts).map_err(conv)?,

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use pimkit_ir::{Graph, Tensor};
-use pimkit_loops::{NativeOptions, lower};
+use pimkit_loops::NativeOptions;
 
 /// Float tolerance of native vs interpreter results:
 /// `|a - b| <= ATOL * max(1, max|ref|) + RTOL * |b|`. Loop nests sum in a different order
@@ -41,7 +41,18 @@ pub fn compare(name: &str, got: &Tensor, want: &Tensor) -> Result<(), String> {
 
 /// Lower, run natively and compare every output with the interpreter.
 pub fn check_graph(g: &Graph, seed: u64) -> Result<usize, String> {
-    let p = lower(g).map_err(|e| format!("{}: lower: {e}", g.name))?;
+    check_lowered(g, seed, &pimkit_loops::LowerOptions::default())
+}
+
+/// Lower with `o`, run natively and compare every output with the interpreter; returns
+/// the nest count.
+#[allow(dead_code)]
+pub fn check_lowered(
+    g: &Graph,
+    seed: u64,
+    o: &pimkit_loops::LowerOptions,
+) -> Result<usize, String> {
+    let p = pimkit_loops::lower_with(g, o).map_err(|e| format!("{}: lower: {e}", g.name))?;
     let inputs = pimkit_interp::random_inputs(g, seed);
     let ordered: Vec<Tensor> = g
         .inputs
