@@ -118,6 +118,33 @@ fn small_cnn_matches_interpreter() {
     assert!(res.stats.instructions["mvm"] > 0);
 }
 
+/// Grouped and depthwise convolutions map as block-diagonal matrices (several groups per
+/// crossbar); HardSwish runs on the VFU. 8 channels: one matrix per conv; 300 channels:
+/// the depthwise layer needs 3 packs of 128 groups (plus the grouped conv's 2 x 150 rows).
+#[test]
+fn grouped_and_depthwise_convs_match_interpreter() {
+    let res = check(&grouped_cnn(3, 8, 9), 0.03);
+    assert!(res.stats.mvm_ops > 0);
+    let g = grouped_cnn(4, 300, 4);
+    let (res, _, p) = run_graph(
+        &g,
+        &Arch::default(),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        None,
+    )
+    .unwrap();
+    let e = res.max_abs_error.unwrap();
+    assert!(e <= 0.05, "error {e}");
+    let packs = p
+        .placement
+        .matrices
+        .iter()
+        .filter(|m| m.node.starts_with("depthwise[groups"))
+        .count();
+    assert_eq!(packs, 3, "128 + 128 + 44 depthwise groups");
+}
+
 #[test]
 fn report_section_has_energy_svg_mix_and_json() {
     let (g, _) = mlp(&[64, 32, 4], UnaryOp::Relu, 2);

@@ -662,12 +662,21 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
                         let c = lb.alui(AluOp::Max, Lb::whole(b, len), 0.0);
                         lb.alui(AluOp::Min, Lb::whole(c, len), 1.0)
                     }),
+                    // x · HardSigmoid(x) with ONNX's alpha = 1/6, beta = 0.5.
+                    UnaryOp::HardSwish => lb.map_unary(&x, |lb, p| {
+                        let len = p.iter().map(|q| q.len).sum();
+                        let a = lb.alui(AluOp::Mul, p.clone(), 1.0 / 6.0);
+                        let b = lb.alui(AluOp::Add, Lb::whole(a, len), 0.5);
+                        let c = lb.alui(AluOp::Max, Lb::whole(b, len), 0.0);
+                        let d = lb.alui(AluOp::Min, Lb::whole(c, len), 1.0);
+                        lb.alu(AluOp::Mul, p, Some(Lb::whole(d, len)))
+                    }),
                     _ => {
                         return Err(unsupported(
                             g,
                             ni as u32,
                             format!(
-                                "unary {} has no PUMA VFU lowering (supported: Relu Sigmoid Tanh Exp Log Neg Abs LeakyRelu HardSigmoid)",
+                                "unary {} has no PUMA VFU lowering (supported: Relu Sigmoid Tanh Exp Log Neg Abs LeakyRelu HardSigmoid HardSwish)",
                                 u.name()
                             ),
                         ));

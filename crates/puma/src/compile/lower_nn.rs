@@ -258,16 +258,6 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             "only 2-D convolutions are supported",
         ));
     }
-    if a.group != 1 {
-        return Err(unsupported(
-            g,
-            ni as u32,
-            format!(
-                "group = {} (grouped/depthwise) is not supported; PUMA maps group 1",
-                a.group
-            ),
-        ));
-    }
     let x = lb.dyn_val(input(lb, ni, 0)?, "the input")?;
     let mut so = false;
     let wv = input(lb, ni, 1)?;
@@ -281,11 +271,81 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
         None => None,
     };
     lb.shape_only |= so;
-    let (nb, ci, h, wd) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
     let ws = g.ty(wv).shape.clone();
-    let (co, kh, kw) = (ws[0], ws[2], ws[3]);
     let out_shape = g.ty(node.outputs[0]).shape.clone();
+    let groups = a.group.max(1);
+    let (co, ci_g) = (ws[0], ws[1]);
+    let co_g = co / groups;
+    // Grouped (depthwise) convolutions: `pack` consecutive groups share one weight matrix,
+    // block-diagonal (zeros between groups), so a crossbar's rows fill with several
+    // groups' outputs instead of one crossbar per group.
+    let pack = (lb.seg / co_g.max(1)).clamp(1, groups);
+    let mut map = vec![(0, 0); out_shape.iter().product()];
+    let mut g0 = 0;
+    while g0 < groups {
+        let pg = pack.min(groups - g0);
+        let name = if groups == 1 {
+            node.name.clone()
+        } else {
+            format!("{}[groups {g0}..{}]", node.name, g0 + pg)
+        };
+        let blk = ConvBlock {
+            c_off: g0 * ci_g,
+            ci: pg * ci_g,
+            ci_g,
+            o_off: g0 * co_g,
+            co: pg * co_g,
+            co_g,
+        };
+        conv_block(
+            lb,
+            &x,
+            a,
+            &ws,
+            &w,
+            bias.as_deref(),
+            &blk,
+            name,
+            &out_shape,
+            &mut map,
+        );
+        g0 += pg;
+    }
+    Ok(LT {
+        shape: out_shape,
+        map,
+    })
+}
+
+/// One weight matrix of a convolution: input channels `c_off..c_off+ci`, output channels
+/// `o_off..o_off+co`, with groups of `ci_g` inputs / `co_g` outputs (block-diagonal).
+struct ConvBlock {
+    c_off: usize,
+    ci: usize,
+    ci_g: usize,
+    o_off: usize,
+    co: usize,
+    co_g: usize,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_block(
+    lb: &mut Lb,
+    x: &LT,
+    a: &pimkit_ir::ConvAttrs,
+    ws: &[usize],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    b: &ConvBlock,
+    name: String,
+    out_shape: &[usize],
+    map: &mut [(u32, u32)],
+) {
+    let (nb, h, wd) = (x.shape[0], x.shape[2], x.shape[3]);
+    let (kh, kw) = (ws[2], ws[3]);
     let (oh, ow) = (out_shape[2], out_shape[3]);
+    let (ci, ci_g, co, co_g) = (b.ci, b.ci_g, b.co, b.co_g);
+    let (c_off, o_off) = (b.c_off, b.o_off);
     let seg = lb.seg;
     // Columns ordered (ky, kx, c); column tiles hold whole kernel positions when the
     // channels fit, so each tile's input is a few runs of contiguous channels.
@@ -310,9 +370,13 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let row_blocks = lb.chunks(co);
     let wf = move |r: usize, c: usize| {
         let (p, ch) = (c / ci, c % ci);
+        if r / co_g != ch / ci_g {
+            return 0.0;
+        }
         let (ky, kx) = (p / kw, p % kw);
-        w[((r * ci + ch) * kh + ky) * kw + kx]
+        w[(((o_off + r) * ci_g + ch % ci_g) * kh + ky) * kw + kx]
     };
+    let bias = bias.map(|v| v[o_off..o_off + co].to_vec());
     let zeros = lb.const_vec(&vec![0.0; seg]);
     let xs = strides(&x.shape);
     let xmap = x.map.clone();
@@ -323,7 +387,7 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let npix = oh * ow;
     let outs = dense(
         lb,
-        node.name.clone(),
+        name,
         co,
         cols,
         row_blocks,
@@ -347,15 +411,16 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
                         .unwrap_or(0);
                     v.push((zeros, (c - ct2[t].0) as u32));
                 } else {
-                    v.push(xmap[n * xs[0] + ch * xs[1] + iy as usize * xs[2] + ix as usize]);
+                    v.push(
+                        xmap[n * xs[0] + (c_off + ch) * xs[1] + iy as usize * xs[2] + ix as usize],
+                    );
                 }
             }
             v
         },
         bias.as_deref(),
     );
-    let os = strides(&out_shape);
-    let mut map = vec![(0, 0); out_shape.iter().product()];
+    let os = strides(out_shape);
     for o in &outs {
         for &(v, _) in o {
             lb.ops[v as usize].shm = true;
@@ -365,13 +430,9 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
         let (n, pix) = (i / npix, i % npix);
         let (oy, ox) = (pix / ow, pix % ow);
         for (c, loc) in o.into_iter().enumerate() {
-            map[n * os[0] + c * os[1] + oy * os[2] + ox] = loc;
+            map[n * os[0] + (o_off + c) * os[1] + oy * os[2] + ox] = loc;
         }
     }
-    Ok(LT {
-        shape: out_shape,
-        map,
-    })
 }
 
 pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {

@@ -230,3 +230,64 @@ pub fn gru_net(seq: usize, input: usize, hidden: usize, seed: u64) -> Graph {
     g.outputs.push(outs[1]);
     g
 }
+
+/// Grouped (2 groups of 3 -> 4 channels), depthwise (8 channels, stride 2) and pointwise
+/// convolutions with HardSwish, the MobileNet pattern.
+#[allow(dead_code)]
+pub fn grouped_cnn(seed: u64, channels: usize, hw: usize) -> Graph {
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let mut g = Graph::new("grouped_cnn");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![1, 6, hw, hw]));
+    let w1 = g.add_const(
+        "w1",
+        Tensor::from_f32(
+            vec![channels, 3, 3, 3],
+            rand_vec(&mut rng, channels * 27, 0.3),
+        ),
+    );
+    let b1 = g.add_const(
+        "b1",
+        Tensor::from_f32(vec![channels], rand_vec(&mut rng, channels, 0.1)),
+    );
+    let c1 = g
+        .op(
+            "grouped",
+            Op::Conv(ConvAttrs::simple(vec![3, 3], 1, 1, 2)),
+            &[x, w1, b1],
+        )
+        .unwrap();
+    let h1 = g
+        .op("hswish", Op::Unary(UnaryOp::HardSwish), &[c1])
+        .unwrap();
+    let w2 = g.add_const(
+        "w2",
+        Tensor::from_f32(
+            vec![channels, 1, 3, 3],
+            rand_vec(&mut rng, channels * 9, 0.3),
+        ),
+    );
+    let c2 = g
+        .op(
+            "depthwise",
+            Op::Conv(ConvAttrs::simple(vec![3, 3], 2, 1, channels)),
+            &[h1, w2],
+        )
+        .unwrap();
+    let r2 = g.op("relu", Op::Unary(UnaryOp::Relu), &[c2]).unwrap();
+    let w3 = g.add_const(
+        "w3",
+        Tensor::from_f32(
+            vec![4, channels, 1, 1],
+            rand_vec(&mut rng, 4 * channels, 0.3),
+        ),
+    );
+    let y = g
+        .op(
+            "pointwise",
+            Op::Conv(ConvAttrs::simple(vec![1, 1], 1, 0, 1)),
+            &[r2, w3],
+        )
+        .unwrap();
+    g.outputs.push(y);
+    g
+}
