@@ -261,8 +261,18 @@ fn expand_tile_pad_argmax() {
         Op::ArgMax {
             axis: 1,
             keepdims: false,
+            select_last: false,
         },
         vec![f32t(&[2, 3], &[1., 5., 5., 7., 0., 2.])],
     );
     assert_eq!(a.as_i64().unwrap(), &[1, 0]);
+    let a = run1(
+        Op::ArgMax {
+            axis: 1,
+            keepdims: false,
+            select_last: true,
+        },
+        vec![f32t(&[2, 3], &[1., 5., 5., 7., 0., 7.])],
+    );
+    assert_eq!(a.as_i64().unwrap(), &[2, 2], "last of the tied maxima");
 }

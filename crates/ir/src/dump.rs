@@ -73,7 +73,14 @@ fn attrs(op: &Op) -> String {
         Op::LayerNorm { axis, epsilon } => format!("axis={axis} eps={epsilon}"),
         Op::Softmax { axis } | Op::LogSoftmax { axis } => format!("axis={axis}"),
         Op::Reduce { axes, keepdims, .. } => format!("axes={axes:?} keepdims={keepdims}"),
-        Op::ArgMax { axis, keepdims } => format!("axis={axis} keepdims={keepdims}"),
+        Op::ArgMax {
+            axis,
+            keepdims,
+            select_last,
+        } => {
+            let last = if *select_last { " select_last" } else { "" };
+            format!("axis={axis} keepdims={keepdims}{last}")
+        }
         Op::Reshape { shape } | Op::Expand { shape } => format!("shape={shape:?}"),
         Op::Transpose { perm } => format!("perm={perm:?}"),
         Op::Concat { axis } | Op::Gather { axis } | Op::QLinearConcat { axis } => {

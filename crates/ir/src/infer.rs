@@ -588,7 +588,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             }
             one(TensorType::new(x.dtype, s))
         }
-        Op::ArgMax { axis, keepdims } => {
+        Op::ArgMax { axis, keepdims, .. } => {
             let x = c.get(0)?;
             if *axis >= x.rank() {
                 return Err(c.err(format!("axis {axis} out of range")));

@@ -413,6 +413,8 @@ pub enum Op {
     ArgMax {
         axis: usize,
         keepdims: bool,
+        /// Index of the last maximum instead of the first (ONNX select_last_index).
+        select_last: bool,
     },
     /// 0: x; target shape fully resolved (no -1 or 0)
     Reshape {

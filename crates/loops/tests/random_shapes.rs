@@ -76,3 +76,30 @@ proptest! {
         prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
 }
+
+/// ArgMax with tied maxima (rounded inputs): first and last index (select_last_index).
+#[test]
+fn argmax_first_and_last_with_ties() {
+    let mut g = Graph::new("argmax_ties");
+    let x = g.add_input("x", f32t(&[5, 7]));
+    let two = g.add_const("two", pimkit_ir::Tensor::from_f32(vec![], vec![2.0]));
+    let s = g.op("s", Op::Binary(BinaryOp::Mul), &[x, two]).unwrap();
+    let r = g.op("r", Op::Unary(UnaryOp::Round), &[s]).unwrap();
+    for (name, last) in [("first", false), ("last", true)] {
+        let a = g
+            .op(
+                name,
+                Op::ArgMax {
+                    axis: 1,
+                    keepdims: false,
+                    select_last: last,
+                },
+                &[r],
+            )
+            .unwrap();
+        g.outputs.push(a);
+    }
+    check_graph(&g, 11).unwrap();
+    let outs = pimkit_interp::run(&g, &pimkit_interp::random_inputs(&g, 11)).unwrap();
+    assert_ne!(outs[0], outs[1], "the rounded rows have ties");
+}

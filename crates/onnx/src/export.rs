@@ -353,11 +353,18 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
                     inputs.push(e.ints("axes", axes.iter().map(|&a| a as i64)));
                 }
             }
-            Op::ArgMax { axis, keepdims } => {
+            Op::ArgMax {
+                axis,
+                keepdims,
+                select_last,
+            } => {
                 attrs = vec![
                     a_int("axis", *axis as i64),
                     a_int("keepdims", *keepdims as i64),
-                ]
+                ];
+                if *select_last {
+                    attrs.push(a_int("select_last_index", 1));
+                }
             }
             Op::Reshape { shape } => {
                 if shape.contains(&0) {

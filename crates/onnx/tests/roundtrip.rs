@@ -207,6 +207,15 @@ fn simple_ops_round_trip() {
             Op::ArgMax {
                 axis: 1,
                 keepdims: false,
+                select_last: false,
+            },
+        ),
+        (
+            "argmax_last",
+            Op::ArgMax {
+                axis: 2,
+                keepdims: true,
+                select_last: true,
             },
         ),
         ("reshape", Op::Reshape { shape: vec![6, 4] }),

@@ -67,7 +67,14 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
         Op::Reduce { kind, axes, .. } => {
             one(reduce::reduce(c.input(0)?, *kind, axes, c.out_ty(0))?)
         }
-        Op::ArgMax { axis, .. } => one(shape::argmax(c.input(0)?, *axis, c.out_ty(0))?),
+        Op::ArgMax {
+            axis, select_last, ..
+        } => one(shape::argmax(
+            c.input(0)?,
+            *axis,
+            *select_last,
+            c.out_ty(0),
+        )?),
         Op::Reshape { shape } => one(shape::reshape(c.input(0)?, shape)?),
         Op::Transpose { perm } => one(shape::transpose(c.input(0)?, perm)),
         Op::Concat { axis } => {

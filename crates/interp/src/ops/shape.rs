@@ -218,8 +218,8 @@ pub(crate) fn tile(x: &Tensor, repeats: &[usize]) -> Tensor {
     apply_map(x, shape, &table_map(&tabs, &x.shape), 0.0)
 }
 
-/// Index of the first maximum along `axis` (select_last_index = 0), as i64.
-pub(crate) fn argmax(x: &Tensor, axis: usize, out_ty: &TensorType) -> OpResult<Tensor> {
+/// Index of the first (or, with `last`, the last) maximum along `axis`, as i64.
+pub(crate) fn argmax(x: &Tensor, axis: usize, last: bool, out_ty: &TensorType) -> OpResult<Tensor> {
     let len = x.shape[axis];
     let inner: usize = x.shape[axis + 1..].iter().product();
     let outer: usize = x.shape[..axis].iter().product();
@@ -233,7 +233,11 @@ pub(crate) fn argmax(x: &Tensor, axis: usize, out_ty: &TensorType) -> OpResult<T
         for i in 0..inner {
             let mut best = 0usize;
             for j in 1..len {
-                if vals[(o * len + j) * inner + i] > vals[(o * len + best) * inner + i] {
+                let (v, b) = (
+                    vals[(o * len + j) * inner + i],
+                    vals[(o * len + best) * inner + i],
+                );
+                if v > b || (last && v == b) {
                     best = j;
                 }
             }

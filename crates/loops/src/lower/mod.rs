@@ -67,7 +67,11 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
             axes,
             keepdims,
         } => one(reduce::reduce_node(l, node, *kind, axes, *keepdims)?),
-        ArgMax { axis, keepdims } => one(reduce::argmax(l, node, *axis, *keepdims)?),
+        ArgMax {
+            axis,
+            keepdims,
+            select_last,
+        } => one(reduce::argmax(l, node, *axis, *keepdims, *select_last)?),
         Softmax { axis } => one(norm::softmax(l, node, *axis, false)?),
         LogSoftmax { axis } => one(norm::softmax(l, node, *axis, true)?),
         LayerNorm { axis, epsilon } => one(norm::layer_norm(l, node, *axis, *epsilon)?),

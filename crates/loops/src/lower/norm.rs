@@ -12,7 +12,7 @@ use pimkit_ir::Node;
 pub(crate) fn softmax(l: &mut Lowerer, _node: &Node, axis: usize, log: bool) -> Result<TensorId> {
     let x = l.input(0)?;
     let dt = l.dtype(x);
-    let (m, _) = max_dim(l, "max", x, axis, true)?;
+    let (m, _) = max_dim(l, "max", x, axis, true, false)?;
     let ew = NestKind::Elementwise;
     let t = l.map("sub", ew, &[x, m], dt, |v| {
         Expr::sub(v[0].clone(), v[1].clone())

@@ -206,6 +206,7 @@ pub(crate) fn max_dim(
     x: TensorId,
     axis: usize,
     keepdims: bool,
+    last: bool,
 ) -> Result<(TensorId, TensorId)> {
     let (dt, xs) = l.ty(x);
     let os = reduced_shape(&xs, &[axis], keepdims);
@@ -227,7 +228,9 @@ pub(crate) fn max_dim(
     let xv = nb.load(x, dims_index(&dims));
     let old = nb.load(vr, oix.clone());
     let oldi = nb.load(ir, oix.clone());
-    let greater = Expr::bin(BFn::Gt, xv.clone(), old.clone());
+    // First maximum: strictly greater replaces; last maximum: greater or equal.
+    let cmp = if last { BFn::Ge } else { BFn::Gt };
+    let greater = Expr::bin(cmp, xv.clone(), old.clone());
     nb.store(vr, oix.clone(), Expr::max(old, xv));
     nb.store(
         ir,
@@ -243,9 +246,10 @@ pub(crate) fn argmax(
     _node: &Node,
     axis: usize,
     keepdims: bool,
+    last: bool,
 ) -> Result<TensorId> {
     let x = l.input(0)?;
-    let (_, i) = max_dim(l, "argmax", x, axis, keepdims)?;
+    let (_, i) = max_dim(l, "argmax", x, axis, keepdims, last)?;
     Ok(i)
 }
 

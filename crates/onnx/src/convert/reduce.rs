@@ -76,15 +76,13 @@ fn argmax(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let axis = norm_axis(ax, r)
         .filter(|&v| v < r)
         .ok_or_else(|| a.err("axis", format!("{ax} out of range for rank {r}")))?;
-    if a.int("select_last_index", 0)? != 0 {
-        return Err(a.err("select_last_index", "only 0 (first maximum) is supported"));
-    }
     let x = ctx.value(n, 0)?;
     ctx.emit(
         n,
         Op::ArgMax {
             axis,
             keepdims: a.bool("keepdims", true)?,
+            select_last: a.bool("select_last_index", false)?,
         },
         vec![Some(x)],
     )?;
