@@ -254,6 +254,10 @@ fn expand_tile_pad_argmax() {
         &[3., 2., 1., 2., 3., 4., 3., 2.]
     );
     assert_eq!(
+        pad(PadMode::Wrap).as_f32().unwrap(),
+        &[3., 4., 1., 2., 3., 4., 1., 2.]
+    );
+    assert_eq!(
         pad(PadMode::Edge).as_f32().unwrap(),
         &[1., 1., 1., 2., 3., 4., 4., 4.]
     );

@@ -305,6 +305,8 @@ pub enum PadMode {
     Constant,
     Reflect,
     Edge,
+    /// Periodic: index c reads c mod n (ONNX opset 19 `wrap`).
+    Wrap,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -103,3 +103,31 @@ fn argmax_first_and_last_with_ties() {
     let outs = pimkit_interp::run(&g, &pimkit_interp::random_inputs(&g, 11)).unwrap();
     assert_ne!(outs[0], outs[1], "the rounded rows have ties");
 }
+
+/// Pad in every mode, including wrap with pads longer than the axis (periodic).
+#[test]
+fn pad_modes_match_interpreter() {
+    use pimkit_ir::PadMode;
+    let mut g = Graph::new("pads");
+    let x = g.add_input("x", f32t(&[3, 4]));
+    for (name, mode, pads) in [
+        ("constant", PadMode::Constant, vec![1, 2, 2, 1]),
+        ("reflect", PadMode::Reflect, vec![2, 3, 1, 2]),
+        ("edge", PadMode::Edge, vec![2, 0, 3, 5]),
+        ("wrap", PadMode::Wrap, vec![4, 5, 7, 1]),
+    ] {
+        let y = g
+            .op(
+                name,
+                Op::Pad {
+                    pads,
+                    mode,
+                    value: 0.5,
+                },
+                &[x],
+            )
+            .unwrap();
+        g.outputs.push(y);
+    }
+    check_graph(&g, 5).unwrap();
+}

@@ -404,6 +404,7 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
                     PadMode::Constant => "constant",
                     PadMode::Reflect => "reflect",
                     PadMode::Edge => "edge",
+                    PadMode::Wrap => "wrap",
                 };
                 attrs = vec![a_str("mode", m)];
                 inputs.push(e.ints("pads", pads.iter().map(|&d| d as i64)));

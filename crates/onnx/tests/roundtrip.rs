@@ -282,6 +282,14 @@ fn simple_ops_round_trip() {
             },
         ),
         (
+            "pad_wrap",
+            Op::Pad {
+                pads: vec![0, 2, 1, 0, 3, 0],
+                mode: PadMode::Wrap,
+                value: 0.0,
+            },
+        ),
+        (
             "tile",
             Op::Tile {
                 repeats: vec![1, 2, 3],

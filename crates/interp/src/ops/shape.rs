@@ -189,6 +189,7 @@ pub(crate) fn pad(x: &Tensor, pads: &[usize], mode: PadMode, value: f32) -> OpRe
                 match mode {
                     PadMode::Constant => None,
                     PadMode::Edge => Some(c.clamp(0, n - 1) as usize),
+                    PadMode::Wrap => Some(c.rem_euclid(n) as usize),
                     PadMode::Reflect => {
                         if n == 1 {
                             return Some(0);

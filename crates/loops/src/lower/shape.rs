@@ -264,6 +264,12 @@ pub(crate) fn pad(
                     Some(prev) => Expr::bin(BFn::And, prev, c),
                 });
             }
+            PadMode::Wrap => {
+                // ((j % n) + n) % n: C's remainder takes the dividend's sign.
+                let m = Expr::bin(BFn::Rem, j, Expr::i(n));
+                let m = Expr::bin(BFn::Rem, Expr::add(m, Expr::i(n)), Expr::i(n));
+                xi.push(Index::dynamic(m));
+            }
             PadMode::Edge => {
                 xi.push(Index::dynamic(Expr::max(
                     Expr::i(0),

@@ -358,10 +358,11 @@ fn pad(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         "constant" => PadMode::Constant,
         "reflect" => PadMode::Reflect,
         "edge" => PadMode::Edge,
+        "wrap" => PadMode::Wrap,
         m => {
             return Err(a.err(
                 "mode",
-                format!("'{m}' is not supported (constant, reflect, edge)"),
+                format!("'{m}' is not supported (constant, reflect, edge, wrap)"),
             ));
         }
     };
