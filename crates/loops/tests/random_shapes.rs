@@ -131,3 +131,29 @@ fn pad_modes_match_interpreter() {
     }
     check_graph(&g, 5).unwrap();
 }
+
+/// ReduceMax / ReduceMin on bool (any / all, opset 20).
+#[test]
+fn bool_max_min_reductions_match_interpreter() {
+    let mut g = Graph::new("bool_reduce");
+    let x = g.add_input("x", f32t(&[4, 6]));
+    let zero = g.add_const("zero", pimkit_ir::Tensor::from_f32(vec![], vec![0.6]));
+    let b = g
+        .op("b", Op::Binary(BinaryOp::Greater), &[x, zero])
+        .unwrap();
+    for (name, kind) in [("any", ReduceKind::Max), ("all", ReduceKind::Min)] {
+        let y = g
+            .op(
+                name,
+                Op::Reduce {
+                    kind,
+                    axes: vec![1],
+                    keepdims: false,
+                },
+                &[b],
+            )
+            .unwrap();
+        g.outputs.push(y);
+    }
+    check_graph(&g, 2).unwrap();
+}

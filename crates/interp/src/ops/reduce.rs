@@ -70,7 +70,22 @@ pub(crate) fn reduce(
         return Ok(float_tensor(x.dtype(), shape, out));
     }
     if matches!(x.dtype(), DType::Bool) {
-        return unsupported(format!("{kind:?} reduction on bool tensors"));
+        // ReduceMax / ReduceMin on bool (opset 20): any / all; identities false / true.
+        let init = match kind {
+            K::Max => false,
+            K::Min => true,
+            _ => return unsupported(format!("{kind:?} reduction on bool tensors")),
+        };
+        let mut acc = vec![init; nout];
+        for (v, &o) in x.to_i64_vec().into_iter().zip(&map) {
+            acc[o] = if kind == K::Max {
+                acc[o] || v != 0
+            } else {
+                acc[o] && v != 0
+            };
+        }
+        let v: Vec<f64> = acc.into_iter().map(|b| b as u8 as f64).collect();
+        return Ok(Tensor::from_f64_as(DType::Bool, shape, &v));
     }
     let xv = x.to_i64_vec();
     let mut acc: Vec<i64> = vec![
