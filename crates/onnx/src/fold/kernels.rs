@@ -197,6 +197,12 @@ pub(super) fn binary(op: &str, a: &Tensor, b: &Tensor) -> std::result::Result<Te
         broadcast_index(&shape, &b.shape),
     );
     let cmp = matches!(op, "Equal" | "Less" | "Greater");
+    if op == "Mod" && !matches!(a.dtype(), DType::I64 | DType::I32) {
+        return Err("Mod on floats needs fmod = 1".into());
+    }
+    if matches!(op, "And" | "Or") && a.dtype() != DType::Bool {
+        return Err(format!("{op} needs bool operands"));
+    }
     if matches!(a.dtype(), DType::I64 | DType::I32) {
         let (x, y) = (a.to_i64_vec(), b.to_i64_vec());
         let mut out = Vec::with_capacity(ai.len());
@@ -207,6 +213,14 @@ pub(super) fn binary(op: &str, a: &Tensor, b: &Tensor) -> std::result::Result<Te
                 "Sub" => p.wrapping_sub(q),
                 "Mul" => p.wrapping_mul(q),
                 "Div" => p.checked_div(q).ok_or("integer division by zero")?,
+                "Mod" | "FMod" => {
+                    let r = p.checked_rem(q).ok_or("integer modulo by zero")?;
+                    if op == "Mod" && r != 0 && (r < 0) != (q < 0) {
+                        r + q
+                    } else {
+                        r
+                    }
+                }
                 "Max" => p.max(q),
                 "Min" => p.min(q),
                 "Equal" => (p == q) as i64,
@@ -229,6 +243,9 @@ pub(super) fn binary(op: &str, a: &Tensor, b: &Tensor) -> std::result::Result<Te
                 "Sub" => p - q,
                 "Mul" => p * q,
                 "Div" => p / q,
+                "FMod" => p % q,
+                "And" => (p != 0.0 && q != 0.0) as u8 as f64,
+                "Or" => (p != 0.0 || q != 0.0) as u8 as f64,
                 "Max" => p.max(q),
                 "Min" => p.min(q),
                 "Equal" => (p == q) as u8 as f64,

@@ -39,6 +39,9 @@ const FOLDABLE: &[&str] = &[
     "Where",
     "Not",
     "Neg",
+    "Mod",
+    "And",
+    "Or",
 ];
 /// Inputs larger than this are left to the converters (weights, not shape arithmetic).
 const FOLD_IN_LIMIT: usize = 1 << 16;
@@ -256,6 +259,12 @@ fn eval(ctx: &mut Ctx, n: &NodeIn) -> Result<Tensor> {
         }
         op => {
             let (a, b) = (input(ctx, n, 0)?, input(ctx, n, 1)?);
+            // Mod: fmod = 0 takes the divisor's sign (integers only), 1 the dividend's.
+            let op = if op == "Mod" && n.attrs.int("fmod", 0)? != 0 {
+                "FMod"
+            } else {
+                op
+            };
             binary(op, &a, &b).map_err(|m| err(ctx, &m))?
         }
     })
