@@ -260,3 +260,41 @@ pub(super) fn binary(op: &str, a: &Tensor, b: &Tensor) -> std::result::Result<Te
         &out,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_mod_takes_the_divisors_sign_fmod_the_dividends() {
+        let a = Tensor::from_i64(vec![4], vec![7, -7, 7, -7]);
+        let b = Tensor::from_i64(vec![4], vec![3, 3, -3, -3]);
+        let m = binary("Mod", &a, &b).unwrap();
+        assert_eq!(m.to_i64_vec(), [1, 2, -2, -1]);
+        let f = binary("FMod", &a, &b).unwrap();
+        assert_eq!(f.to_i64_vec(), [1, -1, 1, -1]);
+        let z = Tensor::from_i64(vec![1], vec![0]);
+        assert!(binary("Mod", &a, &z).is_err());
+        let x = Tensor::from_f32(vec![1], vec![1.5]);
+        assert!(binary("Mod", &x, &x).is_err(), "float Mod needs fmod = 1");
+    }
+
+    #[test]
+    fn and_or_on_bools() {
+        let a = Tensor::from_bool(vec![4], vec![true, true, false, false]);
+        let b = Tensor::from_bool(vec![4], vec![true, false, true, false]);
+        let and = binary("And", &a, &b).unwrap();
+        let or = binary("Or", &a, &b).unwrap();
+        assert_eq!(and.dtype(), DType::Bool);
+        assert_eq!(and.to_i64_vec(), [1, 0, 0, 0]);
+        assert_eq!(or.to_i64_vec(), [1, 1, 1, 0]);
+        assert!(
+            binary(
+                "And",
+                &Tensor::from_i64(vec![1], vec![1]),
+                &Tensor::from_i64(vec![1], vec![1])
+            )
+            .is_err()
+        );
+    }
+}
