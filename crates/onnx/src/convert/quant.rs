@@ -6,7 +6,7 @@ use super::{Converter, Ctx, MS, NodeIn};
 use crate::attr::norm_axis;
 use crate::error::Result;
 use crate::tensor::dtype_from_onnx;
-use pimkit_ir::{DType, Op};
+use pimkit_ir::{DType, Op, Tensor};
 use std::collections::BTreeMap;
 
 pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>) {
@@ -113,7 +113,22 @@ fn passthrough(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         },
         other => return Err(ctx.err(n, format!("no mapping for {other}"))),
     };
-    let ins = ctx.all_values(n)?;
+    let mut ins = ctx.all_values(n)?;
+    if matches!(op, Op::QLinearMatMul) {
+        // Opset 21 allows f16 scales; the output is an integer either way, so constant
+        // f16 scales become f32 constants (exact) and the IR keeps one scale type.
+        for i in [1, 4, 6] {
+            if let Some(Some(v)) = ins.get(i).copied()
+                && let Some(t) = ctx.g.const_data(v)
+                && t.dtype() == DType::F16
+            {
+                let f: Vec<f32> = t.to_f64_vec().iter().map(|&x| x as f32).collect();
+                let t32 = Tensor::from_f32(t.shape.clone(), f);
+                let name = format!("{}:f32", ctx.g.value(v).name);
+                ins[i] = Some(ctx.new_const(name, t32));
+            }
+        }
+    }
     ctx.emit(n, op, ins)?;
     Ok(())
 }
