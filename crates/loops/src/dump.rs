@@ -80,6 +80,7 @@ fn fmt_tensor(p: &Program, t: TensorId) -> String {
     match &ti.def {
         TensorDef::Scalar(v) => write!(s, " = {} (scalar)", fmt_num(*v)).unwrap(),
         TensorDef::Fused { into } => write!(s, " fused into nest {into}").unwrap(),
+        TensorDef::Dead => write!(s, " dead (removed)").unwrap(),
         TensorDef::View { root } => {
             let st: Vec<String> = ti.strides.iter().map(|x| x.to_string()).collect();
             write!(

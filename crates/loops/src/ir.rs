@@ -323,6 +323,9 @@ pub enum TensorDef {
     View { root: TensorId },
     /// Computed inside nest `into` by elementwise fusion (`LowerOptions`); never stored.
     Fused { into: usize },
+    /// A result nothing reads, removed with its store by the fusion pipeline (e.g. the
+    /// argmax of softmax's max reduction).
+    Dead,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -346,7 +349,10 @@ impl TensorInfo {
         self.numel() * self.dtype.size()
     }
     pub fn is_memory(&self) -> bool {
-        !matches!(self.def, TensorDef::Scalar(_) | TensorDef::Fused { .. })
+        !matches!(
+            self.def,
+            TensorDef::Scalar(_) | TensorDef::Fused { .. } | TensorDef::Dead
+        )
     }
     /// Root tensor id (itself unless a view).
     pub fn root(&self, me: TensorId) -> TensorId {
