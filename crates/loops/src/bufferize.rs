@@ -30,22 +30,6 @@ fn last_reads(p: &Program) -> Vec<Option<usize>> {
     last
 }
 
-/// Whether every load of operand `j` in `n` uses exactly the store's index.
-fn same_point(n: &Nest, j: usize, store: &Store) -> bool {
-    let mut ok = true;
-    for s in &n.stores {
-        s.value.visit(&mut |e| {
-            if let Expr::Load { operand, index } = e
-                && *operand == j
-                && *index != store.index
-            {
-                ok = false;
-            }
-        });
-    }
-    ok
-}
-
 fn new_alloc(p: &mut Program, t: TensorId, kind: AllocKind) -> AllocId {
     let ti = &p.tensors[t];
     let id = p.allocs.len();
@@ -92,7 +76,7 @@ fn inplace_candidate(
             && contiguous
             && last[r] == Some(n.id)
             && dead
-            && same_point(n, j, store)
+            && n.loads_only_at(j, &store.index)
         {
             return Some(a);
         }

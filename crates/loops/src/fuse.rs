@@ -82,28 +82,29 @@ fn drop_result(p: &mut Program, t: TensorId) {
         .unwrap_or(usize::MAX);
     n.stores.retain(|s| s.operand != j);
     if n.stores.is_empty() {
-        p.nests.remove(k);
-        for (i, n) in p.nests.iter_mut().enumerate() {
-            n.id = i;
-        }
-        for ti in &mut p.tensors {
-            match &mut ti.def {
-                TensorDef::Result { nest, .. } if *nest > k => *nest -= 1,
-                TensorDef::Fused { into } if *into > k => *into -= 1,
-                _ => {}
-            }
-        }
+        remove_nest(p, k);
         return;
     }
     n.operands.remove(j);
     let map = |o: usize| if o > j { o - 1 } else { o };
-    for s in &mut n.stores {
-        s.operand = map(s.operand);
-        s.value = remap(&s.value, &map, &|_| None);
-        for ix in &mut s.index {
-            if let Some(d) = &ix.dynamic {
-                ix.dynamic = Some(Box::new(remap(d, &map, &|_| None)));
-            }
+    n.stores = n
+        .stores
+        .iter()
+        .map(|s| remap_store(s, &map, &|_| None))
+        .collect();
+}
+
+/// Drop nest `k` and renumber the nests after it (ids and the tensors that name them).
+fn remove_nest(p: &mut Program, k: usize) {
+    p.nests.remove(k);
+    for (i, n) in p.nests.iter_mut().enumerate() {
+        n.id = i;
+    }
+    for ti in &mut p.tensors {
+        match &mut ti.def {
+            TensorDef::Result { nest, .. } if *nest > k => *nest -= 1,
+            TensorDef::Fused { into } if *into > k => *into -= 1,
+            _ => {}
         }
     }
 }
@@ -122,24 +123,6 @@ fn readers(p: &Program, t: TensorId) -> Vec<usize> {
         .collect();
     v.dedup();
     v
-}
-
-fn loads_at(n: &Nest, operand: usize, index: &[Index]) -> bool {
-    let mut ok = true;
-    for s in &n.stores {
-        s.value.visit(&mut |e| {
-            if let Expr::Load {
-                operand: o,
-                index: ix,
-            } = e
-                && *o == operand
-                && ix.as_slice() != index
-            {
-                ok = false;
-            }
-        });
-    }
-    ok
 }
 
 fn find_pair(p: &Program) -> Option<(usize, usize, TensorId)> {
@@ -195,14 +178,40 @@ fn find_pair(p: &Program) -> Option<(usize, usize, TensorId)> {
         let uses: Vec<usize> = (0..cons.operands.len())
             .filter(|&j| cons.operands[j].tensor == t)
             .collect();
-        if uses.iter().all(|&j| loads_at(cons, j, &st.index)) {
+        if uses.iter().all(|&j| cons.loads_only_at(j, &st.index)) {
             return Some((prod.id, ci, t));
         }
     }
     None
 }
 
-fn remap(e: &Expr, map: &dyn Fn(usize) -> usize, inline: &dyn Fn(usize) -> Option<Expr>) -> Expr {
+type OperandMap<'a> = &'a dyn Fn(usize) -> usize;
+type Inline<'a> = &'a dyn Fn(usize) -> Option<Expr>;
+
+/// An index whose dynamic part reads renumbered operands.
+fn remap_index(ix: &Index, map: OperandMap, inline: Inline) -> Index {
+    Index {
+        terms: ix.terms.clone(),
+        constant: ix.constant,
+        dynamic: ix.dynamic.as_ref().map(|d| Box::new(remap(d, map, inline))),
+    }
+}
+
+/// A store with its operand, index and value renumbered; loads that `inline` answers are
+/// replaced by the expression it returns.
+fn remap_store(s: &Store, map: OperandMap, inline: Inline) -> Store {
+    Store {
+        operand: map(s.operand),
+        index: s
+            .index
+            .iter()
+            .map(|ix| remap_index(ix, map, inline))
+            .collect(),
+        value: remap(&s.value, map, inline),
+    }
+}
+
+fn remap(e: &Expr, map: OperandMap, inline: Inline) -> Expr {
     match e {
         Expr::Load { operand, index } => {
             if let Some(x) = inline(*operand) {
@@ -212,11 +221,7 @@ fn remap(e: &Expr, map: &dyn Fn(usize) -> usize, inline: &dyn Fn(usize) -> Optio
                 operand: map(*operand),
                 index: index
                     .iter()
-                    .map(|ix| Index {
-                        terms: ix.terms.clone(),
-                        constant: ix.constant,
-                        dynamic: ix.dynamic.as_ref().map(|d| Box::new(remap(d, map, inline))),
-                    })
+                    .map(|ix| remap_index(ix, map, inline))
                     .collect(),
             }
         }
@@ -269,28 +274,16 @@ fn merge(p: &mut Program, pi: usize, ci: usize, t: TensorId) {
     let stores = cons
         .stores
         .iter()
-        .map(|s| Store {
-            operand: cmap[s.operand],
-            index: s.index.clone(),
-            value: remap(&s.value, &|j| cmap[j], &|j| {
+        .map(|s| {
+            remap_store(s, &|j| cmap[j], &|j| {
                 (cons.operands[j].tensor == t).then(|| body.clone())
-            }),
+            })
         })
         .collect();
     let n = &mut p.nests[ci];
     n.operands = ops;
     n.stores = stores;
     n.label = format!("{}+{}", prod.label, cons.label);
-    p.nests.remove(pi);
-    for (i, n) in p.nests.iter_mut().enumerate() {
-        n.id = i;
-    }
-    for ti in &mut p.tensors {
-        match &mut ti.def {
-            TensorDef::Result { nest, .. } if *nest > pi => *nest -= 1,
-            TensorDef::Fused { into } if *into > pi => *into -= 1,
-            _ => {}
-        }
-    }
+    remove_nest(p, pi);
     p.tensors[t].def = TensorDef::Fused { into: ci - 1 };
 }

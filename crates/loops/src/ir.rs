@@ -306,6 +306,24 @@ pub struct Nest {
     pub stores: Vec<Store>,
 }
 
+impl Nest {
+    /// Whether every load of operand `j` in the body uses exactly `index`.
+    pub fn loads_only_at(&self, j: usize, index: &[Index]) -> bool {
+        let mut ok = true;
+        for s in &self.stores {
+            s.value.visit(&mut |e| {
+                if let Expr::Load { operand, index: ix } = e
+                    && *operand == j
+                    && ix.as_slice() != index
+                {
+                    ok = false;
+                }
+            });
+        }
+        ok
+    }
+}
+
 /// Where a tensor comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TensorDef {
