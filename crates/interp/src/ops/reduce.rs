@@ -84,8 +84,7 @@ pub(crate) fn reduce(
                 acc[o] && v != 0
             };
         }
-        let v: Vec<f64> = acc.into_iter().map(|b| b as u8 as f64).collect();
-        return Ok(Tensor::from_f64_as(DType::Bool, shape, &v));
+        return Ok(Tensor::from_bool(shape, acc));
     }
     let xv = x.to_i64_vec();
     let mut acc: Vec<i64> = vec![
