@@ -160,6 +160,42 @@ pub(crate) fn conv_nest(
     conv_nest_with(l, xp, w, init, a, |_, x, w, _| pre(x, w))
 }
 
+/// The iteration domain of a grouped convolution (and of its transpose): parallel batch,
+/// group, channel within the group and output positions; reduction over the input
+/// channels of the group and the kernel positions.
+pub(crate) struct GroupedConvDims {
+    pub dn: usize,
+    pub dg: usize,
+    pub dm: usize,
+    pub dout: Vec<usize>,
+    pub dc: usize,
+    pub dk: Vec<usize>,
+}
+
+pub(crate) fn grouped_conv_dims(
+    nb: &mut NB,
+    out: &[usize],
+    groups: usize,
+    out_per_group: usize,
+    in_per_group: usize,
+    kernel: &[usize],
+) -> GroupedConvDims {
+    let dn = nb.par(out[0]);
+    let dg = nb.par(groups);
+    let dm = nb.par(out_per_group);
+    let dout = out[2..].iter().map(|&e| nb.par(e)).collect();
+    let dc = nb.red(in_per_group);
+    let dk = kernel.iter().map(|&e| nb.red(e)).collect();
+    GroupedConvDims {
+        dn,
+        dg,
+        dm,
+        dout,
+        dc,
+        dk,
+    }
+}
+
 /// [`conv_nest`] whose `pre` also gets the nest builder and the output-channel index
 /// (per-channel weight zero points load through it).
 pub(crate) fn conv_nest_with(
@@ -181,12 +217,14 @@ pub(crate) fn conv_nest_with(
     };
     let r = l.result_init(label, init);
     let mut nb = NB::new(NestKind::Contraction, label);
-    let dn = nb.par(out[0]);
-    let dg = nb.par(g);
-    let dm = nb.par(mpg);
-    let dout: Vec<usize> = out[2..].iter().map(|&e| nb.par(e)).collect();
-    let dc = nb.red(cpg);
-    let dk: Vec<usize> = a.kernel.iter().map(|&e| nb.red(e)).collect();
+    let GroupedConvDims {
+        dn,
+        dg,
+        dm,
+        dout,
+        dc,
+        dk,
+    } = grouped_conv_dims(&mut nb, &out, g, mpg, cpg, &a.kernel);
     let mch = Index::affine(vec![(dg, mpg as i64), (dm, 1)], 0);
     let mut oi = vec![Index::dim(dn), mch.clone()];
     oi.extend(dout.iter().map(|&d| Index::dim(d)));

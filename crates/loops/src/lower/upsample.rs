@@ -13,6 +13,7 @@ use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
 use crate::lower::builder::dims_index;
+use crate::lower::linalg::{GroupedConvDims, grouped_conv_dims};
 use pimkit_ir::{AxisTaps, ConvTransposeAttrs, DType, Node, ResizeAttrs, ResizeMode, Tensor};
 use std::sync::Arc;
 
@@ -233,12 +234,14 @@ pub(crate) fn conv_transpose(
     let (cpg, mpg) = (xs[1] / g, out[1] / g);
     let y = l.result_init("conv_transpose", init);
     let mut nb = NB::new(NestKind::Contraction, "conv_transpose");
-    let dn = nb.par(out[0]);
-    let dg = nb.par(g);
-    let dm = nb.par(mpg);
-    let dout: Vec<usize> = out[2..].iter().map(|&e| nb.par(e)).collect();
-    let dc = nb.red(cpg);
-    let dk: Vec<usize> = a.kernel.iter().map(|&e| nb.red(e)).collect();
+    let GroupedConvDims {
+        dn,
+        dg,
+        dm,
+        dout,
+        dc,
+        dk,
+    } = grouped_conv_dims(&mut nb, &out, g, mpg, cpg, &a.kernel);
     let cin = Index::affine(vec![(dg, cpg as i64), (dc, 1)], 0);
     let mut xi = vec![Index::dim(dn), cin.clone()];
     let mut guard: Option<Expr> = None;
