@@ -119,11 +119,12 @@ fn mac_fill_enters_through_c4() {
 }
 
 #[test]
-fn softmax_offloads_a_minority_of_its_eight_nests() {
+fn softmax_keeps_exp_and_most_time_on_host() {
     let a = analysis("softmax");
     assert_eq!(a.nests.len(), 8);
-    // The exponential nest dominates and stays on the host; the host keeps most of the
-    // time. Deviation (still 7 of 8 offloaded, captured 43%): pimkit's softmax and mac init
+    // The paper's finding is "a minority of the 8 nests"; what holds here is weaker: the
+    // exponential nest dominates and stays on the host, and the host keeps most of the
+    // time. Deviation (7 of 8 nests offloaded, captured 43%): pimkit's softmax and mac init
     // fills are the same cold [n] fill, so the three init fills enter through C4 just as
     // mac's does, and max/sum stream the [n, n] input at 2.5-3.8 GB/s > θ = 2.03 GB/s
     // (docs/offload.md).
