@@ -69,8 +69,58 @@ fn range(vals: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
     Some((lo, hi))
 }
 
+/// The plot corner the legend covers fewest points in. Positions are fractions of the axis
+/// ranges (log-aware); a corner's box spans the outer 40 % of width and of height, about
+/// the legend's size with a few series. Ties keep the order upper-left, upper-right,
+/// lower-right, lower-left.
+fn legend_corner(
+    series: &[Series],
+    xr: (f64, f64),
+    yr: (f64, f64),
+    log_x: bool,
+    log_y: bool,
+) -> SeriesLabelPosition {
+    let frac = |v: f64, r: (f64, f64), log: bool| {
+        if log {
+            (v.ln() - r.0.ln()) / (r.1.ln() - r.0.ln())
+        } else {
+            (v - r.0) / (r.1 - r.0)
+        }
+    };
+    let pts: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .map(|&(x, y)| (frac(x, xr, log_x), frac(y, yr, log_y)))
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    let (near, far) = (0.4, 0.6);
+    let corners = [
+        (SeriesLabelPosition::UpperLeft, false, true),
+        (SeriesLabelPosition::UpperRight, true, true),
+        (SeriesLabelPosition::LowerRight, true, false),
+        (SeriesLabelPosition::LowerLeft, false, false),
+    ];
+    let covered = |right: bool, upper: bool| {
+        pts.iter()
+            .filter(|(x, y)| {
+                (if right { *x >= far } else { *x <= near })
+                    && (if upper { *y >= far } else { *y <= near })
+            })
+            .count()
+    };
+    let mut best = (usize::MAX, SeriesLabelPosition::UpperLeft);
+    for (pos, right, upper) in corners {
+        let n = covered(right, upper);
+        if n < best.0 {
+            best = (n, pos);
+        }
+    }
+    best.1
+}
+
 macro_rules! draw_lines {
-    ($root:expr, $title:expr, $xl:expr, $yl:expr, $series:expr, $xr:expr, $yr:expr) => {{
+    ($root:expr, $title:expr, $xl:expr, $yl:expr, $series:expr, $xr:expr, $yr:expr, $corner:expr) => {{
         let mut chart = ChartBuilder::on(&$root)
             .caption($title, ("sans-serif", 20))
             .margin(15)
@@ -117,7 +167,7 @@ macro_rules! draw_lines {
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position($corner)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
@@ -154,8 +204,18 @@ pub fn line_chart(
         // or two is one or two labels (a 32-128 core sweep got only "100").
         let xk = log_ticks(xr, series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
         let yk = log_ticks(yr, series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        let corner = || legend_corner(series, xr, yr, log_x, log_y);
         match (log_x, log_y) {
-            (false, false) => draw_lines!(root, title, x_label, y_label, series, lin(xr), lin(yr)),
+            (false, false) => draw_lines!(
+                root,
+                title,
+                x_label,
+                y_label,
+                series,
+                lin(xr),
+                lin(yr),
+                corner()
+            ),
             (true, false) => draw_lines!(
                 root,
                 title,
@@ -163,7 +223,8 @@ pub fn line_chart(
                 y_label,
                 series,
                 (xr.0..xr.1).log_scale().with_key_points(xk.clone()),
-                lin(yr)
+                lin(yr),
+                corner()
             ),
             (false, true) => draw_lines!(
                 root,
@@ -172,7 +233,8 @@ pub fn line_chart(
                 y_label,
                 series,
                 lin(xr),
-                (yr.0..yr.1).log_scale().with_key_points(yk.clone())
+                (yr.0..yr.1).log_scale().with_key_points(yk.clone()),
+                corner()
             ),
             (true, true) => draw_lines!(
                 root,
@@ -181,7 +243,8 @@ pub fn line_chart(
                 y_label,
                 series,
                 (xr.0..xr.1).log_scale().with_key_points(xk.clone()),
-                (yr.0..yr.1).log_scale().with_key_points(yk.clone())
+                (yr.0..yr.1).log_scale().with_key_points(yk.clone()),
+                corner()
             ),
         }
         root.present().map_err(|e| e.to_string())
@@ -361,6 +424,34 @@ mod tests {
         let a = line_chart("t", "cores", "x", &s, true, false);
         assert_eq!(a, line_chart("t", "cores", "x", &s, true, false));
         assert!(a.contains("<svg") && a.contains("speedup"));
+    }
+
+    #[test]
+    fn legend_goes_to_the_emptiest_corner() {
+        let s = |pts: Vec<(f64, f64)>| Series {
+            name: "a".into(),
+            points: pts,
+            line: false,
+        };
+        let r = (0.0, 10.0);
+        // A Pareto front falling from the upper left: the upper right is empty.
+        let front = s(vec![(1.0, 9.0), (2.0, 8.5), (3.0, 5.0), (6.0, 2.0), (9.0, 1.0)]);
+        assert!(matches!(
+            legend_corner(&[front], r, r, false, false),
+            SeriesLabelPosition::UpperRight
+        ));
+        // Rising speedup curve: the upper left is empty, kept as the default.
+        let rising = s(vec![(1.0, 1.0), (5.0, 5.0), (9.0, 9.0)]);
+        assert!(matches!(
+            legend_corner(&[rising], r, r, false, false),
+            SeriesLabelPosition::UpperLeft
+        ));
+        // Log axes measure position in decades: 1..1000 puts 500 in the upper third.
+        let lg = s(vec![(1.0, 500.0), (500.0, 500.0), (1.0, 1.0)]);
+        assert!(matches!(
+            legend_corner(&[lg], (1.0, 1000.0), (1.0, 1000.0), true, true),
+            SeriesLabelPosition::LowerRight
+        ));
     }
 
     #[test]
