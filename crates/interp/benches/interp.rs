@@ -1,7 +1,7 @@
 //! Interpreter speed on MobileNetV2-1.0 224x224 batch 1: float, and the QOperator
 //! (QLinearConv / QLinearAdd / QGemm) form. Run with
-//! `cargo bench -p pimkit-interp --bench interp -- --quick`.
-mod common;
+//! `cargo bench -p pimkit-interp --bench interp -- --quick`. Both models come from the
+//! zoo (`mobilenet_v2`, `q_mobilenet_v2`: torchvision's layer table, random weights).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pimkit_interp::{random_inputs, run};
@@ -24,8 +24,9 @@ fn report(name: &str, g: &pimkit_ir::Graph) {
 }
 
 fn bench(c: &mut Criterion) {
-    let float = common::mobilenet_v2(1, 224);
-    let quant = common::q_mobilenet_v2(224);
+    let zoo = |name: &str| pimkit_zoo::build(name, &[]).expect("zoo model builds");
+    let float = zoo("mobilenet_v2");
+    let quant = zoo("q_mobilenet_v2");
     report("mobilenet_v2 f32 224x224 b1", &float);
     report("q_mobilenet_v2 u8/s8 224x224 b1", &quant);
     let mut grp = c.benchmark_group("interp");
