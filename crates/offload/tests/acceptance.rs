@@ -1,6 +1,7 @@
 //! The acceptance findings (torch-pim.txt §5.2), checked deterministically: per-nest
 //! host times are fixed (tests/data/times.json, recorded with
-//! `cargo run -p pimkit-offload --example offload -- NAME fixed times runs=3` on the
+//! `cargo run -p pimkit-offload --example offload -- NAME fixed times runs=3`, softmax with
+//! runs=9, on the
 //! project's 2-core AMD EPYC KVM guest), the host calibration is the reference one and
 //! counters come from the model backend. The live run is `full_size_live` (ignored).
 
@@ -119,20 +120,20 @@ fn mac_fill_enters_through_c4() {
 }
 
 #[test]
-fn softmax_keeps_exp_and_most_time_on_host() {
+fn softmax_offloads_a_minority_of_its_eight_nests() {
+    // At the default n = 2048 (Fig. 3's size: its 1-of-8 count lies strictly between
+    // Table 4's 1024 -> 0 and 4096 -> 2). pimkit: 3 of 8 (max.idx.init and sum.init via C4,
+    // max via C3; paper 1); the [n, n] input is LLC-resident for sub, sum and div. At
+    // n = 4096 pimkit offloads 7 of 8 against the paper's 2 (docs/offload.md).
     let a = analysis("softmax");
     assert_eq!(a.nests.len(), 8);
-    // The paper's finding is "a minority of the 8 nests"; what holds here is weaker: the
-    // exponential nest dominates and stays on the host, and the host keeps most of the
-    // time. Deviation (7 of 8 nests offloaded, captured 43%): pimkit's softmax and mac init
-    // fills are the same cold [n] fill, so the three init fills enter through C4 just as
-    // mac's does, and max/sum stream the [n, n] input at 2.5-3.8 GB/s > θ = 2.03 GB/s
-    // (docs/offload.md).
+    let k = offloaded(&a);
+    assert!(k > 0 && 2 * k < a.nests.len(), "a minority offloaded: {k} of 8");
     let exp = a.nests.iter().find(|n| n.label == "exp").unwrap();
     assert!(!exp.offload && exp.rejected_at == 2);
     assert!(
         a.cores.iter().all(|c| c.captured_fraction < 0.5),
-        "minority of the time offloaded"
+        "the host keeps most of the time"
     );
 }
 
