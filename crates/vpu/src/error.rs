@@ -21,6 +21,10 @@ pub enum VpuError {
     },
     #[error("simulated memory access out of range: address {addr:#x} + {len} > {size:#x}")]
     Memory { addr: u64, len: usize, size: usize },
+    #[error(
+        "the simulated cycle count does not fit in 64 bits; the architecture's costs are too large or its bandwidth too small for this workload (docs/vpu.md lists the allowed ranges)"
+    )]
+    CycleOverflow,
     #[error("{0}")]
     Other(String),
 }

@@ -142,19 +142,19 @@ pub struct Stats {
 
 impl Stats {
     pub fn add(&mut self, o: &Stats) {
-        self.cycles += o.cycles;
-        self.compute_cycles += o.compute_cycles;
-        self.dma_stall_cycles += o.dma_stall_cycles;
-        self.host_cycles += o.host_cycles;
-        self.hits += o.hits;
-        self.misses += o.misses;
-        self.evictions += o.evictions;
-        self.offchip_bytes += o.offchip_bytes;
-        self.dma_bytes += o.dma_bytes;
-        self.descriptors += o.descriptors;
-        self.vec_instrs += o.vec_instrs;
-        self.vpu_busy += o.vpu_busy;
-        self.dma_busy += o.dma_busy;
+        self.cycles = self.cycles.saturating_add(o.cycles);
+        self.compute_cycles = self.compute_cycles.saturating_add(o.compute_cycles);
+        self.dma_stall_cycles = self.dma_stall_cycles.saturating_add(o.dma_stall_cycles);
+        self.host_cycles = self.host_cycles.saturating_add(o.host_cycles);
+        self.hits = self.hits.saturating_add(o.hits);
+        self.misses = self.misses.saturating_add(o.misses);
+        self.evictions = self.evictions.saturating_add(o.evictions);
+        self.offchip_bytes = self.offchip_bytes.saturating_add(o.offchip_bytes);
+        self.dma_bytes = self.dma_bytes.saturating_add(o.dma_bytes);
+        self.descriptors = self.descriptors.saturating_add(o.descriptors);
+        self.vec_instrs = self.vec_instrs.saturating_add(o.vec_instrs);
+        self.vpu_busy = self.vpu_busy.saturating_add(o.vpu_busy);
+        self.dma_busy = self.dma_busy.saturating_add(o.dma_busy);
     }
 }
 
@@ -182,6 +182,9 @@ pub struct Machine {
     /// Per VPU: idle cycles spent waiting for DMA data not yet charged to the host.
     dma_idle: Vec<u64>,
     ctr: Counters,
+    /// Set when a time or counter would have passed `u64::MAX` (it saturates instead);
+    /// [`Machine::checked_stats_since`] turns it into [`VpuError::CycleOverflow`].
+    overflow: bool,
 }
 
 impl Machine {
@@ -205,6 +208,7 @@ impl Machine {
             free: vec![vec![0; nregs]; p],
             dma_idle: vec![0; p],
             ctr: Counters::default(),
+            overflow: false,
         })
     }
 
@@ -254,6 +258,32 @@ impl Machine {
             .collect())
     }
 
+    // ---------------------------------------------------------------- overflow
+    /// `a + b`, saturating at `u64::MAX` and remembering that it did (a result of
+    /// exactly `u64::MAX` counts too: a saturated f64 -> u64 cast produces it).
+    fn sat_add(&mut self, a: u64, b: u64) -> u64 {
+        match a.checked_add(b) {
+            Some(s) if s < u64::MAX => s,
+            _ => {
+                self.overflow = true;
+                u64::MAX
+            }
+        }
+    }
+    fn sat_mul(&mut self, a: u64, b: u64) -> u64 {
+        match a.checked_mul(b) {
+            Some(s) if s < u64::MAX => s,
+            _ => {
+                self.overflow = true;
+                u64::MAX
+            }
+        }
+    }
+    /// Whether some time or counter saturated: the statistics are then meaningless.
+    pub fn overflowed(&self) -> bool {
+        self.overflow
+    }
+
     // ---------------------------------------------------------------- host clock
     fn wait_until(&mut self, t: u64, why: Wait) {
         if t > self.host_t {
@@ -282,12 +312,13 @@ impl Machine {
 
     /// Host executes `cycles` of scalar control code.
     pub fn host(&mut self, cycles: u64) {
-        let t = self.host_t + cycles;
+        let t = self.sat_add(self.host_t, cycles);
         self.wait_until(t, Wait::Control);
     }
     /// Host runs `n` loop iterations' worth of control (counter, compare, branch).
     pub fn host_loop(&mut self, n: u64) {
-        self.host(n * self.arch.host.loop_cycles);
+        let c = self.sat_mul(n, self.arch.host.loop_cycles);
+        self.host(c);
     }
 
     /// Wait for every VPU and the DMA channel to go idle.
@@ -324,6 +355,15 @@ impl Machine {
             evictions,
             ..self.ctr
         }
+    }
+
+    /// [`Machine::stats_since`], or [`VpuError::CycleOverflow`] if any time or counter
+    /// saturated: the entry points (run, scalar, network) use this.
+    pub fn checked_stats_since(&self, s0: &Counters) -> Result<Stats> {
+        if self.overflow {
+            return Err(VpuError::CycleOverflow);
+        }
+        Ok(self.stats_since(s0))
     }
 
     /// Statistics since snapshot `s0` (call [`Machine::finish`] first).
@@ -396,8 +436,8 @@ impl Machine {
             ready = ready.max(self.free[p][d]);
         }
         start = start.max(ready);
-        self.dma_idle[p] += start - ready;
-        let end = start + cycles;
+        self.dma_idle[p] = self.dma_idle[p].saturating_add(start - ready);
+        let end = self.sat_add(start, cycles);
         self.vpu_t[p] = end;
         for &r in srcs {
             self.free[p][r] = self.free[p][r].max(end);
@@ -409,14 +449,18 @@ impl Machine {
         }
         self.queue[p].push_back(start);
         self.ctr.vec_instrs += 1;
-        self.ctr.vpu_busy += cycles;
+        self.ctr.vpu_busy = self.sat_add(self.ctr.vpu_busy, cycles);
         (start, end)
     }
 
     /// Cycles of an instruction of class cost `cpw` (cycles per word per lane) on `vl` elements.
     pub(crate) fn vcost(&self, cpw: f64, vl: usize) -> u64 {
+        // Bounded by validation (VLEN <= 32768, cpw <= 1e6): no overflow.
         let groups = vl.div_ceil(self.arch.vpu.lanes) as f64;
-        self.arch.vpu.startup_cycles + (groups * cpw).ceil() as u64
+        self.arch
+            .vpu
+            .startup_cycles
+            .saturating_add((groups * cpw).ceil() as u64)
     }
 
     /// The host reads a value produced on VPU `p` (xvmv.x.s): it waits for the result.
@@ -538,10 +582,11 @@ impl Machine {
         } else {
             0
         };
-        let dur = self.arch.dma.setup_cycles + onchip.max(offchip) + lat;
-        let end = start + dur;
+        let dur = self.sat_add(self.arch.dma.setup_cycles, onchip.max(offchip));
+        let dur = self.sat_add(dur, lat);
+        let end = self.sat_add(start, dur);
         self.dma_t = end;
-        self.ctr.dma_busy += dur;
+        self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
         self.ctr.dma_bytes += (n * es) as u64;
         for r in regs {
             if to_mem {
@@ -591,9 +636,10 @@ impl Machine {
         } else {
             0
         };
-        let dur = self.arch.dma.setup_cycles + onchip.max(offchip) + lat;
-        self.dma_t = start + dur;
-        self.ctr.dma_busy += dur;
+        let dur = self.sat_add(self.arch.dma.setup_cycles, onchip.max(offchip));
+        let dur = self.sat_add(dur, lat);
+        self.dma_t = self.sat_add(start, dur);
+        self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
         self.ctr.dma_bytes += (n * es) as u64;
         Ok(())
     }
@@ -612,14 +658,14 @@ impl Machine {
         start = start
             .max(self.free[dst_p][dst_reg])
             .max(self.avail[dst_p][dst_reg]);
-        let dur = self.arch.dma.setup_cycles
-            + ((n * 4) as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
-        let end = start + dur;
+        let copy = ((n * 4) as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
+        let dur = self.sat_add(self.arch.dma.setup_cycles, copy);
+        let end = self.sat_add(start, dur);
         let v = self.vlen;
         let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
         self.vrf[dst_p][dst_reg * v..dst_reg * v + n].copy_from_slice(&tmp);
         self.dma_t = end;
-        self.ctr.dma_busy += dur;
+        self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
         self.free[src_p][src_reg] = self.free[src_p][src_reg].max(end);
         self.avail[dst_p][dst_reg] = end;
         self.avail_dma[dst_p][dst_reg] = true;

@@ -263,7 +263,7 @@ pub fn run_network(
         let hb0 = net.host_bytes;
         let (kernel, df, work, shape) = net.node(NodeId(i as u32), n)?;
         net.m.finish();
-        let st: Stats = net.m.stats_since(&s0);
+        let st: Stats = net.m.checked_stats_since(&s0)?;
         layers.push(LayerResult {
             name: n.name.clone(),
             op: n.op.name().into(),
@@ -275,7 +275,7 @@ pub fn run_network(
             dma_stall_cycles: st.dma_stall_cycles,
             host_cycles: st.host_cycles,
             offchip_bytes: st.offchip_bytes,
-            host_bytes: net.host_bytes - hb0,
+            host_bytes: net.host_bytes.saturating_sub(hb0),
             misses: st.misses,
             evictions: st.evictions,
             ops: work.n_op(),
@@ -283,7 +283,10 @@ pub fn run_network(
             counted: !paper || kernel != KernelKind::Host,
         });
     }
-    let sum = |f: fn(&LayerResult) -> u64| layers.iter().filter(|l| l.counted).map(f).sum::<u64>();
+    // The layers share one machine, whose clock did not overflow (checked per layer), so
+    // these sums fit; saturate anyway rather than wrap.
+    let sat_sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
+    let sum = |f: fn(&LayerResult) -> u64| sat_sum(&mut layers.iter().filter(|l| l.counted).map(f));
     let cycles = sum(|l| l.cycles);
     Ok(NetworkResult {
         model: g.name.clone(),
@@ -299,12 +302,13 @@ pub fn run_network(
         offchip_bytes: sum(|l| l.offchip_bytes),
         host_bytes: sum(|l| l.host_bytes),
         ops: sum(|l| l.ops),
-        kernel_cycles: layers
-            .iter()
-            .filter(|l| l.kernel != KernelKind::Host)
-            .map(|l| l.cycles)
-            .sum(),
-        excluded_cycles: layers.iter().filter(|l| !l.counted).map(|l| l.cycles).sum(),
+        kernel_cycles: sat_sum(
+            &mut layers
+                .iter()
+                .filter(|l| l.kernel != KernelKind::Host)
+                .map(|l| l.cycles),
+        ),
+        excluded_cycles: sat_sum(&mut layers.iter().filter(|l| !l.counted).map(|l| l.cycles)),
         energy_j: energy_j(arch, cycles),
         latency_ms: cycles as f64 / (arch.clock_mhz * 1e3),
         layers,

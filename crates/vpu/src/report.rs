@@ -47,30 +47,56 @@ fn sweeps_in(points: &[Point]) -> Vec<String> {
 }
 
 /// Write `<sweep>.csv` and `<sweep>.svg` for every sweep present, plus `table3.csv`
-/// when the SIMD sweep is there.
+/// when the SIMD sweep is there. Errors name the path and the action that failed.
 pub fn write_roofline_dir(points: &[Point], dir: &Path) -> std::io::Result<Vec<String>> {
-    std::fs::create_dir_all(dir)?;
+    create_out_dir(dir)?;
     let mut files = vec![];
     for s in sweeps_in(points) {
         let pts: Vec<Point> = points.iter().filter(|p| p.sweep == s).cloned().collect();
         let csv = dir.join(format!("{s}.csv"));
-        std::fs::write(&csv, points_table(&s, &pts).to_csv())?;
+        write_file(&csv, points_table(&s, &pts).to_csv())?;
         let svg = dir.join(format!("{s}.svg"));
-        std::fs::write(&svg, roofline_svg(sweep_title(&s), &pts))?;
+        write_file(&svg, roofline_svg(sweep_title(&s), &pts))?;
         files.push(csv.display().to_string());
         files.push(svg.display().to_string());
         if s == "simd" {
             let t = dir.join("table3.csv");
-            std::fs::write(&t, table3(&pts).to_csv())?;
+            write_file(&t, table3(&pts).to_csv())?;
             files.push(t.display().to_string());
         }
         if s == "arch" {
             let t = dir.join("table4.csv");
-            std::fs::write(&t, table4(&pts).to_csv())?;
+            write_file(&t, table4(&pts).to_csv())?;
             files.push(t.display().to_string());
         }
     }
     Ok(files)
+}
+
+/// `create_dir_all`, with an error that names the directory.
+pub fn create_out_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "cannot create output directory '{}': a file of that name exists; pass a directory path",
+                dir.display()
+            ),
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot create output directory '{}': {e}", dir.display()),
+        )
+    })
+}
+
+/// `fs::write`, with an error that names the file.
+pub fn write_file(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
+    std::fs::write(path, data).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot write '{}': {e}", path.display()))
+    })
 }
 
 /// Per-layer table of a network run.

@@ -46,7 +46,7 @@ pub fn run_matmul(arch: &Arch, p: &QMatMul, k: MmKernel) -> Result<(Vec<i32>, St
         MmKernel::Mm(df) => matmul::matmul(&mut m, &job, df)?,
         MmKernel::Vm => matmul::vecmat(&mut m, &job)?,
     }
-    let st = m.stats_since(&s0);
+    let st = m.checked_stats_since(&s0)?;
     Ok((m.get(job.y, p.y_elem, p.m * p.n)?, st))
 }
 
@@ -100,7 +100,7 @@ pub fn run_conv(arch: &Arch, p: &QConv, kind: ConvKind, df: Dataflow) -> Result<
             y = hwc_to_chw(&hwc, p.c_out, ho, wo);
         }
     }
-    let st = m.stats_since(&s0);
+    let st = m.checked_stats_since(&s0)?;
     Ok((y, st))
 }
 

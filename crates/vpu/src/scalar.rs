@@ -70,7 +70,7 @@ pub fn scalar_matmul(arch: &Arch, p: &QMatMul) -> Result<(Vec<i32>, Stats)> {
         m.host(((p.m * p.n) as f64 * h.requant_cycles) as u64);
         stage(&mut m, y, p.y_elem, 1, p.m * p.n, 0, true)?;
         m.finish();
-        return Ok((ref_matmul(p), m.stats_since(&s0)));
+        return Ok((ref_matmul(p), m.checked_stats_since(&s0)?));
     }
     // Half the SRAM for the B block, a quarter for A rows, the rest for outputs.
     let nb = (cap / 2 / p.k).clamp(1, p.n);
@@ -106,7 +106,7 @@ pub fn scalar_matmul(arch: &Arch, p: &QMatMul) -> Result<(Vec<i32>, Stats)> {
         }
     }
     m.finish();
-    Ok((ref_matmul(p), m.stats_since(&s0)))
+    Ok((ref_matmul(p), m.checked_stats_since(&s0)?))
 }
 
 /// Scalar convolution (2-D / 1-D in CHW, depthwise in HWC) with output-row tiling:
@@ -186,5 +186,5 @@ pub fn scalar_conv(arch: &Arch, p: &QConv, kind: ConvKind) -> Result<(Vec<i32>, 
         }
     }
     m.finish();
-    Ok((ref_conv(p), m.stats_since(&s0)))
+    Ok((ref_conv(p), m.checked_stats_since(&s0)?))
 }

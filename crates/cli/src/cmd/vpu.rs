@@ -17,10 +17,10 @@ pub enum VpuCmd {
         /// Input tensor (.npy) for the first graph input (default: deterministic random)
         #[arg(long)]
         input: Option<PathBuf>,
-        /// Cooperating VPUs (1, 2, 4)
+        /// Cooperating VPUs: 1 to 64 (the paper evaluates 1, 2 and 4)
         #[arg(long)]
         vpus: Option<usize>,
-        /// Off-chip bandwidth in B/cycle (1.2, 0.8, 0.5)
+        /// Off-chip bandwidth in B/cycle: 0.001 to 1e6 (the paper uses 1.2, 0.8 and 0.5)
         #[arg(long)]
         bandwidth: Option<f64>,
         /// Dataflow for every kernel layer: auto | os | is | ws
@@ -91,9 +91,17 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
         } => {
             let mut a = arch_of(&arch)?;
             if let Some(v) = vpus {
+                if !(1..=pimkit_vpu::arch::MAX_VPUS).contains(&v) {
+                    return Err(user(format!(
+                        "--vpus {v}: use 1..={} (the paper evaluates 1, 2 and 4)",
+                        pimkit_vpu::arch::MAX_VPUS
+                    )));
+                }
                 a.vpus = v;
             }
             if let Some(b) = bandwidth {
+                pimkit_vpu::arch::check_bandwidth(b)
+                    .map_err(|e| user(format!("--bandwidth {e}")))?;
                 a.memory.bandwidth = b;
             }
             a.validate().map_err(user)?;
@@ -101,11 +109,15 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 .ok_or_else(|| user(format!("--dataflow {dataflow}: use auto, os, is or ws")))?;
             let method = pimkit_vpu::network::Method::parse(&method)
                 .ok_or_else(|| user(format!("--method {method}: use pimkit or paper")))?;
+            if let Some(dir) = &out {
+                // Before the (possibly long) run, so a bad --out fails at once.
+                pimkit_vpu::report::create_out_dir(dir).map_err(|e| user(format!("--out: {e}")))?;
+            }
             let g = load_model(&model)?;
             let mut inputs = pimkit_interp::random_inputs(&g, 0);
             if let Some(p) = input {
-                let t = pimkit_ir::npy::read_npy(&p)
-                    .map_err(|e| user(format!("{}: {e}", p.display())))?;
+                // The npy error already names the file.
+                let t = pimkit_ir::npy::read_npy(&p).map_err(|e| user(format!("--input: {e}")))?;
                 let first = g
                     .inputs
                     .first()
@@ -130,15 +142,20 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 );
             }
             if let Some(dir) = &out {
-                std::fs::create_dir_all(dir)?;
+                use pimkit_vpu::report::write_file;
                 for (i, t) in r.outputs.iter().enumerate() {
-                    pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t)?;
+                    // The npy error names the file.
+                    pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t)
+                        .map_err(|e| user(format!("--out: cannot write output {i}: {e}")))?;
                 }
-                std::fs::write(dir.join("result.json"), serde_json::to_string_pretty(&r)?)?;
-                std::fs::write(
-                    dir.join("layers.csv"),
+                let out_err = |e: std::io::Error| user(format!("--out: {e}"));
+                write_file(&dir.join("result.json"), serde_json::to_string_pretty(&r)?)
+                    .map_err(out_err)?;
+                write_file(
+                    &dir.join("layers.csv"),
                     pimkit_vpu::report::layer_table(&r).to_csv(),
-                )?;
+                )
+                .map_err(out_err)?;
             }
             if json {
                 return print_json(&r);
@@ -174,6 +191,8 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             json,
         } => {
             let a = arch_of(&arch)?;
+            // Before the sweeps (minutes without --quick), so a bad -o fails at once.
+            pimkit_vpu::report::create_out_dir(&out).map_err(|e| user(format!("--out: {e}")))?;
             let sweeps: Vec<Sweep> = if kernels.is_empty() {
                 Sweep::ALL.to_vec()
             } else {
@@ -186,7 +205,8 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             for s in sweeps {
                 pts.extend(run_sweep(&a, s, Scale { quick }).map_err(user)?);
             }
-            let files = pimkit_vpu::report::write_roofline_dir(&pts, Path::new(&out))?;
+            let files = pimkit_vpu::report::write_roofline_dir(&pts, Path::new(&out))
+                .map_err(|e| user(format!("--out: {e}")))?;
             if json {
                 return print_json(&pts);
             }
