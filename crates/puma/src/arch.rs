@@ -18,7 +18,8 @@ pub enum ArchError {
     Toml(String),
     #[error("architecture field `{field}` = {value}: {msg}")]
     Invalid {
-        field: &'static str,
+        /// TOML path of the field, e.g. `head.latency.mvm_step_cycles`.
+        field: String,
         value: String,
         msg: String,
     },
@@ -161,9 +162,16 @@ impl Default for Arch {
     }
 }
 
-fn inv(field: &'static str, value: impl ToString, msg: &str) -> ArchError {
+/// Largest accepted latency of one operation, in cycles (integer latencies and
+/// `mvm_step_cycles`): far beyond any real design, and small enough that cycle sums
+/// cannot overflow u64 under the simulator's cycle limit (at most 2^50).
+pub const MAX_LATENCY_CYCLES: u64 = 1_000_000_000;
+/// Largest accepted energy of one access or one cycle of leakage, in pJ (1 J).
+pub const MAX_ENERGY_PJ: f64 = 1e12;
+
+fn inv(field: impl Into<String>, value: impl ToString, msg: &str) -> ArchError {
     ArchError::Invalid {
-        field,
+        field: field.into(),
         value: value.to_string(),
         msg: msg.to_string(),
     }
@@ -282,59 +290,129 @@ impl Arch {
         if self.node.tiles == 0 {
             return Err(inv("node.tiles", 0, "must be at least 1"));
         }
-        if !(self.clock_ghz > 0.0) {
-            return Err(inv("clock_ghz", self.clock_ghz, "must be positive"));
+        if !(self.clock_ghz.is_finite() && (1e-6..=1e3).contains(&self.clock_ghz)) {
+            return Err(inv(
+                "clock_ghz",
+                self.clock_ghz,
+                "must be a finite frequency in 1e-6..=1000 GHz",
+            ));
         }
-        for (name, t) in [("head", &self.head), ("paper", &self.paper)] {
-            let e = &t.energy;
-            let vals = [
-                e.xbar_pj,
-                e.adc_pj,
-                e.dac_pj,
-                e.snh_pj,
-                e.shift_add_pj,
-                e.alu_simple_pj,
-                e.alu_mul_pj,
-                e.alu_div_pj,
-                e.transcendental_pj,
-                e.xbar_in_read_pj,
-                e.xbar_in_write_pj,
-                e.xbar_out_pj,
-                e.data_mem_pj,
-                e.core_imem_pj,
-                e.tile_imem_pj,
-                e.edram_pj,
-                e.edram_bus_pj,
-                e.edram_ctrl_pj,
-                e.counter_pj,
-                e.receive_buffer_pj,
-                e.router_flit_pj,
-                e.inter_node_packet_pj,
-                t.leakage.core_pj_per_cycle,
-                t.leakage.tile_pj_per_cycle,
-                t.leakage.router_pj_per_cycle,
-            ];
-            if vals.iter().any(|v| !v.is_finite() || *v < 0.0) {
+        if !(1..=m.xbar_size as u32).contains(&m.adcs_per_mvmu) {
+            return Err(inv(
+                "mvmu.adcs_per_mvmu",
+                m.adcs_per_mvmu,
+                "must be in 1..=mvmu.xbar_size (at most one ADC per crossbar column)",
+            ));
+        }
+        let pc_limit = 1usize << crate::encode::PC_BITS;
+        for (field, v) in [
+            ("core.instr_mem_entries", self.core.instr_mem_entries),
+            ("tile.instr_mem_entries", self.tile.instr_mem_entries),
+        ] {
+            if !(1..=pc_limit).contains(&v) {
                 return Err(inv(
-                    if name == "head" {
-                        "head.energy"
-                    } else {
-                        "paper.energy"
-                    },
-                    "…",
-                    "every energy must be finite and non-negative",
+                    field,
+                    v,
+                    "must be in 1..=1048576 (2^20, the pc field of the ISA)",
                 ));
             }
-            if !(t.latency.mvm_step_cycles > 0.0) || t.latency.edram_cycles == 0 {
+        }
+        if !(1..=1_000_000).contains(&self.network.flits_per_packet) {
+            return Err(inv(
+                "network.flits_per_packet",
+                self.network.flits_per_packet,
+                "must be in 1..=1000000 (a 16-word packet needs at least one flit)",
+            ));
+        }
+        // Cycle counts that may be 0 (an ideal unit) but must stay bounded.
+        for (field, v) in [
+            ("core.pipeline_fill_cycles", self.core.pipeline_fill_cycles),
+            (
+                "core.branch_penalty_cycles",
+                self.core.branch_penalty_cycles,
+            ),
+            ("network.latency_cycles", self.network.latency_cycles),
+            (
+                "network.inter_node_latency_cycles",
+                self.network.inter_node_latency_cycles,
+            ),
+        ] {
+            if v > MAX_LATENCY_CYCLES {
+                return Err(inv(field, v, "must be in 0..=1000000000 cycles"));
+            }
+        }
+        for (name, t) in [("head", &self.head), ("paper", &self.paper)] {
+            let l = &t.latency;
+            let f = l.mvm_step_cycles;
+            if !(f.is_finite() && f > 0.0 && f <= MAX_LATENCY_CYCLES as f64) {
                 return Err(inv(
-                    if name == "head" {
-                        "head.latency"
-                    } else {
-                        "paper.latency"
-                    },
-                    t.latency.mvm_step_cycles,
-                    "mvm_step_cycles and edram_cycles must be positive",
+                    format!("{name}.latency.mvm_step_cycles"),
+                    f,
+                    "must be a finite number of cycles in (0, 1000000000]",
                 ));
+            }
+            for (key, v, min, why) in [
+                ("alu_cycles", l.alu_cycles, 0, ""),
+                ("set_cycles_per_word", l.set_cycles_per_word, 0, ""),
+                ("copy_cycles", l.copy_cycles, 0, ""),
+                (
+                    "scalar_cycles",
+                    l.scalar_cycles,
+                    1,
+                    " (at least 1: every branch must take time, or a loop would never reach the cycle limit)",
+                ),
+                (
+                    "edram_cycles",
+                    l.edram_cycles,
+                    1,
+                    " (at least 1: a shared-memory access takes time)",
+                ),
+                ("bus_cycles", l.bus_cycles, 0, ""),
+            ] {
+                if !(min..=MAX_LATENCY_CYCLES).contains(&v) {
+                    return Err(inv(
+                        format!("{name}.latency.{key}"),
+                        v,
+                        &format!("must be in {min}..=1000000000 cycles{why}"),
+                    ));
+                }
+            }
+            let e = &t.energy;
+            let l = &t.leakage;
+            for (key, v) in [
+                ("energy.xbar_pj", e.xbar_pj),
+                ("energy.adc_pj", e.adc_pj),
+                ("energy.dac_pj", e.dac_pj),
+                ("energy.snh_pj", e.snh_pj),
+                ("energy.shift_add_pj", e.shift_add_pj),
+                ("energy.alu_simple_pj", e.alu_simple_pj),
+                ("energy.alu_mul_pj", e.alu_mul_pj),
+                ("energy.alu_div_pj", e.alu_div_pj),
+                ("energy.transcendental_pj", e.transcendental_pj),
+                ("energy.xbar_in_read_pj", e.xbar_in_read_pj),
+                ("energy.xbar_in_write_pj", e.xbar_in_write_pj),
+                ("energy.xbar_out_pj", e.xbar_out_pj),
+                ("energy.data_mem_pj", e.data_mem_pj),
+                ("energy.core_imem_pj", e.core_imem_pj),
+                ("energy.tile_imem_pj", e.tile_imem_pj),
+                ("energy.edram_pj", e.edram_pj),
+                ("energy.edram_bus_pj", e.edram_bus_pj),
+                ("energy.edram_ctrl_pj", e.edram_ctrl_pj),
+                ("energy.counter_pj", e.counter_pj),
+                ("energy.receive_buffer_pj", e.receive_buffer_pj),
+                ("energy.router_flit_pj", e.router_flit_pj),
+                ("energy.inter_node_packet_pj", e.inter_node_packet_pj),
+                ("leakage.core_pj_per_cycle", l.core_pj_per_cycle),
+                ("leakage.tile_pj_per_cycle", l.tile_pj_per_cycle),
+                ("leakage.router_pj_per_cycle", l.router_pj_per_cycle),
+            ] {
+                if !(v.is_finite() && (0.0..=MAX_ENERGY_PJ).contains(&v)) {
+                    return Err(inv(
+                        format!("{name}.{key}"),
+                        v,
+                        "must be a finite energy in 0..=1e12 pJ",
+                    ));
+                }
             }
         }
         Ok(())

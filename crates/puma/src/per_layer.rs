@@ -337,6 +337,15 @@ pub fn run_per_layer(
             Some(compare(&out.outputs, &reference))
         };
         let st = &out.stats;
+        // f64 -> u64 casts saturate: refuse a scaled count that does not fit (2^62
+        // leaves room for the sum below).
+        let scaled = (st.cycles as f64 * scale).round();
+        if !scaled.is_finite() || scaled >= (1u64 << 62) as f64 {
+            return Err(RunError::CycleOverflow(format!(
+                "layer `{}`: {} simulated cycles x scale {scale} = {scaled:e} cycles overflows the cycle counter",
+                g.nodes[r.start].name, st.cycles
+            )));
+        }
         layers.push(LayerResult {
             name: g.nodes[r.start].name.clone(),
             nodes: g.nodes[r.clone()].iter().map(|n| n.name.clone()).collect(),
@@ -345,7 +354,7 @@ pub fn run_per_layer(
             scale,
             simulated_cycles: st.cycles,
             simulated_energy_nj: st.energy_nj,
-            cycles: (st.cycles as f64 * scale).round() as u64,
+            cycles: scaled as u64,
             energy_nj: st.energy_nj * scale,
             tiles: p.placement.tiles_used,
             mvmus: st.mvmus,
@@ -353,7 +362,14 @@ pub fn run_per_layer(
             wall_s: t0.elapsed().as_secs_f64(),
         });
     }
-    let cycles: u64 = layers.iter().map(|l| l.cycles).sum();
+    let cycles = layers
+        .iter()
+        .try_fold(0u64, |a, l| a.checked_add(l.cycles))
+        .ok_or_else(|| {
+            RunError::CycleOverflow(
+                "the summed cycles of the layers overflow the cycle counter".into(),
+            )
+        })?;
     let max_abs_error = layers
         .iter()
         .filter_map(|l| l.max_abs_error)

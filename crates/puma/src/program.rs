@@ -4,6 +4,7 @@
 
 use crate::arch::Arch;
 use crate::isa::{self, CoreInstr, TileInstr};
+use pimkit_ir::DType;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -43,10 +44,18 @@ pub struct MvmuWeights {
 pub struct IoMap {
     pub name: String,
     pub shape: Vec<usize>,
+    /// Element type the host passes (inputs: the graph input's float type) or gets
+    /// (outputs: always f32). Absent in older manifests: f32.
+    #[serde(default = "default_dtype")]
+    pub dtype: DType,
     pub tile: usize,
     pub addrs: Vec<u32>,
     /// Inputs only: reader count of each element's word.
     pub counts: Vec<u32>,
+}
+
+fn default_dtype() -> DType {
+    DType::F32
 }
 
 /// One weight-matrix tile on one MVMU.

@@ -34,6 +34,9 @@ pub enum RunError {
     Sim(#[from] SimError),
     #[error("reference interpreter: {0}")]
     Reference(String),
+    /// A scaled or summed cycle count beyond u64 (`run_per_layer`).
+    #[error("{0}")]
+    CycleOverflow(String),
 }
 
 /// Largest absolute difference between two output lists.
@@ -86,6 +89,7 @@ pub fn run_graph(
 ) -> Result<(PumaResult, Vec<Tensor>, Program), RunError> {
     let p = compile(g, arch, copts)?;
     let inputs = inputs.unwrap_or_else(|| pimkit_interp::random_inputs(g, 0));
+    crate::sim::check_inputs(&p, &inputs)?;
     let reference = if p.shape_only {
         None
     } else {

@@ -2,7 +2,6 @@
 
 use crate::arch::Arch;
 use crate::compile::{CompileError, CompileOptions, compile};
-use crate::fixed::NumMode;
 use crate::program::{Program, ProgramError};
 use crate::result::{PumaResult, RunError, run_program};
 use crate::sim::SimOptions;
@@ -20,6 +19,18 @@ pub enum ToolError {
     Run(#[from] RunError),
     #[error("{0}")]
     Input(String),
+}
+
+/// `create_dir_all(dir)`, an error naming the directory and what it is for.
+fn create_dir(dir: &Path, what: &str) -> Result<(), ToolError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        let hint = if dir.is_file() || dir.ancestors().skip(1).any(|a| a.is_file()) {
+            " (a regular file is in the way: pass a directory path)"
+        } else {
+            ""
+        };
+        ToolError::Input(format!("cannot create {what} {}: {e}{hint}", dir.display()))
+    })
 }
 
 /// Deterministic inputs for a program (uniform in [-1, 1), as the reference
@@ -41,7 +52,7 @@ pub fn compile_to_dir(
     p.save(dir)?;
     let inputs = default_inputs(g);
     let idir = dir.join("inputs");
-    std::fs::create_dir_all(&idir).map_err(|e| ToolError::Input(e.to_string()))?;
+    create_dir(&idir, "the inputs directory")?;
     for (i, io) in p.inputs.iter().enumerate() {
         let path = idir.join(format!("input_{i}.npy"));
         pimkit_ir::npy::write_npy(&path, &inputs[&io.name])
@@ -51,7 +62,7 @@ pub fn compile_to_dir(
         let outs =
             pimkit_interp::run(g, &inputs).map_err(|e| RunError::Reference(e.to_string()))?;
         let rdir = dir.join("reference");
-        std::fs::create_dir_all(&rdir).map_err(|e| ToolError::Input(e.to_string()))?;
+        create_dir(&rdir, "the reference directory")?;
         for (i, t) in outs.iter().enumerate() {
             let t = Tensor::from_f32(t.shape.clone(), t.to_f32_vec());
             pimkit_ir::npy::write_npy(&rdir.join(format!("output_{i}.npy")), &t)
@@ -66,7 +77,7 @@ pub fn compile_to_dir(
 pub fn sim_dir(
     dir: &Path,
     inputs: &[std::path::PathBuf],
-    mode: NumMode,
+    opts: &SimOptions,
 ) -> Result<(PumaResult, Vec<Tensor>, Program), ToolError> {
     let p = Program::load(dir)?;
     let mut map = HashMap::new();
@@ -83,37 +94,31 @@ pub fn sim_dir(
                 ))
             })?
         };
-        let t = pimkit_ir::npy::read_npy(&path)
-            .map_err(|e| ToolError::Input(format!("{}: {e}", path.display())))?;
+        // NpyError names the path.
+        let t = pimkit_ir::npy::read_npy(&path).map_err(|e| ToolError::Input(e.to_string()))?;
         map.insert(io.name.clone(), t);
     }
     let reference: Option<Vec<Tensor>> = if use_default && dir.join("reference").exists() {
         let mut v = Vec::new();
         for i in 0..p.outputs.len() {
             let path = dir.join("reference").join(format!("output_{i}.npy"));
-            v.push(
-                pimkit_ir::npy::read_npy(&path)
-                    .map_err(|e| ToolError::Input(format!("{}: {e}", path.display())))?,
-            );
+            v.push(pimkit_ir::npy::read_npy(&path).map_err(|e| ToolError::Input(e.to_string()))?);
         }
         Some(v)
     } else {
         None
     };
-    let opts = SimOptions {
-        mode,
-        ..Default::default()
-    };
-    let (res, outs) = run_program(&p, &map, &opts, reference.as_deref())?;
+    let (res, outs) = run_program(&p, &map, opts, reference.as_deref())?;
     Ok((res, outs, p))
 }
 
 /// Write outputs as out/output_<i>.npy.
 pub fn write_outputs(dir: &Path, outs: &[Tensor]) -> Result<(), ToolError> {
-    std::fs::create_dir_all(dir).map_err(|e| ToolError::Input(e.to_string()))?;
+    create_dir(dir, "the output directory (--out)")?;
     for (i, t) in outs.iter().enumerate() {
+        // NpyError names the file.
         pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t)
-            .map_err(|e| ToolError::Input(e.to_string()))?;
+            .map_err(|e| ToolError::Input(format!("cannot write output {i}: {e}")))?;
     }
     Ok(())
 }

@@ -552,6 +552,7 @@ fn send_receive_latency_and_data() {
     p.outputs = vec![pimkit_puma::program::IoMap {
         name: "y".into(),
         shape: vec![4],
+        dtype: pimkit_ir::DType::F32,
         tile: 1,
         addrs: vec![40, 41, 42, 43],
         counts: vec![],

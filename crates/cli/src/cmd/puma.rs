@@ -64,6 +64,10 @@ pub enum PumaCmd {
         /// Reproduce the original simulator's bit-serial rounding.
         #[arg(long)]
         bitserial: bool,
+        /// Stop with an error if the program has not halted after this many cycles
+        /// (an infinite loop); at most 2^50.
+        #[arg(long, default_value_t = pimkit_puma::sim::DEFAULT_MAX_CYCLES)]
+        max_cycles: u64,
         #[arg(long)]
         json: bool,
     },
@@ -76,6 +80,10 @@ pub enum PumaCmd {
         arch: ArchArgs,
         #[arg(long)]
         bitserial: bool,
+        /// Stop with an error if the program has not halted after this many cycles
+        /// (per simulation; an infinite loop); at most 2^50.
+        #[arg(long, default_value_t = pimkit_puma::sim::DEFAULT_MAX_CYCLES)]
+        max_cycles: u64,
         /// Compile and simulate each layer separately, inputs from the reference
         /// interpreter, summing latency and energy (the original's method for CNNs whose
         /// feature maps do not fit; layers that still do not fit are simulated smaller
@@ -118,9 +126,15 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             input,
             out,
             bitserial,
+            max_cycles,
             json,
         } => {
-            let (res, outs, _) = tool::sim_dir(&dir, &input, mode(bitserial)).map_err(user)?;
+            let so = SimOptions {
+                mode: mode(bitserial),
+                max_cycles,
+                ..Default::default()
+            };
+            let (res, outs, _) = tool::sim_dir(&dir, &input, &so).map_err(user)?;
             if let Some(o) = out {
                 tool::write_outputs(&o, &outs).map_err(user)?;
             }
@@ -135,6 +149,7 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             input,
             arch,
             bitserial,
+            max_cycles,
             per_layer,
             json,
         } => {
@@ -161,6 +176,7 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             };
             let so = SimOptions {
                 mode: mode(bitserial),
+                max_cycles,
                 ..Default::default()
             };
             if per_layer {

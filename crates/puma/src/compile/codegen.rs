@@ -210,9 +210,16 @@ pub fn generate(
             .iter()
             .map(|&(v, o)| prod_counts.get(&v).map(|c| c[o as usize]).unwrap_or(0))
             .collect();
+        let dtype = g
+            .inputs
+            .iter()
+            .find(|&&v| g.value(v).name == *name)
+            .map(|&v| g.ty(v).dtype)
+            .unwrap_or(pimkit_ir::DType::F32);
         inputs.push(IoMap {
             name: name.clone(),
             shape: shape.clone(),
+            dtype,
             tile: INPUT_TILE,
             addrs,
             counts: cnts,
@@ -461,6 +468,7 @@ pub fn generate(
             outputs.push(IoMap {
                 name,
                 shape,
+                dtype: pimkit_ir::DType::F32,
                 tile: OUTPUT_TILE,
                 addrs,
                 counts: vec![],

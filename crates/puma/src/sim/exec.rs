@@ -181,6 +181,19 @@ fn zero_named(regs: &mut [i32], arch: &Arch, code: &[CoreInstr]) {
     }
 }
 
+/// The element type and shape of input `t` must be the program's (`io`).
+pub(crate) fn check_input(io: &crate::program::IoMap, t: &Tensor) -> Result<(), SimError> {
+    if t.dtype() != io.dtype || t.shape != io.shape {
+        let ty = |d: pimkit_ir::DType, s: &[usize]| format!("{}{s:?}", d.name());
+        return Err(SimError::InputShape {
+            name: io.name.clone(),
+            expected: ty(io.dtype, &io.shape),
+            got: ty(t.dtype(), &t.shape),
+        });
+    }
+    Ok(())
+}
+
 fn fault(tile: usize, who: Option<usize>, pc: usize, msg: impl Into<String>) -> SimError {
     SimError::Fault {
         tile,
@@ -197,6 +210,13 @@ impl<'a> Machine<'a> {
     /// caller re-runs with `false` if [`Machine::inexact`] says that could differ.
     pub fn new(p: &'a Program, opts: &SimOptions, lazy: bool) -> Result<Self, SimError> {
         let arch = &p.arch;
+        if opts.max_cycles > super::MAX_CYCLES_LIMIT {
+            return Err(SimError::Options(format!(
+                "max_cycles (--max-cycles) = {} exceeds the supported maximum {} (2^50)",
+                opts.max_cycles,
+                super::MAX_CYCLES_LIMIT
+            )));
+        }
         let nc = arch.tile.cores;
         let ntiles = p.tiles.len();
         let mut cores = Vec::with_capacity(ntiles * nc);
@@ -250,6 +270,13 @@ impl<'a> Machine<'a> {
                 fifo_wait: None,
             };
             for (a, data) in &tp.shmem_init {
+                if *a as usize + data.len() > words {
+                    return Err(SimError::Program(format!(
+                        "tile {}: preloaded constants at shared memory [{a}, {}) lie beyond its {words} words",
+                        tiles.len(),
+                        *a as usize + data.len()
+                    )));
+                }
                 for (k, &v) in data.iter().enumerate() {
                     let i = *a as usize + k;
                     ts.mem[i] = v as i32;
@@ -343,15 +370,39 @@ impl<'a> Machine<'a> {
             let t = inputs
                 .get(&io.name)
                 .ok_or_else(|| SimError::MissingInput(io.name.clone(), names.clone()))?;
+            check_input(io, t)?;
             let v = t.to_f32_vec();
-            if v.len() != io.addrs.len() {
-                return Err(SimError::InputShape {
+            if v.len() != io.addrs.len() || io.counts.len() != io.addrs.len() {
+                return Err(SimError::Program(format!(
+                    "input `{}`: shape {:?} but {} addresses and {} reader counts",
+                    io.name,
+                    io.shape,
+                    io.addrs.len(),
+                    io.counts.len()
+                )));
+            }
+            if let Some(i) = v.iter().position(|x| x.is_nan()) {
+                return Err(SimError::InputNaN {
                     name: io.name.clone(),
-                    expected: io.addrs.len(),
-                    got: v.len(),
+                    index: i,
                 });
             }
-            let ts = &mut self.tiles[io.tile];
+            let Some(ts) = self.tiles.get_mut(io.tile) else {
+                return Err(SimError::Program(format!(
+                    "input `{}` lives on tile {}, but the program has {} tiles",
+                    io.name,
+                    io.tile,
+                    self.tiles.len()
+                )));
+            };
+            if let Some(&a) = io.addrs.iter().find(|&&a| a as usize >= ts.mem.len()) {
+                return Err(SimError::Program(format!(
+                    "input `{}`: address {a} beyond tile {}'s {} shared-memory words",
+                    io.name,
+                    io.tile,
+                    ts.mem.len()
+                )));
+            }
             for ((&a, &c), &x) in io.addrs.iter().zip(&io.counts).zip(&v) {
                 let a = a as usize;
                 ts.mem[a] = self.fmt.from_f64(x as f64, self.mode);
@@ -381,7 +432,7 @@ impl<'a> Machine<'a> {
             }
             self.cur = (now, a);
             if now > self.max_cycles {
-                return Err(SimError::Timeout(self.max_cycles));
+                return Err(self.timeout(a as usize, now));
             }
             let i = a as usize;
             if i < self.ncores {
@@ -449,6 +500,58 @@ impl<'a> Machine<'a> {
             });
         }
         Ok(())
+    }
+
+    /// Where agent `i` is: "tile T core C pc P `instr`" (or "tile T unit pc P ...").
+    fn locate(&self, i: usize) -> String {
+        let nc = self.arch.tile.cores;
+        let (who, pc, instr, parked) = if i < self.ncores {
+            let (t, k) = (i / nc, i % nc);
+            let c = &self.cores[i];
+            let ins = self.p.tiles[t]
+                .cores
+                .get(k)
+                .and_then(|code| code.get(c.pc))
+                .map(|x| x.to_string());
+            (format!("tile {t} core {k}"), c.pc, ins, c.parked)
+        } else {
+            let t = i - self.ncores;
+            let u = &self.tiles[t];
+            let ins = self.p.tiles[t].tile_code.get(u.pc).map(|x| x.to_string());
+            (format!("tile {t} unit"), u.pc, ins, u.parked)
+        };
+        let mut s = format!("{who} pc {pc}");
+        if let Some(ins) = instr {
+            s.push_str(&format!(" `{ins}`"));
+        }
+        if let Some(p) = parked {
+            s.push_str(&format!(" ({})", p.describe()));
+        }
+        s
+    }
+
+    /// The error for agent `a`'s event at `now` past `max_cycles`.
+    fn timeout(&self, a: usize, now: u64) -> SimError {
+        let at = format!("at cycle {now} {}", self.locate(a));
+        let running: Vec<usize> = (0..self.ncores + self.tiles.len())
+            .filter(|&i| i != a)
+            .filter(|&i| {
+                if i < self.ncores {
+                    !self.cores[i].halted
+                } else {
+                    !self.tiles[i - self.ncores].halted
+                }
+            })
+            .collect();
+        let mut others: Vec<String> = running.iter().take(8).map(|&i| self.locate(i)).collect();
+        if running.len() > 8 {
+            others.push(format!("and {} more", running.len() - 8));
+        }
+        SimError::Timeout {
+            limit: self.max_cycles,
+            at,
+            others,
+        }
     }
 
     /// True when a lazy run may differ from wake-all mode: re-run with `lazy = false`.
@@ -524,7 +627,9 @@ impl<'a> Machine<'a> {
                     "ran past the end of the program (missing hlt)",
                 ));
             };
-            if self.cores[ci].t > now + QUANTUM {
+            // Yield past the quantum, or past the cycle limit so that the event loop
+            // stops a runaway loop at once (`now + QUANTUM` alone would let it run on).
+            if self.cores[ci].t > now + QUANTUM || self.cores[ci].t > self.max_cycles {
                 let t = self.cores[ci].t;
                 self.resched = Some(t);
                 return Ok(());

@@ -23,10 +23,24 @@ use pimkit_ir::Tensor;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
+/// Default cycle limit of a simulation ([`SimOptions::max_cycles`]): 10^9 cycles (1 s
+/// of simulated time at 1 GHz). Real programs stay far below: the longest whole-network
+/// run in docs/puma.md takes 5.9 M cycles (VGG16 at 32x32), and even VGG16's first
+/// 224x224 convolution on one MVMU (50,176 sequential MVMs) takes about 90 M. A runaway
+/// one-instruction loop reaches it in about 8 s of wall time (release build).
+pub const DEFAULT_MAX_CYCLES: u64 = 1_000_000_000;
+
+/// Largest accepted [`SimOptions::max_cycles`] (2^50): keeps every cycle sum of the
+/// simulator far from u64 overflow (per-instruction latencies are bounded by the
+/// architecture validation).
+pub const MAX_CYCLES_LIMIT: u64 = 1 << 50;
+
 #[derive(Clone, Debug)]
 pub struct SimOptions {
     pub mode: NumMode,
-    /// Stop with an error past this many cycles (runaway programs).
+    /// Stop with [`SimError::Timeout`] when an agent would run past this many cycles
+    /// (a program that does not halt, e.g. an infinite loop). Default
+    /// [`DEFAULT_MAX_CYCLES`]; at most [`MAX_CYCLES_LIMIT`]; CLI `--max-cycles`.
     pub max_cycles: u64,
     /// Return the final register file of this (tile, core) (tests, debugging).
     pub dump_core: Option<(usize, usize)>,
@@ -36,7 +50,7 @@ impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {
             mode: NumMode::Exact,
-            max_cycles: 1 << 40,
+            max_cycles: DEFAULT_MAX_CYCLES,
             dump_core: None,
         }
     }
@@ -57,12 +71,24 @@ pub struct Blocked {
 pub enum SimError {
     #[error("missing input `{0}` (the program's inputs: {1})")]
     MissingInput(String, String),
-    #[error("input `{name}`: expected {expected} elements, got {got}")]
+    /// An input tensor whose element type or shape differs from the program's.
+    #[error(
+        "input `{name}`: the program expects {expected}, got {got}; pass a tensor of exactly that type and shape (e.g. np.save(path, x.astype(np.float32).reshape(shape)))"
+    )]
     InputShape {
         name: String,
-        expected: usize,
-        got: usize,
+        /// e.g. `f32[1, 16]`
+        expected: String,
+        got: String,
     },
+    /// An input element that 16-bit fixed point cannot represent.
+    #[error("input `{name}`: element {index} is NaN; PUMA's fixed-point words cannot hold NaN")]
+    InputNaN { name: String, index: usize },
+    /// A program whose manifest contradicts itself (e.g. an edited program directory).
+    #[error("inconsistent program: {0}")]
+    Program(String),
+    #[error("invalid simulator option: {0}")]
+    Options(String),
     #[error("deadlock at cycle {cycle}: {} blocked instruction(s): {}", blocked.len(), blocked.iter().map(|b| format!("tile {} {} pc {} `{}` ({})", b.tile, b.core.map(|c| format!("core {c}")).unwrap_or("unit".into()), b.pc, b.instr, b.reason)).collect::<Vec<_>>().join("; "))]
     Deadlock { cycle: u64, blocked: Vec<Blocked> },
     #[error("tile {tile} {who} pc {pc}: {msg}")]
@@ -72,8 +98,19 @@ pub enum SimError {
         pc: usize,
         msg: String,
     },
-    #[error("simulation exceeded {0} cycles")]
-    Timeout(u64),
+    /// The program did not halt within `SimOptions::max_cycles`.
+    #[error(
+        "the program did not halt within {limit} cycles (likely an infinite loop): {at}{}; if it really needs longer, raise the limit (`pimkit puma sim/run --max-cycles N`, library `SimOptions::max_cycles`, at most 2^50)",
+        if others.is_empty() { String::new() } else { format!("; still running: {}", others.join("; ")) }
+    )]
+    Timeout {
+        limit: u64,
+        /// Where execution was when the limit was hit: tile, core (or unit), pc and
+        /// instruction of the agent that crossed it.
+        at: String,
+        /// The other agents that had not halted (at most 8 listed).
+        others: Vec<String>,
+    },
 }
 
 /// Statistics of one simulated inference.
@@ -100,6 +137,26 @@ pub struct SimOutput {
     pub stats: SimStats,
     /// Final registers of `SimOptions::dump_core`, with the core's halt cycle.
     pub core_dump: Option<(Vec<i32>, u64)>,
+}
+
+/// Check that `inputs` holds every input of `p` with the program's element type and
+/// shape (what [`simulate`] checks first; `run_graph` calls it before the reference
+/// interpreter so that both commands report a mismatch the same way).
+pub fn check_inputs(p: &Program, inputs: &HashMap<String, Tensor>) -> Result<(), SimError> {
+    for io in &p.inputs {
+        let t = inputs.get(&io.name).ok_or_else(|| {
+            SimError::MissingInput(
+                io.name.clone(),
+                p.inputs
+                    .iter()
+                    .map(|i| i.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })?;
+        exec::check_input(io, t)?;
+    }
+    Ok(())
 }
 
 /// Run `p` on `inputs` (by graph input name).
