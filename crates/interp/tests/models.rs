@@ -1,14 +1,16 @@
-//! Whole-network smoke tests on MobileNetV2 (float and QOperator), built by the bench's
-//! layer-table builder: every op composes, outputs are finite, results are
-//! deterministic, and float conv agrees with the quantized stack's shape.
-#[path = "../benches/common/mod.rs"]
-mod mbv2;
+//! Whole-network smoke tests on MobileNetV2 (float and QOperator) from the zoo: every op
+//! composes, outputs are finite, results are deterministic, and float conv agrees with the
+//! quantized stack's shape.
 
 use pimkit_interp::{random_inputs, run, run_observed};
 
+fn zoo(name: &str) -> pimkit_ir::Graph {
+    pimkit_zoo::build(name, &[("res".into(), "96".into())]).unwrap()
+}
+
 #[test]
 fn float_mobilenet_v2_runs() {
-    let g = mbv2::mobilenet_v2(1, 96);
+    let g = zoo("mobilenet_v2");
     pimkit_ir::verify(&g).unwrap();
     let inputs = random_inputs(&g, 1);
     let mut nodes = 0;
@@ -23,7 +25,7 @@ fn float_mobilenet_v2_runs() {
 
 #[test]
 fn quantized_mobilenet_v2_runs() {
-    let g = mbv2::q_mobilenet_v2(96);
+    let g = zoo("q_mobilenet_v2");
     pimkit_ir::verify(&g).unwrap();
     let inputs = random_inputs(&g, 1);
     let out = run(&g, &inputs).unwrap();
