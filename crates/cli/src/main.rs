@@ -1,6 +1,7 @@
 //! `pimkit`: the command line over the pimkit libraries. Each subcommand lives in
 //! `cmd/<name>.rs`; this file parses arguments and maps errors to exit statuses.
 
+mod bounds;
 mod cmd;
 mod error;
 mod model;
@@ -74,8 +75,7 @@ fn main() -> ExitCode {
     match std::panic::catch_unwind(|| dispatch(cli)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("pimkit: error: {}", chain.join(": "));
+            eprintln!("pimkit: error: {}", error::chain_message(&e));
             if error::is_user_error(&e) {
                 ExitCode::from(2)
             } else {

@@ -22,7 +22,27 @@ pub fn load_model_with(spec: &str, extra: &[(String, String)]) -> anyhow::Result
             "model '{spec}' not found: give a path to an .onnx file or zoo:NAME (see `pimkit zoo list`)"
         )));
     }
-    pimkit_onnx::load(path).map_err(user)
+    let loaded =
+        pimkit_onnx::load_file_notes(path, &pimkit_onnx::LoadOptions::default()).map_err(user)?;
+    // Import notes say where pimkit chose for the user (a symbolic dimension set to 1).
+    for n in &loaded.notes {
+        eprintln!("note: {spec}: {n}");
+    }
+    Ok(loaded.graph)
+}
+
+/// Like [`load_model`] for commands that need only shapes (`info`): a zoo model is built
+/// without weight data unless the spec sets `weights` (a 16 GiB layer then costs nothing).
+/// Returns the graph and whether the shapes-only build was chosen here.
+pub fn load_model_shapes(spec: &str) -> anyhow::Result<(Graph, bool)> {
+    if let Some(rest) = spec.strip_prefix("zoo:") {
+        let (_, params) = pimkit_zoo::parse_spec(rest).map_err(user)?;
+        if !params.iter().any(|(k, _)| k == "weights") {
+            let g = load_model_with(spec, &[("weights".into(), "none".into())])?;
+            return Ok((g, true));
+        }
+    }
+    Ok((load_model(spec)?, false))
 }
 
 /// A short, file-name-friendly name for a model spec.

@@ -36,3 +36,20 @@ pub fn progress(len: u64, msg: &str) -> indicatif::ProgressBar {
     pb.set_message(msg.to_string());
     pb
 }
+
+/// Create an output directory (and its parents), with an error naming the option and the
+/// path; a regular file in the way gets its own message.
+pub fn create_out_dir(dir: &std::path::Path, option: &str) -> anyhow::Result<()> {
+    if dir.is_file() {
+        return Err(crate::error::user(format!(
+            "{option}: cannot create output directory '{}': a file of that name exists; pass a directory path",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        crate::error::user(format!(
+            "{option}: cannot create output directory '{}': {e}",
+            dir.display()
+        ))
+    })
+}

@@ -186,3 +186,51 @@ fn report_writes_html_json_and_svg() {
             .is_some_and(|x| x == "csv"))
     );
 }
+
+#[test]
+fn out_of_range_options_and_paths_are_user_errors() {
+    let mlp = fixture("mlp.onnx");
+    let x = format!("x={}", fixture("mlp_x.npy"));
+    // The same input twice.
+    assert_user_error(
+        &pimkit(&["exec", &mlp, "-i", &x, "-i", &x]),
+        &["given twice"],
+    );
+    // Counts and thresholds with no sensible meaning.
+    assert_user_error(
+        &pimkit(&["profile", &mlp, "--runs", "99999999999"]),
+        &["--runs", "1..=1000"],
+    );
+    for (flag, v) in [("--theta", "-1"), ("--theta", "nan"), ("--sigma", "2")] {
+        assert_user_error(
+            &pimkit(&[
+                "offload",
+                "zoo:mlp?n=64",
+                "--host-fixed",
+                &format!("{flag}={v}"),
+            ]),
+            &[flag],
+        );
+    }
+    assert_user_error(
+        &pimkit(&["offload", "zoo:mlp?n=64", "--host-fixed", "--sweep", "n="]),
+        &["--sweep", "at least one value"],
+    );
+    // An output directory that is a file.
+    let f = std::env::temp_dir().join(format!("pimkit-cli-file-{}", std::process::id()));
+    std::fs::write(&f, "x").unwrap();
+    let fs = f.display().to_string();
+    assert_user_error(
+        &pimkit(&["xbar", "map", "zoo:lenet5", "-o", &fs]),
+        &[&fs, "a file of that name exists"],
+    );
+    assert_user_error(
+        &pimkit(&["exec", &mlp, "-i", &x, "--out", &fs]),
+        &[&fs, "a file of that name exists"],
+    );
+    let _ = std::fs::remove_file(&f);
+    // A zoo size whose weights cannot exist.
+    assert_user_error(&pimkit(&["info", "zoo:mlp?n=99999999999"]), &["2^31"]);
+    // Not a model file.
+    assert_user_error(&pimkit(&["info", "/dev/zero"]), &["not a regular file"]);
+}

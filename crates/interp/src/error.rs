@@ -32,6 +32,8 @@ pub enum InterpError {
     },
     #[error("the graph is invalid: {0}")]
     InvalidGraph(#[from] IrError),
+    #[error("{0}")]
+    OutOfMemory(String),
 }
 
 /// Error raised inside an op kernel; the executor adds the node name and op type.

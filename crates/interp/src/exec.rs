@@ -57,6 +57,7 @@ pub fn run_observed(
     observe: &mut dyn FnMut(NodeId, &[Tensor]),
 ) -> Result<Vec<Tensor>, InterpError> {
     pimkit_ir::verify(g)?;
+    crate::check_memory(g)?;
     let n = g.values.len();
     let mut vals: Vec<Option<Cow<'_, Tensor>>> = vec![None; n];
 

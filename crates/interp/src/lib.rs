@@ -31,4 +31,4 @@ mod random;
 pub use error::InterpError;
 pub use exec::{run, run_observed};
 pub use ops::elementwise::sigmoid_f32;
-pub use random::random_inputs;
+pub use random::{check_memory, min_run_bytes, random_inputs};

@@ -6,6 +6,39 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::HashMap;
 
+/// A lower bound on the memory one interpreter run of `g` needs: all graph inputs plus
+/// the largest node's outputs (bytes, saturating).
+pub fn min_run_bytes(g: &Graph) -> u64 {
+    let inputs = g
+        .inputs
+        .iter()
+        .fold(0u64, |a, &i| a.saturating_add(g.ty(i).bytes() as u64));
+    let largest = g
+        .nodes
+        .iter()
+        .map(|n| {
+            n.outputs
+                .iter()
+                .fold(0u64, |a, &o| a.saturating_add(g.ty(o).bytes() as u64))
+        })
+        .max()
+        .unwrap_or(0);
+    inputs.saturating_add(largest)
+}
+
+/// `Err` when one run of `g` cannot fit in this machine's available memory (an allocation
+/// failure would abort the process instead of reporting an error).
+pub fn check_memory(g: &Graph) -> Result<(), crate::InterpError> {
+    pimkit_ir::memory::check_fits(
+        min_run_bytes(g),
+        &format!(
+            "running '{}' (its inputs plus its largest node output)",
+            g.name
+        ),
+    )
+    .map_err(crate::InterpError::OutOfMemory)
+}
+
 /// One tensor per graph input, deterministic in `seed` and the input's position:
 /// floats uniform in [-1, 1); u8 over [0, 255]; i8 over [-128, 127]; i32 in
 /// [-1000, 1000]; i64 in [0, 8) (i64 inputs are usually indices or token ids, so they

@@ -110,3 +110,23 @@ fn random_inputs_are_deterministic_and_observe_sees_every_node() {
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].1, out[0]);
 }
+
+#[test]
+fn runs_that_cannot_fit_in_memory_are_errors() {
+    // A 4 TiB input: an allocation failure would abort the process.
+    let mut g = pimkit_ir::Graph::new("huge");
+    let x = g.add_input(
+        "x",
+        pimkit_ir::TensorType::new(pimkit_ir::DType::F32, vec![1 << 40]),
+    );
+    let y = g
+        .op("r", pimkit_ir::Op::Unary(pimkit_ir::UnaryOp::Relu), &[x])
+        .unwrap();
+    g.outputs = vec![y];
+    assert_eq!(pimkit_interp::min_run_bytes(&g), 2 << 42);
+    let e = pimkit_interp::check_memory(&g).unwrap_err().to_string();
+    assert!(e.contains("'huge'") && e.contains("GiB"), "{e}");
+    let no_inputs = std::collections::HashMap::new();
+    let e = pimkit_interp::run(&g, &no_inputs).unwrap_err().to_string();
+    assert!(e.contains("GiB"), "{e}");
+}

@@ -190,6 +190,18 @@ impl Graph {
                 ),
             });
         }
+        for (ty, oname) in out_tys.iter().zip(&output_names) {
+            if ty.checked_bytes().is_none() {
+                return Err(IrError::Node {
+                    node: name,
+                    op: op.name().into(),
+                    msg: format!(
+                        "output '{oname}': {}",
+                        crate::tensor::too_large(&ty.shape, ty.dtype)
+                    ),
+                });
+            }
+        }
         let node_id = NodeId(self.nodes.len() as u32);
         let outputs: Vec<ValueId> = out_tys
             .into_iter()

@@ -11,6 +11,7 @@ mod dump;
 mod error;
 mod graph;
 mod infer;
+pub mod memory;
 pub mod npy;
 mod op;
 mod resize;
@@ -28,5 +29,7 @@ pub use resize::{
     AxisTaps, resize_axis_is_identity, resize_axis_taps, resize_nearest_index, resize_source_coord,
 };
 pub use stats::{GraphStats, NodeCost, node_cost};
-pub use tensor::{Tensor, TensorData, TensorType, numel};
+pub use tensor::{
+    MAX_TENSOR_BYTES, Tensor, TensorData, TensorType, checked_bytes, numel, too_large,
+};
 pub use verify::verify;

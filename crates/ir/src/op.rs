@@ -508,6 +508,25 @@ pub enum Op {
 }
 
 impl Op {
+    /// Positions of the quantization scale inputs among `n_inputs` (scales must be finite
+    /// and positive: a zero or NaN scale turns every value into 0 or a saturated code).
+    pub fn scale_inputs(&self, n_inputs: usize) -> Vec<usize> {
+        match self {
+            Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } => vec![1],
+            Op::QLinearMatMul | Op::QLinearConv(_) | Op::QLinearAdd | Op::QLinearMul => {
+                vec![1, 4, 6]
+            }
+            Op::QGemm { .. } => vec![1, 4, 7],
+            Op::QLinearGlobalAveragePool { .. }
+            | Op::QLinearSigmoid
+            | Op::QLinearLeakyRelu { .. } => vec![1, 3],
+            Op::QLinearConcat { .. } => std::iter::once(0)
+                .chain((2..n_inputs).step_by(3).map(|x| x + 1))
+                .collect(),
+            _ => vec![],
+        }
+    }
+
     /// The op's name as it appears in dumps (the ONNX op type where there is one).
     pub fn name(&self) -> &'static str {
         match self {

@@ -13,18 +13,24 @@ pub struct NodeCost {
     pub params: u64,
 }
 
+/// Product of element counts without wrapping (tensors are at most 2^48 bytes, but MAC
+/// counts multiply two of them).
+fn mul(a: usize, b: usize) -> u64 {
+    (a as u64).saturating_mul(b as u64)
+}
+
 fn conv_macs(g: &Graph, n: &Node, w_idx: usize) -> u64 {
     let out = &g.ty(n.outputs[0]).shape;
     let w = &g.ty(n.inputs[w_idx].expect("conv weight")).shape;
     // Each output element needs (C/group) * prod(kernel) MACs.
-    (numel(out) * numel(&w[1..])) as u64
+    mul(numel(out), numel(&w[1..]))
 }
 
 fn matmul_macs(g: &Graph, n: &Node, a_idx: usize) -> u64 {
     let a = &g.ty(n.inputs[a_idx].expect("matmul a")).shape;
     let out = &g.ty(n.outputs[0]).shape;
     let k = *a.last().unwrap_or(&1);
-    (numel(out) * k) as u64
+    mul(numel(out), k)
 }
 
 /// MACs and traffic of one node. Elementwise and data-movement ops count 0 MACs.
@@ -47,14 +53,14 @@ pub fn node_cost(g: &Graph, n: &Node) -> NodeCost {
             // Every input element meets C_out/group * prod(kernel) weights (w[1..]).
             let x = &g.ty(n.inputs[0].expect("convtranspose x")).shape;
             let w = &g.ty(n.inputs[1].expect("convtranspose w")).shape;
-            (numel(x) * numel(&w[1..])) as u64
+            mul(numel(x), numel(&w[1..]))
         }
         Op::MatMul | Op::MatMulInteger => matmul_macs(g, n, 0),
         Op::QLinearMatMul => matmul_macs(g, n, 0),
         Op::Gemm { trans_a, .. } | Op::QGemm { trans_a, .. } => {
             let a = &g.ty(n.inputs[0].expect("gemm a")).shape;
             let k = if *trans_a { a[0] } else { a[1] };
-            (numel(&g.ty(n.outputs[0]).shape) * k) as u64
+            mul(numel(&g.ty(n.outputs[0]).shape), k)
         }
         Op::Lstm(a) | Op::Gru(a) => {
             let w = &g.ty(n.inputs[1].expect("rnn w")).shape;
@@ -65,7 +71,7 @@ pub fn node_cost(g: &Graph, n: &Node) -> NodeCost {
             } else {
                 (x[0], x[1])
             };
-            ((numel(w) + numel(r)) * seq * batch) as u64
+            mul(numel(w) + numel(r), seq).saturating_mul(batch as u64)
         }
         _ => 0,
     };
@@ -90,13 +96,13 @@ impl GraphStats {
         };
         for v in &g.values {
             if matches!(v.def, ValueDef::Const(_)) {
-                s.params += v.ty.numel() as u64;
-                s.param_bytes += v.ty.bytes() as u64;
+                s.params = s.params.saturating_add(v.ty.numel() as u64);
+                s.param_bytes = s.param_bytes.saturating_add(v.ty.bytes() as u64);
             }
         }
         for n in &g.nodes {
             *s.ops.entry(n.op.name().to_string()).or_default() += 1;
-            s.macs += node_cost(g, n).macs;
+            s.macs = s.macs.saturating_add(node_cost(g, n).macs);
         }
         s
     }

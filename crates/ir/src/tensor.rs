@@ -8,6 +8,31 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// The largest tensor pimkit accepts, in bytes (256 TiB): far above any real model, low
+/// enough that element counts, byte sizes and MAC counts of such tensors fit in 64 bits.
+pub const MAX_TENSOR_BYTES: u64 = 1 << 48;
+
+/// Bytes of `numel(shape)` elements of `elem` bytes, or `None` above [`MAX_TENSOR_BYTES`]
+/// (including products that would overflow).
+pub fn checked_bytes(shape: &[usize], elem: usize) -> Option<u64> {
+    let mut b = elem as u128;
+    for &d in shape {
+        b = b.checked_mul(d as u128)?;
+        if b > MAX_TENSOR_BYTES as u128 {
+            return None;
+        }
+    }
+    Some(b as u64)
+}
+
+/// The error text for a tensor over [`MAX_TENSOR_BYTES`].
+pub fn too_large(shape: &[usize], dtype: DType) -> String {
+    let b: f64 = shape.iter().map(|&d| d as f64).product::<f64>() * dtype.size() as f64;
+    format!(
+        "shape {shape:?} ({dtype}) needs {b:.3e} bytes, over pimkit's limit of 2^48 bytes (256 TiB) per tensor; check the dimensions"
+    )
+}
+
 /// Static type of a value: element type and shape.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TensorType {
@@ -27,6 +52,10 @@ impl TensorType {
     }
     pub fn bytes(&self) -> usize {
         self.numel() * self.dtype.size()
+    }
+    /// Byte size, or `None` when over [`MAX_TENSOR_BYTES`].
+    pub fn checked_bytes(&self) -> Option<u64> {
+        checked_bytes(&self.shape, self.dtype.size())
     }
     pub fn rank(&self) -> usize {
         self.shape.len()

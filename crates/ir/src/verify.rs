@@ -20,6 +20,13 @@ pub fn verify(g: &Graph) -> Result<()> {
         }
     }
     for (i, v) in g.values.iter().enumerate() {
+        if v.ty.checked_bytes().is_none() {
+            problems.push(format!(
+                "value '{}': {}",
+                v.name,
+                crate::tensor::too_large(&v.ty.shape, v.ty.dtype)
+            ));
+        }
         match &v.def {
             ValueDef::Input => {
                 if !g.inputs.iter().any(|x| x.idx() == i) {
@@ -82,6 +89,25 @@ pub fn verify(g: &Graph) -> Result<()> {
             }
         }
         if ok {
+            for k in n.op.scale_inputs(n.inputs.len()) {
+                let Some(Some(v)) = n.inputs.get(k) else {
+                    continue;
+                };
+                if let ValueDef::Const(Some(t)) = &g.values[v.idx()].def
+                    && t.dtype().is_float()
+                    && let Some(bad) = t
+                        .to_f64_vec()
+                        .into_iter()
+                        .find(|x| !(x.is_finite() && *x > 0.0))
+                {
+                    problems.push(format!(
+                        "node '{}' ({}): scale input {k} '{}' holds {bad}; quantization scales must be finite and positive",
+                        n.name,
+                        n.op.name(),
+                        g.values[v.idx()].name
+                    ));
+                }
+            }
             let tys: Vec<_> = n
                 .inputs
                 .iter()

@@ -128,7 +128,10 @@ fn softmax_offloads_a_minority_of_its_eight_nests() {
     let a = analysis("softmax");
     assert_eq!(a.nests.len(), 8);
     let k = offloaded(&a);
-    assert!(k > 0 && 2 * k < a.nests.len(), "a minority offloaded: {k} of 8");
+    assert!(
+        k > 0 && 2 * k < a.nests.len(),
+        "a minority offloaded: {k} of 8"
+    );
     let exp = a.nests.iter().find(|n| n.label == "exp").unwrap();
     assert!(!exp.offload && exp.rejected_at == 2);
     assert!(

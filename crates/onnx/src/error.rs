@@ -11,6 +11,12 @@ pub enum OnnxError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("file {file} is not a valid ONNX model: {msg}")]
     Parse { file: String, msg: String },
     #[error(

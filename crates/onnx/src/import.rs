@@ -20,6 +20,9 @@ pub struct LoadOptions {
 }
 
 /// A loaded graph plus notes about lossy conversions (f64 -> f32, defaulted dims).
+/// The newest ai.onnx opset whose semantics pimkit implements (docs/onnx.md).
+pub const NEWEST_OPSET: i64 = 23;
+
 #[derive(Clone, Debug)]
 pub struct Loaded {
     pub graph: Graph,
@@ -36,10 +39,29 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Graph> {
 
 /// Like [`load_with`], also returning import notes.
 pub fn load_file_notes(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
-    let bytes = std::fs::read(path).map_err(|source| OnnxError::Io {
+    let io = |source| OnnxError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    // A device or pipe (/dev/zero) would be read until memory runs out, and protobuf
+    // cannot hold a message of 2 GiB or more (larger models keep weights in external data).
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(OnnxError::Parse {
+            file: path.display().to_string(),
+            msg: "not a regular file; give the path of an .onnx file".into(),
+        });
+    }
+    if meta.len() >= 1 << 31 {
+        return Err(OnnxError::Parse {
+            file: path.display().to_string(),
+            msg: format!(
+                "{} bytes, over protobuf's 2 GiB message limit; save large models with external data (onnx.save(..., save_as_external_data=True))",
+                meta.len()
+            ),
+        });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
     let dir = path.parent().map(|p| {
         if p.as_os_str().is_empty() {
             Path::new(".")
@@ -166,6 +188,14 @@ fn load_model_inner(
         };
         opsets.insert(d.to_string(), o.version());
     }
+    let mut opset_notes = vec![];
+    if let Some(&v) = opsets.get("")
+        && v > NEWEST_OPSET
+    {
+        opset_notes.push(format!(
+            "the model imports ai.onnx opset {v}, newer than the newest pimkit knows ({NEWEST_OPSET}); ops are read with their opset-{NEWEST_OPSET} semantics"
+        ));
+    }
     let mut ctx = Ctx {
         g: Graph::new(gp.name()),
         opts,
@@ -176,7 +206,7 @@ fn load_model_inner(
         used: HashSet::new(),
         const_order: HashMap::new(),
         init_index: HashMap::new(),
-        notes: Vec::new(),
+        notes: opset_notes,
     };
     if !gp.sparse_initializer.is_empty() {
         return Err(OnnxError::Model(
@@ -295,6 +325,11 @@ fn load_model_inner(
 /// Graph outputs; an output that is a graph input or a constant gets an Identity node so
 /// that every output is produced by a node.
 fn bind_outputs(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
+    if gp.output.is_empty() {
+        return Err(OnnxError::Model(
+            "the graph declares no outputs, so nothing would be computed; list the result values in graph.output".into(),
+        ));
+    }
     for o in &gp.output {
         let name = o.name();
         let id = if let Some(&id) = ctx.values.get(name) {
@@ -321,8 +356,37 @@ fn bind_outputs(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
             )));
         };
         ctx.g.outputs.push(id);
+        declared_shape_note(ctx, o, id);
     }
     Ok(())
+}
+
+/// A note when a graph output declares a fully static shape other than the inferred one
+/// (onnxruntime warns likewise and keeps the computed shape).
+fn declared_shape_note(ctx: &mut Ctx, o: &crate::proto::ValueInfoProto, id: ValueId) {
+    let Some(shape) = o.r#type.as_ref().and_then(|t| match &t.value {
+        Some(type_proto::Value::TensorType(tt)) => tt.shape.as_ref(),
+        _ => None,
+    }) else {
+        return;
+    };
+    let dims: Option<Vec<usize>> = shape
+        .dim
+        .iter()
+        .map(|d| match &d.value {
+            Some(dimension::Value::DimValue(v)) if *v >= 0 => Some(*v as usize),
+            _ => None,
+        })
+        .collect();
+    let inferred = &ctx.g.ty(id).shape;
+    if let Some(dims) = dims
+        && &dims != inferred
+    {
+        ctx.notes.push(format!(
+            "graph output '{}': declared shape {dims:?} but the graph computes {inferred:?}; pimkit uses the computed shape",
+            o.name()
+        ));
+    }
 }
 
 fn identity(ctx: &mut Ctx, src: ValueId, out: &str) -> Result<ValueId> {

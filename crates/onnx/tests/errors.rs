@@ -268,3 +268,98 @@ fn unsupported_semantics_are_errors_naming_the_node() {
         .to_string();
     assert!(e.contains("'nope'"), "{e}");
 }
+
+fn load_notes(m: &pimkit_onnx::proto::ModelProto) -> Result<pimkit_onnx::Loaded, OnnxError> {
+    let dir = std::env::temp_dir().join(format!("pimkit-onnx-notes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("m.onnx");
+    std::fs::write(&p, bytes(m)).unwrap();
+    let r = pimkit_onnx::load_file_notes(&p, &LoadOptions::default());
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+#[test]
+fn malformed_graphs_are_errors_or_notes() {
+    let relu = || vec![node("Relu", "r", &["x"], &["y"], vec![])];
+    // No outputs: nothing would be computed.
+    let e = try_load(&model(relu(), vec![vi_f32("x", &[2, 3])], &[], vec![], 13))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no outputs"), "{e}");
+
+    // A declared output shape that disagrees with the computed one is a note.
+    let mut m = model(relu(), vec![vi_f32("x", &[2, 3])], &[], vec![], 13);
+    m.graph.as_mut().unwrap().output = vec![vi_f32("y", &[7, 7])];
+    let l = load_notes(&m).unwrap();
+    assert_eq!(l.graph.ty(l.graph.outputs[0]).shape, vec![2, 3]);
+    assert!(
+        l.notes
+            .iter()
+            .any(|n| n.contains("[7, 7]") && n.contains("[2, 3]")),
+        "{:?}",
+        l.notes
+    );
+
+    // An opset newer than pimkit knows is read with the newest semantics, and said so.
+    let l = load_notes(&model(
+        relu(),
+        vec![vi_f32("x", &[2, 3])],
+        &["y"],
+        vec![],
+        999,
+    ))
+    .unwrap();
+    assert!(
+        l.notes.iter().any(|n| n.contains("opset 999")),
+        "{:?}",
+        l.notes
+    );
+
+    // Zero or NaN quantization scales would turn every value into 0 or a saturated code.
+    for s in [0.0f32, f32::NAN] {
+        let n = vec![node("QuantizeLinear", "q", &["x", "s"], &["y"], vec![])];
+        let e = try_load(&model(
+            n,
+            vec![vi_f32("x", &[2, 3])],
+            &["y"],
+            vec![init_f32("s", &[], &[s])],
+            13,
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("'q'") && e.contains("scale"), "{e}");
+    }
+
+    // LSTM hidden_size 0.
+    let n = vec![node(
+        "LSTM",
+        "lstm",
+        &["x", "w", "r"],
+        &["y"],
+        vec![attr_int("hidden_size", 0)],
+    )];
+    let e = try_load(&model(
+        n,
+        vec![vi_f32("x", &[1, 1, 3])],
+        &["y"],
+        vec![
+            init_f32("w", &[1, 0, 3], &[]),
+            init_f32("r", &[1, 0, 0], &[]),
+        ],
+        13,
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("hidden_size"), "{e}");
+}
+
+#[test]
+fn devices_and_directories_are_not_read() {
+    for p in ["/dev/zero", "/tmp"] {
+        if std::path::Path::new(p).exists() {
+            let e = load(std::path::Path::new(p)).unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{p}: {e}");
+        }
+    }
+}

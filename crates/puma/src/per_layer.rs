@@ -174,7 +174,13 @@ pub fn run_per_layer(
     sopts: &SimOptions,
     inputs: Option<HashMap<String, Tensor>>,
 ) -> Result<PerLayerResult, RunError> {
-    let inputs = inputs.unwrap_or_else(|| pimkit_interp::random_inputs(g, 0));
+    let inputs = match inputs {
+        Some(i) => i,
+        None => {
+            pimkit_interp::check_memory(g).map_err(|e| RunError::Reference(e.to_string()))?;
+            pimkit_interp::random_inputs(g, 0)
+        }
+    };
     let segs = segments(g);
     // External inputs and outputs of every segment.
     let producer: HashMap<ValueId, usize> = g

@@ -88,7 +88,13 @@ pub fn run_graph(
     inputs: Option<HashMap<String, Tensor>>,
 ) -> Result<(PumaResult, Vec<Tensor>, Program), RunError> {
     let p = compile(g, arch, copts)?;
-    let inputs = inputs.unwrap_or_else(|| pimkit_interp::random_inputs(g, 0));
+    let inputs = match inputs {
+        Some(i) => i,
+        None => {
+            pimkit_interp::check_memory(g).map_err(|e| RunError::Reference(e.to_string()))?;
+            pimkit_interp::random_inputs(g, 0)
+        }
+    };
     crate::sim::check_inputs(&p, &inputs)?;
     let reference = if p.shape_only {
         None

@@ -435,7 +435,13 @@ mod tests {
         };
         let r = (0.0, 10.0);
         // A Pareto front falling from the upper left: the upper right is empty.
-        let front = s(vec![(1.0, 9.0), (2.0, 8.5), (3.0, 5.0), (6.0, 2.0), (9.0, 1.0)]);
+        let front = s(vec![
+            (1.0, 9.0),
+            (2.0, 8.5),
+            (3.0, 5.0),
+            (6.0, 2.0),
+            (9.0, 1.0),
+        ]);
         assert!(matches!(
             legend_corner(&[front], r, r, false, false),
             SeriesLabelPosition::UpperRight

@@ -190,6 +190,12 @@ impl Arch {
                 "input_bits and dac_bits must be at least 1",
             );
         }
+        if self.packing.restarts > 100_000 {
+            return bad(
+                "packing.restarts",
+                "must be at most 100000 (each restart is one more packing; 1 is fastest)",
+            );
+        }
         if self.packing.max_load == 0 {
             return bad("packing.max_load", "must be at least 1 box per crossbar");
         }

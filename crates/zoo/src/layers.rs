@@ -79,6 +79,12 @@ pub struct Builder {
     /// BatchNorm epsilon (PyTorch default 1e-5; torchvision MobileNetV3 uses 1e-3).
     pub bn_eps: f32,
     names: HashSet<String>,
+    /// Bytes of random weight data made so far, and the first weight that could not be
+    /// made (too large for memory): `finish` reports it instead of aborting on allocation.
+    weight_bytes: u64,
+    too_large: Option<String>,
+    /// Memory available when the first weight was made.
+    budget: Option<Option<u64>>,
 }
 
 impl Builder {
@@ -90,6 +96,9 @@ impl Builder {
             fold_bn: true,
             bn_eps: 1e-5,
             names: HashSet::new(),
+            weight_bytes: 0,
+            too_large: None,
+            budget: None,
         })
     }
 
@@ -123,7 +132,31 @@ impl Builder {
         make: impl FnOnce(&mut WeightRng, usize) -> Vec<f32>,
     ) -> ValueId {
         let n = self.unique(name);
-        if self.random {
+        let bytes = pimkit_ir::checked_bytes(shape, 4);
+        if self.random && self.too_large.is_none() {
+            let total = bytes.map(|b| b.saturating_add(self.weight_bytes));
+            self.too_large = match total {
+                None => Some(format!(
+                    "weight '{n}': {}",
+                    pimkit_ir::too_large(shape, pimkit_ir::DType::F32)
+                )),
+                Some(t) => pimkit_ir::memory::check_fits_in(
+                    t,
+                    *self
+                        .budget
+                        .get_or_insert_with(pimkit_ir::memory::available_bytes),
+                    &format!("random weight data up to '{n}' {shape:?}"),
+                )
+                .err()
+                .map(|msg| {
+                    format!(
+                        "{msg} (weights=none builds the shapes only, enough for info, dump and lower)"
+                    )
+                }),
+            };
+        }
+        if self.random && self.too_large.is_none() {
+            self.weight_bytes += bytes.unwrap_or(0);
             let data = make(&mut self.rng, shape.iter().product());
             self.g.add_const(n, Tensor::from_f32(shape.to_vec(), data))
         } else {
@@ -425,6 +458,12 @@ impl Builder {
 
     /// Set the outputs, then verify the whole graph.
     pub fn finish(mut self, outputs: &[ValueId]) -> Result<Graph> {
+        if let Some(msg) = self.too_large.take() {
+            return Err(crate::ZooError::Invalid {
+                entry: self.g.name.clone(),
+                msg,
+            });
+        }
         self.g.outputs = outputs.to_vec();
         pimkit_ir::verify(&self.g)?;
         Ok(self.g)

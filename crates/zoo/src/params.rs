@@ -129,9 +129,11 @@ impl Params {
     /// A positive integer (sizes: 0 is rejected).
     pub fn size(&self, name: &str) -> Result<usize, ZooError> {
         let v = self.raw(name)?;
+        // 2^31 bounds every dimension far above real models and keeps products of two
+        // dimensions inside 64 bits; graph construction then limits whole tensors.
         match v.parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(self.bad(name, v, "a positive integer")),
+            Ok(n) if n > 0 && n <= 1 << 31 => Ok(n),
+            _ => Err(self.bad(name, v, "a positive integer up to 2^31")),
         }
     }
 

@@ -230,3 +230,26 @@ fn print_docs_rows() {
         println!("| `{}` | {} | {} |", e.name, e.family, ps.join(" "));
     }
 }
+
+#[test]
+fn impossible_sizes_are_errors_not_aborts() {
+    let build = |spec: &[(&str, &str)]| {
+        let p: Vec<(String, String)> = spec
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        pimkit_zoo::build("mlp", &p)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    // Beyond 2^31 per dimension: the parameter is refused.
+    let e = build(&[("n", "99999999999")]);
+    assert!(e.contains("'n'") && e.contains("2^31"), "{e}");
+    // Within it, but a weight over the per-tensor limit: graph construction refuses it.
+    let e = build(&[("n", "2147483648"), ("weights", "none")]);
+    assert!(e.contains("fc1.weight") && e.contains("2^48"), "{e}");
+    // With random weights the same weight is refused before any allocation.
+    let e = build(&[("n", "2147483648")]);
+    assert!(e.contains("fc1.weight") && e.contains("2^48"), "{e}");
+}

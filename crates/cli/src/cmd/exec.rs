@@ -48,10 +48,16 @@ pub fn parse_inputs(
                 names.join(", ")
             )));
         }
+        if out.contains_key(&name) {
+            return Err(user(format!(
+                "--input {a}: input '{name}' is given twice; pass each input once"
+            )));
+        }
         let t = pimkit_ir::npy::read_npy(Path::new(&file)).map_err(user)?;
         out.insert(name, t);
     }
     if let Some(seed) = random {
+        pimkit_interp::check_memory(g).map_err(user)?;
         for (k, v) in pimkit_interp::random_inputs(g, seed) {
             out.entry(k).or_insert(v);
         }
@@ -90,7 +96,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let outs = pimkit_interp::run(&g, &inputs).map_err(user)?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).map_err(|e| user(format!("{}: {e}", dir.display())))?;
+        crate::output::create_out_dir(dir, "--out")?;
     }
     let mut rows = Vec::new();
     let mut table = pimkit_report::Table::new(

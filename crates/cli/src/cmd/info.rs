@@ -77,7 +77,7 @@ pub fn tables(i: &Info) -> Vec<Table> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let g = crate::model::load_model(&a.model)?;
+    let (g, auto_shapes) = crate::model::load_model_shapes(&a.model)?;
     let i = info(&g);
     if a.json {
         return print_json(&i);
@@ -92,7 +92,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         si(i.params as f64),
         si(i.param_bytes as f64),
         si(i.macs as f64),
-        if i.shape_only {
+        if i.shape_only && !auto_shapes {
             " (shape only: no weight data)"
         } else {
             ""

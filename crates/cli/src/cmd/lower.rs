@@ -27,11 +27,11 @@ pub struct LowerArgs {
 pub struct ProfileArgs {
     /// Path to an .onnx file or zoo:NAME[?k=v&...]
     pub model: String,
-    /// Timed runs after the warm-up; each nest's time is the median over runs
-    #[arg(long, default_value_t = 5)]
+    /// Timed runs after the warm-up (1 to 1000); each nest's time is the median over runs
+    #[arg(long, default_value_t = 5, value_parser = crate::bounds::int_in::<1, 1000>)]
     pub runs: usize,
-    /// Untimed warm-up runs
-    #[arg(long, default_value_t = 1)]
+    /// Untimed warm-up runs (0 to 1000)
+    #[arg(long, default_value_t = 1, value_parser = crate::bounds::int_in::<0, 1000>)]
     pub warmup: usize,
     /// Print JSON (a top-level `nests` list with `t_cpu_ns`) instead of tables
     #[arg(long)]

@@ -56,8 +56,8 @@ pub struct NasArgs {
     /// Zoo entry of the base network (normalisation and ISAAC-like reference)
     #[arg(long, default_value = "rnc_mobilenet_v3_small")]
     pub base: String,
-    /// Inputs in the proxy's batch (the size of NASWOT's kernel matrix)
-    #[arg(long, default_value_t = 4)]
+    /// Inputs in the proxy's batch (the size of NASWOT's kernel matrix; 1 to 4096)
+    #[arg(long, default_value_t = 4, value_parser = crate::bounds::int_in::<1, 4096>)]
     pub proxy_batch: usize,
     /// Output directory
     #[arg(short = 'o', long = "out")]

@@ -20,8 +20,8 @@ pub struct OffloadArgs {
     /// Granularity shown in the terminal tables (JSON always has all three)
     #[arg(long, default_value = "all")]
     pub granularity: String,
-    /// Timed runs per nest (median); 1 = one timed and one counted/warm-up execution
-    #[arg(long, default_value_t = 1)]
+    /// Timed runs per nest (median, 1 to 1000); 1 = one timed and one counted/warm-up execution
+    #[arg(long, default_value_t = 1, value_parser = crate::bounds::int_in::<1, 1000>)]
     pub runs: usize,
     /// Size sweep like Table 4: PARAM=V1,V2,... (zoo models only)
     #[arg(long)]
@@ -32,11 +32,11 @@ pub struct OffloadArgs {
     /// Print JSON instead of tables
     #[arg(long)]
     pub json: bool,
-    /// θ in GB/s (default 0.12 · B_cpu)
-    #[arg(long)]
+    /// θ in GB/s, finite and ≥ 0 (default 0.12 · B_cpu)
+    #[arg(long, value_parser = crate::bounds::non_negative)]
     pub theta: Option<f64>,
-    /// σ (default 0.4)
-    #[arg(long)]
+    /// σ in [0, 1] (default 0.4)
+    #[arg(long, value_parser = crate::bounds::fraction)]
     pub sigma: Option<f64>,
     /// PIM architecture TOML (default: arch/pim-general.toml, built in)
     #[arg(long)]
@@ -119,6 +119,27 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
     if opts.cores.contains(&0) {
         return Err(user("--cores: core counts must be positive"));
     }
+    // The sweep's syntax is checked before the (long) analysis.
+    let sweep = match &a.sweep {
+        None => None,
+        Some(sw) => {
+            let (param, vals) = sw
+                .split_once('=')
+                .ok_or_else(|| user(format!("--sweep '{sw}': expected PARAM=V1,V2,...")))?;
+            let vals: Vec<&str> = vals.split(',').filter(|v| !v.is_empty()).collect();
+            if param.is_empty() || vals.is_empty() {
+                return Err(user(format!(
+                    "--sweep '{sw}': expected PARAM=V1,V2,... with at least one value"
+                )));
+            }
+            if !a.model.starts_with("zoo:") {
+                return Err(user(
+                    "--sweep needs a zoo:NAME model (it rebuilds the model per size)",
+                ));
+            }
+            Some((param, vals))
+        }
+    };
     let g = load_model_with(&a.model, &[])?;
     let prog = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
     let analysis = pimkit_offload::run_program(&prog, &hostc, &opts).map_err(conv)?;
@@ -128,16 +149,8 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         emitted = Some(pimkit_offload::reinsert::emit_and_check(&prog, &place, dir).map_err(conv)?);
     }
     let mut sweep_runs = vec![];
-    if let Some(sw) = &a.sweep {
-        let (param, vals) = sw
-            .split_once('=')
-            .ok_or_else(|| user(format!("--sweep '{sw}': expected PARAM=V1,V2,...")))?;
-        if !a.model.starts_with("zoo:") {
-            return Err(user(
-                "--sweep needs a zoo:NAME model (it rebuilds the model per size)",
-            ));
-        }
-        for v in vals.split(',').filter(|v| !v.is_empty()) {
+    if let Some((param, vals)) = sweep {
+        for v in vals {
             let g = load_model_with(&a.model, &[(param.to_string(), v.to_string())])?;
             let p = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
             sweep_runs.push((

@@ -114,6 +114,7 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 pimkit_vpu::report::create_out_dir(dir).map_err(|e| user(format!("--out: {e}")))?;
             }
             let g = load_model(&model)?;
+            pimkit_interp::check_memory(&g).map_err(user)?;
             let mut inputs = pimkit_interp::random_inputs(&g, 0);
             if let Some(p) = input {
                 // The npy error already names the file.

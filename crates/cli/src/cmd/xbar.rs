@@ -123,9 +123,10 @@ fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, MapOptions)>
 }
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join(name), text)?;
-    Ok(())
+    crate::output::create_out_dir(dir, "-o")?;
+    let path = dir.join(name);
+    std::fs::write(&path, text)
+        .map_err(|e| crate::error::user(format!("cannot write {}: {e}", path.display())))
 }
 
 pub fn run(c: XbarCmd) -> anyhow::Result<()> {

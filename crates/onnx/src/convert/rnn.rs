@@ -55,6 +55,7 @@ fn rnn(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let hidden = a
         .opt_int("hidden_size")?
         .and_then(crate::attr::to_dim)
+        .filter(|&h| h > 0)
         .ok_or_else(|| a.err("hidden_size", "is required and must be positive"))?;
     let attrs = RnnAttrs {
         hidden_size: hidden,

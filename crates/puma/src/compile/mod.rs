@@ -242,6 +242,20 @@ pub fn schedule(
 
 /// Compile a graph for `arch`.
 pub fn compile(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<Program, CompileError> {
+    // Lowering keeps about 8 bytes of bookkeeping per tensor element; refuse graphs whose
+    // bookkeeping cannot fit instead of aborting on the allocation.
+    let elems = g
+        .values
+        .iter()
+        .fold(0u64, |a, v| a.saturating_add(v.ty.numel() as u64));
+    pimkit_ir::memory::check_fits(
+        elems.saturating_mul(8),
+        "compiling for PUMA (about 8 bytes per tensor element)",
+    )
+    .map_err(|msg| CompileError::Graph {
+        graph: g.name.clone(),
+        msg,
+    })?;
     let (sched, lowered) = schedule(g, arch, opts)?;
     sched.verify().map_err(CompileError::Internal)?;
     let mut prog = codegen::generate(&sched, &lowered, arch, g)?;

@@ -1,0 +1,41 @@
+//! Tensors too large to exist are errors naming the value or node, and static costs of
+//! huge graphs saturate instead of wrapping.
+
+use pimkit_ir::{DType, Graph, GraphStats, Op, TensorType, checked_bytes, verify};
+
+#[test]
+fn byte_sizes_are_checked() {
+    assert_eq!(checked_bytes(&[2, 3], 4), Some(24));
+    assert_eq!(checked_bytes(&[1 << 23, 1 << 23], 4), Some(1 << 48));
+    assert_eq!(checked_bytes(&[1 << 23, 1 << 23], 8), None);
+    // The product overflows 64 bits: still None, never a small wrapped number.
+    assert_eq!(checked_bytes(&[1 << 40, 1 << 40, 1 << 40], 4), None);
+}
+
+#[test]
+fn oversized_values_and_node_outputs_are_errors() {
+    let mut g = Graph::new("huge");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![1 << 30, 1 << 30]));
+    let e = verify(&g).unwrap_err().to_string();
+    assert!(e.contains("'x'") && e.contains("2^48"), "{e}");
+
+    let mut g = Graph::new("grow");
+    let a = g.add_input("a", TensorType::new(DType::F32, vec![1 << 24, 1]));
+    let b = g.add_input("b", TensorType::new(DType::F32, vec![1, 1 << 24]));
+    let e = g.op("outer", Op::MatMul, &[a, b]).unwrap_err().to_string();
+    assert!(e.contains("'outer'") && e.contains("2^48"), "{e}");
+    let _ = x;
+}
+
+#[test]
+fn mac_counts_saturate() {
+    let mut g = Graph::new("macs");
+    let a = g.add_input("a", TensorType::new(DType::F32, vec![1 << 21, 1 << 21]));
+    let b = g.add_input("b", TensorType::new(DType::F32, vec![1 << 21, 1 << 21]));
+    let y = g.op("mm", Op::MatMul, &[a, b]).unwrap();
+    g.outputs = vec![y];
+    // 2^63 MACs per product; two of them would wrap to 0.
+    let y2 = g.op("mm2", Op::MatMul, &[a, b]).unwrap();
+    g.outputs.push(y2);
+    assert_eq!(GraphStats::of(&g).macs, u64::MAX);
+}
