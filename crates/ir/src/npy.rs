@@ -34,7 +34,22 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
         source,
     };
     let file = std::fs::File::open(path).map_err(io)?;
-    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(io)?;
+    if header_shape_overflows(path) {
+        return Err(NpyError::Bad {
+            path: p,
+            msg: "the header's shape has more elements than 64 bits can count".into(),
+        });
+    }
+    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            NpyError::Bad {
+                path: p.clone(),
+                msg: "the .npy header is incomplete (a truncated file, or a header length past its end)".into(),
+            }
+        } else {
+            io(e)
+        }
+    })?;
     if npy.order() == npyz::Order::Fortran && npy.shape().len() > 1 {
         return Err(NpyError::Fortran { path: p });
     }
@@ -48,8 +63,32 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
             });
         }
     };
+    // A header whose shape needs more data than the file holds (truncated or lying) is
+    // reported with both sizes.
+    let item: usize = descr.get(2..).and_then(|d| d.parse().ok()).unwrap_or(1);
+    let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(u64::MAX);
+    let Some(need) = crate::checked_bytes(&shape, item).filter(|&n| n <= file_len) else {
+        return Err(NpyError::Bad {
+            path: p,
+            msg: format!(
+                "the header declares shape {shape:?} of {descr}, more data than the {file_len}-byte file holds"
+            ),
+        });
+    };
+    let io = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            NpyError::Bad {
+                path: p.clone(),
+                msg: format!(
+                    "truncated: the header declares shape {shape:?} of {descr} ({need} bytes of data) but the file ends early"
+                ),
+            }
+        } else {
+            io(e)
+        }
+    };
     // Endianness '<' or '|' (native little-endian machines); '>' is rejected by npyz reads below.
-    let data = match &descr[1..] {
+    let data = match descr.get(1..).unwrap_or("") {
         "f4" => TensorData::F32(npy.into_vec::<f32>().map_err(io)?),
         "f8" => TensorData::F32(
             npy.into_vec::<f64>()
@@ -75,6 +114,32 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
         path: p,
         msg: "data length does not match the header shape".into(),
     })
+}
+
+/// Whether the header's `'shape': (...)` multiplies past 64 bits (npyz multiplies the
+/// dimensions unchecked). Unreadable or odd headers answer false and are left to npyz.
+fn header_shape_overflows(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = vec![0u8; 4096];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let text = String::from_utf8_lossy(&head[..n]);
+    let Some(rest) = text.split("'shape':").nth(1) else {
+        return false;
+    };
+    let Some(inner) = rest
+        .split_once('(')
+        .and_then(|(_, r)| r.split_once(')'))
+        .map(|(i, _)| i)
+    else {
+        return false;
+    };
+    inner
+        .split(',')
+        .filter_map(|d| d.trim().parse::<u64>().ok())
+        .try_fold(1u64, |a, d| a.checked_mul(d))
+        .is_none()
 }
 
 fn write_typed<T: npyz::AutoSerialize + Copy>(
@@ -132,6 +197,37 @@ mod tests {
             write_npy(&p, &t).unwrap();
             assert_eq!(read_npy(&p).unwrap(), t);
         }
+    }
+
+    #[test]
+    fn truncated_and_lying_files_say_so() {
+        let dir = std::env::temp_dir().join(format!("pimkit-npy-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.npy");
+        write_npy(&p, &Tensor::from_f32(vec![4, 4], vec![1.0; 16])).unwrap();
+        let full = std::fs::read(&p).unwrap();
+        // Data cut short.
+        std::fs::write(&p, &full[..full.len() - 8]).unwrap();
+        let e = read_npy(&p).unwrap_err().to_string();
+        assert!(e.contains("truncated") && e.contains("[4, 4]"), "{e}");
+        // Header cut short.
+        std::fs::write(&p, &full[..20]).unwrap();
+        let e = read_npy(&p).unwrap_err().to_string();
+        assert!(e.contains("header is incomplete"), "{e}");
+        // A header shape whose byte size overflows 64 bits.
+        // (Same header length: the longer shape eats the padding spaces before its '\n'.)
+        let at = full.windows(5).position(|w| w == b"(4, 4").unwrap();
+        let nl = full.iter().position(|&b| b == b'\n').unwrap();
+        let big = b"(4611686018427387904, 4";
+        let mut lying = full[..at].to_vec();
+        lying.extend_from_slice(big);
+        lying.extend_from_slice(&full[at + 5..nl - (big.len() - 5)]);
+        lying.extend_from_slice(&full[nl..]);
+        assert_eq!(lying.len(), full.len());
+        std::fs::write(&p, &lying).unwrap();
+        let e = read_npy(&p).unwrap_err().to_string();
+        assert!(e.contains("64 bits"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -119,7 +119,16 @@ impl HostCalib {
     }
 
     pub fn load(path: &Path) -> Result<HostCalib> {
-        let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::InvalidData {
+                OffloadError::Calib {
+                    path: path.to_path_buf(),
+                    msg: "not a text (TOML) file".into(),
+                }
+            } else {
+                io_err(path)(e)
+            }
+        })?;
         let c: HostCalib = toml::from_str(&text).map_err(|e| OffloadError::Calib {
             path: path.to_path_buf(),
             msg: e.to_string(),
