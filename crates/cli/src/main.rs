@@ -67,9 +67,27 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, which turns a closed pipe (`pimkit ... | head`) into a panic in
+    // println!; the default action ends the process quietly as other Unix tools do.
+    // SAFETY: called once at start-up, before any other thread exists.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse(); // usage errors exit 2 (clap's convention, same as ours)
     // A panic is a bug in pimkit: report it as an internal error, never as a crash dump.
+    // The exception is println! failing (a full disk behind `> file`): an I/O error.
     std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") {
+            eprintln!("pimkit: error: cannot write the output: {msg}");
+            std::process::exit(1);
+        }
         eprintln!("pimkit: internal error (this is a bug, please report it): {info}");
     }));
     match std::panic::catch_unwind(|| dispatch(cli)) {

@@ -228,9 +228,45 @@ fn out_of_range_options_and_paths_are_user_errors() {
         &pimkit(&["exec", &mlp, "-i", &x, "--out", &fs]),
         &[&fs, "a file of that name exists"],
     );
+    assert_user_error(
+        &pimkit(&["report", "zoo:mlp?n=16", "-o", &fs]),
+        &[&fs, "a file of that name exists"],
+    );
     let _ = std::fs::remove_file(&f);
+    assert_user_error(&pimkit(&["exec", &mlp, "-i", "x="]), &["no file given"]);
     // A zoo size whose weights cannot exist.
     assert_user_error(&pimkit(&["info", "zoo:mlp?n=99999999999"]), &["2^31"]);
     // Not a model file.
     assert_user_error(&pimkit(&["info", "/dev/zero"]), &["not a regular file"]);
+}
+
+#[test]
+fn a_closed_or_full_stdout_is_not_a_crash() {
+    use std::process::Stdio;
+    // /dev/full: writing fails with ENOSPC; an I/O error, not an internal error.
+    if let Ok(full) = std::fs::File::create("/dev/full") {
+        let o = Command::new(env!("CARGO_BIN_EXE_pimkit"))
+            .args(["info", "zoo:lenet5"])
+            .stdout(Stdio::from(full))
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(
+            e.contains("cannot write the output") && !e.contains("internal error"),
+            "{e}"
+        );
+    }
+    // A reader that goes away (`| head -1`): ended by SIGPIPE like other Unix tools, with
+    // no panic message.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pimkit"))
+        .args(["zoo", "list"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("internal error"), "{}", stderr(&o));
 }

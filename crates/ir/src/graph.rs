@@ -234,6 +234,12 @@ impl Graph {
         Ok(outs[0])
     }
 
+    /// The first value with a zero-size dimension, if any: ONNX allows empty tensors and
+    /// the interpreter runs them, but engines that map elements onto hardware reject them.
+    pub fn first_empty_value(&self) -> Option<&Value> {
+        self.values.iter().find(|v| v.ty.shape.contains(&0))
+    }
+
     /// For each value, the nodes that read it.
     pub fn consumers(&self) -> HashMap<ValueId, Vec<NodeId>> {
         let mut m: HashMap<ValueId, Vec<NodeId>> = HashMap::new();

@@ -435,6 +435,19 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             if x.dtype != y.dtype && !matches!(b, crate::BinaryOp::Pow) {
                 return Err(c.dtype_err(1, format!("{} (same as input 0)", x.dtype)));
             }
+            // ONNX types: And/Or/Xor take bool only; Equal any type; the arithmetic and
+            // ordering ops have no bool form.
+            use crate::BinaryOp as B;
+            match b {
+                B::And | B::Or | B::Xor if x.dtype != DType::Bool => {
+                    return Err(c.dtype_err(0, "bool"));
+                }
+                B::Equal | B::And | B::Or | B::Xor => {}
+                _ if x.dtype == DType::Bool => {
+                    return Err(c.dtype_err(0, "a numeric type (the op has no bool form)"));
+                }
+                _ => {}
+            }
             let s = broadcast_shapes(&x.shape, &y.shape)
                 .ok_or_else(|| c.shape_err(1, format!("broadcastable with {:?}", x.shape)))?;
             let dt = if b.yields_bool() {

@@ -54,3 +54,24 @@ fn counts_do_not_depend_on_size() {
         assert_eq!(a, b, "{name}");
     }
 }
+
+#[test]
+fn constant_gather_indices_out_of_range_are_errors() {
+    // The native code clamps indices (memory safety), so a bad constant index would only
+    // give wrong data silently: the lowering refuses it.
+    use pimkit_ir::{DType, Graph, Op, Tensor, TensorType};
+    let mut g = Graph::new("g");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![2, 3]));
+    let i = g.add_const("i", Tensor::from_i64(vec![2], vec![1, 5]));
+    let y = g.op("take", Op::Gather { axis: 0 }, &[x, i]).unwrap();
+    g.outputs = vec![y];
+    let e = lower(&g).unwrap_err().to_string();
+    assert!(e.contains("'take'") && e.contains("index 5"), "{e}");
+    // In range, negative counted from the end: fine.
+    let mut g = Graph::new("g");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![2, 3]));
+    let i = g.add_const("i", Tensor::from_i64(vec![2], vec![1, -2]));
+    let y = g.op("take", Op::Gather { axis: 0 }, &[x, i]).unwrap();
+    g.outputs = vec![y];
+    assert!(lower(&g).is_ok());
+}

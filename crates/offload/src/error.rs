@@ -41,6 +41,7 @@ impl OffloadError {
             OffloadError::Loops(
                 pimkit_loops::LoopsError::Unsupported { .. }
                     | pimkit_loops::LoopsError::Node { .. }
+                    | pimkit_loops::LoopsError::Input(_)
             )
         )
     }

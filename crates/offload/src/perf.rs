@@ -131,3 +131,43 @@ mod imp {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_configs_follow_the_x86_layout() {
+        // torch-pim.md §3.3: backend_stalls 0x1A0/0x1E -> 0x1_0000_1EA0 (high event nibble
+        // in bits 32-35 on AMD).
+        assert_eq!(raw(0x1A0, 0x1E, 0), 0x1_0000_1EA0);
+        // cmask in bits 24-31: CYCLE_ACTIVITY.STALLS_TOTAL 0xA3/0x04, cmask 4.
+        assert_eq!(raw(0xA3, 0x04, 4), 0x0400_04A3);
+        assert_eq!(INTEL[0].1, 0x08B0);
+        assert_eq!(AMD[0].1, 0x4844);
+        assert_eq!(AMD[1].1, 0x04AE);
+    }
+
+    #[test]
+    fn vendor_selects_the_event_table() {
+        assert_eq!(events_for("GenuineIntel").unwrap()[0].0, INTEL[0].0);
+        assert_eq!(events_for("AuthenticAMD").unwrap()[0].0, AMD[0].0);
+        assert!(events_for("ARM").is_none());
+    }
+
+    #[test]
+    fn store_bound_is_store_cycles_over_backend_cycles() {
+        // Intel: c_store / (c_store + the three backend terms), eq. (7).
+        assert_eq!(store_bound("GenuineIntel", &[0, 40, 30, 20, 10]), 0.4);
+        // AMD: backend = no-retire + (cmask1 - cmask2).
+        assert_eq!(store_bound("AuthenticAMD", &[0, 50, 30, 40, 20]), 0.5);
+        assert_eq!(store_bound("AuthenticAMD", &[0; 5]), 0.0);
+    }
+
+    #[cfg(not(feature = "perf"))]
+    #[test]
+    fn without_the_feature_probe_says_how_to_enable_it() {
+        let e = probe("AuthenticAMD").unwrap_err().to_string();
+        assert!(e.contains("--features"), "{e}");
+    }
+}

@@ -52,7 +52,7 @@ pub enum OnnxError {
     },
     #[error("tensor '{tensor}': {msg}")]
     Tensor { tensor: String, msg: String },
-    #[error("node '{node}': {source}")]
+    #[error("{}", ir_message(node, source))]
     Ir {
         node: String,
         #[source]
@@ -69,3 +69,13 @@ pub enum OnnxError {
 }
 
 pub type Result<T> = std::result::Result<T, OnnxError>;
+
+/// An IR error already naming its node is shown as it is; others get the node in front.
+fn ir_message(node: &str, e: &IrError) -> String {
+    let m = e.to_string();
+    if m.starts_with(&format!("node '{node}'")) {
+        m
+    } else {
+        format!("node '{node}': {m}")
+    }
+}

@@ -401,3 +401,18 @@ fn sim_dir_errors_name_paths_once() {
         "{e}"
     );
 }
+
+#[test]
+fn zero_size_tensors_are_refused_by_name() {
+    use pimkit_ir::{DType, Graph, Op, TensorType};
+    let mut g = Graph::new("empty");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![2, 0]));
+    let w = g.add_const("w", Tensor::from_f32(vec![0, 3], vec![]));
+    let y = g.op("mm", Op::MatMul, &[x, w]).unwrap();
+    g.outputs = vec![y];
+    let e = compile(&g, &Arch::default(), &CompileOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("'x'") && e.contains("zero-size"), "{e}");
+}

@@ -346,6 +346,24 @@ fn rnn_layer(g: &Graph, n: &Node, gates: usize) -> Result<Option<Layer>> {
 pub fn extract(g: &Graph) -> Result<Extraction> {
     let mut out = Extraction::default();
     for n in &g.nodes {
+        // A zero-size operand has no weights or vectors to place.
+        if let Some(v) = n
+            .inputs
+            .iter()
+            .flatten()
+            .chain(&n.outputs)
+            .map(|&v| g.value(v))
+            .find(|v| v.ty.shape.contains(&0))
+        {
+            return Err(XbarError::Layer {
+                node: n.name.clone(),
+                op: n.op.name().into(),
+                msg: format!(
+                    "value '{}' has a zero-size dimension {:?}; crossbars map no empty tensors",
+                    v.name, v.ty.shape
+                ),
+            });
+        }
         let layer = match &n.op {
             Op::Conv(a) => conv_layer(g, n, 0, 1, a.group)?,
             Op::ConvInteger(a) => conv_layer(g, n, 0, 1, a.group)?,

@@ -330,3 +330,15 @@ fn conv_transpose_maps_in_scatter_form() {
         assert_eq!(l.macs(), node_cost(&g, &g.nodes[0]).macs, "group {group}");
     }
 }
+
+#[test]
+fn zero_size_operands_are_refused_by_node() {
+    use pimkit_ir::{DType, Graph, Op, Tensor, TensorType};
+    let mut g = Graph::new("empty");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![2, 0]));
+    let w = g.add_const("w", Tensor::from_f32(vec![0, 3], vec![]));
+    let y = g.op("mm", Op::MatMul, &[x, w]).unwrap();
+    g.outputs = vec![y];
+    let e = pimkit_xbar::layer::extract(&g).err().unwrap().to_string();
+    assert!(e.contains("'mm'") && e.contains("zero-size"), "{e}");
+}

@@ -48,6 +48,11 @@ pub fn parse_inputs(
                 names.join(", ")
             )));
         }
+        if file.is_empty() {
+            return Err(user(format!(
+                "--input {a}: no file given; write NAME=FILE.npy"
+            )));
+        }
         if out.contains_key(&name) {
             return Err(user(format!(
                 "--input {a}: input '{name}' is given twice; pass each input once"

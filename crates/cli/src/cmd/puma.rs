@@ -111,6 +111,7 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             arch,
             no_loops,
         } => {
+            crate::output::create_out_dir(&out, "-o")?;
             let g = load_model(&model)?;
             let a = arch.load()?;
             let opts = CompileOptions {

@@ -111,7 +111,14 @@ fn vpu_section(g: &Graph) -> anyhow::Result<Section> {
             pimkit_ir::Op::QLinearConv(_) | pimkit_ir::Op::QLinearMatMul
         )
     });
-    let inputs = pimkit_interp::random_inputs(g, 0);
+    if quantized {
+        pimkit_interp::check_memory(g).map_err(user)?;
+    }
+    let inputs = if quantized {
+        pimkit_interp::random_inputs(g, 0)
+    } else {
+        Default::default()
+    };
     let model = quantized.then_some((g, &inputs));
     let mut s = pimkit_vpu::report::build_section(&arch, model, true).map_err(user)?;
     if !quantized {
@@ -212,6 +219,8 @@ pub fn model_section(spec: &str, g: &Graph) -> Section {
     let mut json = serde_json::to_value(&info).unwrap_or_default();
     if g.is_shape_only() {
         s.note("Shape-only model (no weight data): the reference run is skipped.");
+    } else if let Err(e) = pimkit_interp::check_memory(g) {
+        s.note(format!("Reference run skipped: {e}"));
     } else {
         let inputs = pimkit_interp::random_inputs(g, 0);
         let t0 = std::time::Instant::now();
@@ -246,6 +255,8 @@ pub fn model_section(spec: &str, g: &Graph) -> Section {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
+    // A bad output path fails now, not after minutes of engines.
+    crate::output::create_out_dir(&a.out, "-o")?;
     let jobs: Vec<(Engine, String)> = match &a.model {
         Some(m) => ALL_ENGINES.iter().map(|&e| (e, m.clone())).collect(),
         None => DEFAULT_JOBS

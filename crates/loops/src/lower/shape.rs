@@ -199,6 +199,22 @@ pub(crate) fn gather(l: &mut Lowerer, _node: &Node, axis: usize) -> Result<Tenso
     let idx = l.input(1)?;
     let (xdt, xs) = l.ty(x);
     let (idt, is) = l.ty(idx);
+    // Constant indices are checked here (the native code clamps, so a bad index would
+    // only give silently wrong data).
+    let n = xs[axis] as f64;
+    let bad = match &l.p.tensors[idx].def {
+        TensorDef::Scalar(v) => (!(-n..n).contains(v)).then_some(*v),
+        TensorDef::Const { data: Some(d) } => {
+            d.to_f64_vec().into_iter().find(|v| !(-n..n).contains(v))
+        }
+        _ => None,
+    };
+    if let Some(v) = bad {
+        return Err(l.err(format!(
+            "index {v} is out of range for axis {axis} of size {}",
+            xs[axis]
+        )));
+    }
     let (_, shape) = l.out_ty(0);
     let out = l.result("gather", xdt, &shape);
     let mut nb = NB::new(NestKind::Copy, "gather");

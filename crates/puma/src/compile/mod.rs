@@ -242,6 +242,15 @@ pub fn schedule(
 
 /// Compile a graph for `arch`.
 pub fn compile(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<Program, CompileError> {
+    if let Some(v) = g.first_empty_value() {
+        return Err(CompileError::Graph {
+            graph: g.name.clone(),
+            msg: format!(
+                "value '{}' has a zero-size dimension {:?}; PUMA maps no empty tensors (remove the empty branch from the model)",
+                v.name, v.ty.shape
+            ),
+        });
+    }
     // Lowering keeps about 8 bytes of bookkeeping per tensor element; refuse graphs whose
     // bookkeeping cannot fit instead of aborting on the allocation.
     let elems = g
