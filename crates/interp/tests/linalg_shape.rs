@@ -123,6 +123,26 @@ fn reductions() {
         &[14f32.sqrt(), 77f32.sqrt()],
         1e-6,
     );
+    // Over an empty axis: the sum is 0 and the mean NaN (numpy, ONNX reference).
+    let empty = f32t(&[2, 0], &[]);
+    let r0 = |kind| {
+        run1(
+            Op::Reduce {
+                kind,
+                axes: vec![1],
+                keepdims: false,
+            },
+            vec![empty.clone()],
+        )
+    };
+    assert_eq!(r0(ReduceKind::Sum).as_f32().unwrap(), &[0., 0.]);
+    assert!(
+        r0(ReduceKind::Mean)
+            .as_f32()
+            .unwrap()
+            .iter()
+            .all(|v| v.is_nan())
+    );
 }
 
 #[test]

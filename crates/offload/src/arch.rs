@@ -68,8 +68,8 @@ impl PimArch {
                 msg: msg.to_string(),
             })
         };
-        if self.cores.is_empty() || self.cores.contains(&0) {
-            return bad("`cores` must list at least one positive core count");
+        if self.cores.is_empty() || self.cores.iter().any(|&c| c == 0 || c > 1 << 20) {
+            return bad("`cores` must list core counts in 1..=1048576");
         }
         for (k, v) in [
             ("f_ghz", self.f_ghz),
@@ -86,8 +86,10 @@ impl PimArch {
             ("lat_load", self.lat_load),
             ("lat_store", self.lat_store),
         ] {
-            if !(v > 0.0 && v.is_finite()) {
-                return bad(&format!("`{k}` must be a positive number, got {v}"));
+            // 1e6 bounds every rate and latency far above real hardware (GHz, IPC, GB/s,
+            // cycles) and keeps the time model's products finite.
+            if !(v > 0.0 && v <= 1e6) {
+                return bad(&format!("`{k}` must be a number in (0, 1e6], got {v}"));
             }
         }
         for (k, v) in [
@@ -96,15 +98,21 @@ impl PimArch {
             ("sync_per_core_ns", self.sync_per_core_ns),
             ("t_sw_ns", self.t_sw_ns),
         ] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return bad(&format!("`{k}` must be a non-negative number, got {v}"));
+            if !(0.0..=1e9).contains(&v) {
+                return bad(&format!("`{k}` must be a number in [0, 1e9] ns, got {v}"));
             }
         }
         if self.simd_bits < 8 {
             return bad("`simd_bits` must be at least 8 (use 32 for scalar fp32 code)");
         }
+        if self.simd_bits > 4096 {
+            return bad("`simd_bits` must be at most 4096");
+        }
         if self.line_bytes == 0 || self.l1d_bytes < self.line_bytes {
             return bad("`line_bytes` must be positive and `l1d_bytes` at least one line");
+        }
+        if self.line_bytes > 4096 || self.l1d_bytes > 1 << 30 {
+            return bad("`line_bytes` must be at most 4096 and `l1d_bytes` at most 1 GiB");
         }
         Ok(())
     }

@@ -95,3 +95,34 @@ fn equation_8_moves_data_at_the_memory_system_bandwidth() {
     std::fs::write(&f, old).unwrap();
     assert_eq!(HostCalib::load(&f).unwrap().b_move_gbs(), h.b_read_gbs);
 }
+
+#[test]
+fn architecture_fields_out_of_range_are_named() {
+    use pimkit_offload::PimArch;
+    let base = include_str!("../../../arch/pim-general.toml");
+    for (key, bad) in [
+        ("f_ghz", "1e30"),
+        ("ipc", "nan"),
+        ("lat_load", "-1"),
+        ("t_sw_ns", "inf"),
+        ("l1d_bytes", "99999999999999"),
+    ] {
+        let text: String = base
+            .lines()
+            .map(|l| {
+                if l.split('=').next().map(str::trim) == Some(key) {
+                    format!("{key} = {bad}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_ne!(text, base, "{key} is in the default file");
+        let e = PimArch::from_toml(&text, std::path::Path::new("x.toml"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(key), "{key} = {bad}: {e}");
+    }
+}

@@ -76,7 +76,12 @@ pub fn run(c: ZooCmd) -> anyhow::Result<()> {
             let mut extra = parse_params(&params)?;
             let (name, mut p) =
                 pimkit_zoo::parse_spec(name.strip_prefix("zoo:").unwrap_or(&name)).map_err(user)?;
-            p.append(&mut extra);
+            for (k, v) in extra.drain(..) {
+                if p.iter().any(|(q, _)| *q == k) {
+                    return Err(user(format!("parameter '{k}' is given twice")));
+                }
+                p.push((k, v));
+            }
             let g = pimkit_zoo::build(&name, &p).map_err(user)?;
             pimkit_onnx::save(&g, &output).map_err(user)?;
             eprintln!("wrote {} ({} nodes)", output.display(), g.nodes.len());

@@ -25,7 +25,9 @@ pub(crate) fn reduce(
         .collect();
     let map = strided_map(&x.shape, &ostr, 0);
     let nout = out_ty.numel();
-    let count = (x.numel() / nout.max(1)).max(1);
+    // Elements per output; 0 when a reduced axis is empty (a float mean is then NaN, as
+    // numpy and the ONNX reference give).
+    let count: usize = axes.iter().map(|&a| x.shape[a]).product();
     let shape = out_ty.shape.clone();
     use ReduceKind as K;
     if x.dtype().is_float() {
@@ -107,6 +109,9 @@ pub(crate) fn reduce(
         };
     }
     if kind == K::Mean {
+        if count == 0 {
+            return unsupported("integer ReduceMean over an empty axis (mean of no values)");
+        }
         acc.iter_mut().for_each(|a| *a /= count as i64);
     }
     Ok(int_tensor(x.dtype(), shape, acc))
