@@ -17,6 +17,15 @@ pub fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A finite real in (0, 1000]: a crossbar budget relative to the base network (a huge one
+/// would make the search's packing run for hours).
+pub fn budget(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1000.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a budget in (0, 1000]")),
+    }
+}
+
 /// A real in [0, 1].
 pub fn fraction(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {

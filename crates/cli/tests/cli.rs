@@ -234,6 +234,16 @@ fn out_of_range_options_and_paths_are_user_errors() {
     );
     let _ = std::fs::remove_file(&f);
     assert_user_error(&pimkit(&["exec", &mlp, "-i", "x="]), &["no file given"]);
+    for (flag, v) in [
+        ("--pop", "1000000000"),
+        ("--budget", "1e30"),
+        ("--samples", "0"),
+    ] {
+        assert_user_error(
+            &pimkit(&["xbar", "nas", "--gens", "1", "-o", "/tmp/x", flag, v]),
+            &[flag],
+        );
+    }
     // A zoo size whose weights cannot exist.
     assert_user_error(&pimkit(&["info", "zoo:mlp?n=99999999999"]), &["2^31"]);
     // Not a model file.

@@ -176,15 +176,51 @@ impl Space {
                 "genes.kernel must hold odd kernel sizes (same padding)".into(),
             ));
         }
-        if self.resolution == 0
-            || self.proxy_resolution == 0
-            || self.in_channels == 0
-            || self.classes == 0
-        {
-            return Err(err(
-                "resolution, proxy_resolution, in_channels and classes must be positive".into(),
-            ));
+        // Ranges: every field positive, and bounded well above MobileNet-class networks
+        // so that a typo cannot ask for terabytes of activations or an endless search.
+        let range = |name: String, v: usize, lo: usize, hi: usize| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(err(format!("{name} = {v}: use {lo}..={hi}")))
+            }
+        };
+        range("resolution".into(), self.resolution, 8, 1024)?;
+        range("proxy_resolution".into(), self.proxy_resolution, 8, 1024)?;
+        range("in_channels".into(), self.in_channels, 1, 64)?;
+        range("classes".into(), self.classes, 1, 100_000)?;
+        range("divisor".into(), self.divisor, 1, 64)?;
+        range("se_reduction".into(), self.se_reduction, 1, 64)?;
+        for (n, v) in g.kernel.iter().map(|&k| ("genes.kernel", k)).chain(
+            g.expand
+                .iter()
+                .map(|&e| ("genes.expand", e))
+                .chain(g.depth.iter().map(|&d| ("genes.depth", d))),
+        ) {
+            let hi = if n == "genes.kernel" { 15 } else { 16 };
+            range(n.into(), v, 1, hi)?;
         }
+        let conv = |at: String, out: usize, kernel: usize, stride: usize| {
+            range(format!("{at}.out"), out, 1, 4096)?;
+            range(format!("{at}.kernel"), kernel, 1, 15)?;
+            range(format!("{at}.stride"), stride, 1, 4)
+        };
+        conv(
+            "stem".into(),
+            self.stem.out,
+            self.stem.kernel,
+            self.stem.stride,
+        )?;
+        for (i, f) in self.fixed.iter().enumerate() {
+            conv(format!("fixed[{i}]"), f.out, f.kernel, f.stride)?;
+            range(format!("fixed[{i}].expand"), f.expand, 1, 16)?;
+        }
+        for (i, st) in self.stages.iter().enumerate() {
+            range(format!("stages[{i}].out"), st.out, 1, 4096)?;
+            range(format!("stages[{i}].stride"), st.stride, 1, 4)?;
+        }
+        range("head.final_expand".into(), self.head.final_expand, 1, 8192)?;
+        range("head.feature_mix".into(), self.head.feature_mix, 1, 8192)?;
         Ok(())
     }
 

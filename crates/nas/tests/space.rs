@@ -240,3 +240,42 @@ act = "hswish"
             .is_finite()
     );
 }
+
+#[test]
+fn out_of_range_space_fields_are_named() {
+    let base = include_str!("../../../arch/spaces/mbv3-small.toml");
+    // Replace the first line starting with `key =` after the `[section]` header.
+    let edit = |section: &str, key: &str, value: &str| -> String {
+        let mut in_section = section.is_empty();
+        let mut done = false;
+        base.lines()
+            .map(|l| {
+                if l.trim_start().starts_with('[') {
+                    in_section = l.trim() == section;
+                }
+                if in_section && !done && l.split('=').next().map(str::trim) == Some(key) {
+                    done = true;
+                    format!("{key} = {value}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (section, key, value, named) in [
+        ("[stem]", "out", "0", "stem.out"),
+        ("", "classes", "100000000", "classes"),
+        ("", "proxy_resolution", "100000", "proxy_resolution"),
+        ("[genes]", "expand", "[100000]", "genes.expand"),
+        ("", "se_reduction", "0", "se_reduction"),
+    ] {
+        let text = edit(section, key, value);
+        assert_ne!(text, base, "{key} found");
+        let e = pimkit_nas::Space::from_toml_str(&text)
+            .err()
+            .unwrap_or_else(|| panic!("{key} = {value} accepted"))
+            .to_string();
+        assert!(e.contains(named), "{key} = {value}: {e}");
+    }
+}

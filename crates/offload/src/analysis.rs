@@ -148,7 +148,12 @@ pub fn analyze(
             t_copy_exact: l.t_copy_exact,
             n_region: l.n_region,
             t_hybrid: l.t_hybrid,
-            captured_fraction: if t_all > 0.0 { captured / t_all } else { 0.0 },
+            // `+ 0.0` turns the -0.0 of an empty capture into 0.0 (tables showed "-0.0%").
+            captured_fraction: if t_all > 0.0 {
+                captured / t_all + 0.0
+            } else {
+                0.0
+            },
             oracle_speedup: s_orc,
             captured_of_oracle: if (s_orc - 1.0).abs() < 1e-12 {
                 if s_rule >= s_orc - 1e-12 { 1.0 } else { 0.0 }

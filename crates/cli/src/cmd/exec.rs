@@ -82,15 +82,13 @@ pub fn parse_inputs(
     Ok(out)
 }
 
-/// min, max, mean of a tensor as f64 (for summaries).
+/// min, max, mean of a tensor as f64 (for summaries); NaN elements are skipped by min and
+/// max, and all three are NaN for an empty or all-NaN tensor (never a placeholder value).
 pub fn summary(t: &Tensor) -> (f64, f64, f64) {
     let v = t.to_f64_vec();
-    if v.is_empty() {
-        return (0.0, 0.0, 0.0);
-    }
     let (lo, hi) = v
         .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        .fold((f64::NAN, f64::NAN), |(a, b), &x| (a.min(x), b.max(x)));
     (lo, hi, v.iter().sum::<f64>() / v.len() as f64)
 }
 

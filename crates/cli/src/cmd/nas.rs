@@ -13,18 +13,19 @@ pub struct NasArgs {
     /// Search space: a built-in name (mbv3-small) or a space .toml file
     #[arg(long, default_value = "mbv3-small")]
     pub space: String,
-    /// Crossbar budget as an absolute count
-    #[arg(long, conflicts_with = "budget")]
+    /// Crossbar budget as an absolute count (1 to 100000)
+    #[arg(long, conflicts_with = "budget", value_parser = crate::bounds::int_in::<1, 100000>)]
     pub crossbars: Option<usize>,
     /// Crossbar budget(s) as multiples of the base network's ISAAC-like crossbar count;
-    /// a comma list runs one search per budget (e.g. 0.8,1,1.2 as in the paper's Fig. 10)
-    #[arg(long, value_delimiter = ',', default_value = "1.0")]
+    /// a comma list runs one search per budget (e.g. 0.8,1,1.2 as in the paper's Fig. 10);
+    /// each in (0, 1000]
+    #[arg(long, value_delimiter = ',', default_value = "1.0", value_parser = crate::bounds::budget)]
     pub budget: Vec<f64>,
     /// Population size
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = crate::bounds::int_in::<2, 100000>)]
     pub pop: usize,
     /// Generations
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = crate::bounds::int_in::<0, 100000>)]
     pub gens: usize,
     /// Accuracy evaluator: proxy | table:FILE.csv | cmd:"COMMAND {onnx} {config}"
     #[arg(long, default_value = "proxy")]
@@ -45,7 +46,7 @@ pub struct NasArgs {
     #[arg(long, default_value_t = 0.5)]
     pub mutation_ratio: f64,
     /// Samples streamed through the mapped network for the latency
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = crate::bounds::int_in::<1, 1048576>)]
     pub samples: usize,
     /// Depthwise split factor S_DW
     #[arg(long, default_value_t = 1)]
@@ -56,8 +57,8 @@ pub struct NasArgs {
     /// Zoo entry of the base network (normalisation and ISAAC-like reference)
     #[arg(long, default_value = "rnc_mobilenet_v3_small")]
     pub base: String,
-    /// Inputs in the proxy's batch (the size of NASWOT's kernel matrix; 1 to 4096)
-    #[arg(long, default_value_t = 4, value_parser = crate::bounds::int_in::<1, 4096>)]
+    /// Inputs in the proxy's batch (the size of NASWOT's kernel matrix; 1 to 256)
+    #[arg(long, default_value_t = 4, value_parser = crate::bounds::int_in::<1, 256>)]
     pub proxy_batch: usize,
     /// Output directory
     #[arg(short = 'o', long = "out")]
@@ -65,6 +66,7 @@ pub struct NasArgs {
 }
 
 pub fn run(a: NasArgs) -> anyhow::Result<()> {
+    crate::output::create_out_dir(&a.out, "-o")?;
     let space = Space::load(&a.space).map_err(user)?;
     let accuracy: AccuracySpec = a.accuracy.parse().map_err(user)?;
     let objective: HwObjective = a.objective.parse().map_err(user)?;
@@ -122,7 +124,10 @@ pub fn run(a: NasArgs) -> anyhow::Result<()> {
             | pimkit_nas::NasError::Space { .. }
             | pimkit_nas::NasError::UnknownSpace(..)
             | pimkit_nas::NasError::Config { .. }
-            | pimkit_nas::NasError::Io { .. } => user(e),
+            | pimkit_nas::NasError::Io { .. }
+            // The candidate graphs come from the user's space file and base model.
+            | pimkit_nas::NasError::Ir(_)
+            | pimkit_nas::NasError::Zoo(_) => user(e),
             e => anyhow::Error::new(e),
         })?;
         results.push(r);

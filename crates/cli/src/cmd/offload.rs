@@ -145,6 +145,7 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
     let analysis = pimkit_offload::run_program(&prog, &hostc, &opts).map_err(conv)?;
     let mut emitted = None;
     if let Some(dir) = &a.emit {
+        crate::output::create_out_dir(dir, "--emit")?;
         let place: Vec<bool> = analysis.nests.iter().map(|n| n.offload).collect();
         emitted = Some(pimkit_offload::reinsert::emit_and_check(&prog, &place, dir).map_err(conv)?);
     }

@@ -69,7 +69,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// Budgets (multiples of the ISAAC-like crossbar count).
-    #[arg(long, value_delimiter = ',', default_value = "0.8,1,1.2,1.8")]
+    #[arg(long, value_delimiter = ',', default_value = "0.8,1,1.2,1.8", value_parser = crate::bounds::budget)]
     pub budgets: Vec<f64>,
     /// Depthwise split factors.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
@@ -78,7 +78,8 @@ pub struct SweepArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "1,2,4,8,16,32,64,128,256,512,1024"
+        default_value = "1,2,4,8,16,32,64,128,256,512,1024",
+        value_parser = crate::bounds::int_in::<1, 1048576>
     )]
     pub samples: Vec<usize>,
     /// Print the sweep as JSON.
