@@ -37,19 +37,7 @@ pub fn progress(len: u64, msg: &str) -> indicatif::ProgressBar {
     pb
 }
 
-/// Create an output directory (and its parents), with an error naming the option and the
-/// path; a regular file in the way gets its own message.
+/// [`pimkit_report::create_out_dir`] with the option's name in front of its error.
 pub fn create_out_dir(dir: &std::path::Path, option: &str) -> anyhow::Result<()> {
-    if dir.is_file() {
-        return Err(crate::error::user(format!(
-            "{option}: cannot create output directory '{}': a file of that name exists; pass a directory path",
-            dir.display()
-        )));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| {
-        crate::error::user(format!(
-            "{option}: cannot create output directory '{}': {e}",
-            dir.display()
-        ))
-    })
+    pimkit_report::create_out_dir(dir).map_err(|e| crate::error::user(format!("{option}: {e}")))
 }

@@ -8,6 +8,26 @@ mod table;
 
 pub use table::Table;
 
+/// Create an output directory and its parents; the error names the directory, and a
+/// regular file in the way gets its own message (used by every command that writes one).
+pub fn create_out_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "cannot create output directory '{}': a file of that name exists; pass a directory path",
+                dir.display()
+            ),
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot create output directory '{}': {e}", dir.display()),
+        )
+    })
+}
+
 use serde::Serialize;
 use std::path::Path;
 

@@ -73,24 +73,7 @@ pub fn write_roofline_dir(points: &[Point], dir: &Path) -> std::io::Result<Vec<S
     Ok(files)
 }
 
-/// `create_dir_all`, with an error that names the directory.
-pub fn create_out_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            format!(
-                "cannot create output directory '{}': a file of that name exists; pass a directory path",
-                dir.display()
-            ),
-        ));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| {
-        std::io::Error::new(
-            e.kind(),
-            format!("cannot create output directory '{}': {e}", dir.display()),
-        )
-    })
-}
+pub use pimkit_report::create_out_dir;
 
 /// `fs::write`, with an error that names the file.
 pub fn write_file(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {

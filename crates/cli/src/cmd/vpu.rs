@@ -111,7 +111,7 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 .ok_or_else(|| user(format!("--method {method}: use pimkit or paper")))?;
             if let Some(dir) = &out {
                 // Before the (possibly long) run, so a bad --out fails at once.
-                pimkit_vpu::report::create_out_dir(dir).map_err(|e| user(format!("--out: {e}")))?;
+                crate::output::create_out_dir(dir, "--out")?;
             }
             let g = load_model(&model)?;
             pimkit_interp::check_memory(&g).map_err(user)?;
@@ -193,7 +193,7 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
         } => {
             let a = arch_of(&arch)?;
             // Before the sweeps (minutes without --quick), so a bad -o fails at once.
-            pimkit_vpu::report::create_out_dir(&out).map_err(|e| user(format!("--out: {e}")))?;
+            crate::output::create_out_dir(&out, "--out")?;
             let sweeps: Vec<Sweep> = if kernels.is_empty() {
                 Sweep::ALL.to_vec()
             } else {
