@@ -280,3 +280,43 @@ fn a_closed_or_full_stdout_is_not_a_crash() {
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("internal error"), "{}", stderr(&o));
 }
+
+/// `--host-fixed` pairs the reference θ with times measured here: when this machine's
+/// calibration on disk reads far from the reference host, a note says so (exit 0).
+#[test]
+fn host_fixed_notes_a_machine_far_from_the_reference() {
+    let dir = std::env::temp_dir().join(format!("pimkit-cli-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let calib = |read: f64| {
+        let p = dir.join(format!("host-{read}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "vendor = \"AuthenticAMD\"\ncpu_model = \"test\"\nb_read_gbs = {read:.1}\n\
+                 b_store_gbs = 20.0\nb_mem_gbs = 576.0\nstore_curve = [[4096, 3.0]]\n\
+                 t_ctx_ns = 2000.0\nl1d_bytes = 32768\nl2_bytes = 524288\n\
+                 llc_bytes = 33554432\nline_bytes = 64\nsource = \"measured\"\n"
+            ),
+        )
+        .unwrap();
+        p.display().to_string()
+    };
+    let run = |read: f64| {
+        let o = pimkit(&[
+            "offload",
+            "zoo:relu?n=64",
+            "--host-fixed",
+            "--host",
+            &calib(read),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let far = run(40.0);
+    assert!(
+        far.contains("--host-fixed") && far.contains("40.0 GB/s") && far.contains("pass C3"),
+        "{far}"
+    );
+    assert!(!run(18.0).contains("--host-fixed"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

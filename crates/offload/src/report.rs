@@ -3,6 +3,7 @@
 //! (like Table 4).
 
 use crate::analysis::Analysis;
+use crate::host::HostCalib;
 use pimkit_report::{Section, Table, plot};
 
 fn b(x: bool) -> String {
@@ -194,6 +195,31 @@ pub fn movement_bandwidth_warning(a: &Analysis) -> Option<String> {
     })
 }
 
+/// `--host-fixed` pairs the reference host's θ (0.12 x its 16.9 GB/s read bandwidth) with
+/// nest times measured on this machine. When this machine's own calibration (`measured`)
+/// reads more than 1.5x faster or slower than the reference, the nests' bandwidths and θ
+/// are on different scales (a faster host lifts compute-bound nests above the reference
+/// θ): a sentence saying so, else None.
+pub fn reference_host_mismatch(measured: &HostCalib) -> Option<String> {
+    let r = HostCalib::fixed_reference();
+    let ratio = measured.b_read_gbs / r.b_read_gbs;
+    (measured.source == "measured" && !(1.0 / 1.5..=1.5).contains(&ratio)).then(|| {
+        format!(
+            "the reference host sets θ from its {:.1} GB/s read bandwidth, but this machine \
+             reads {:.1} GB/s ({:.1}x) and the nest times are measured here, so bandwidths \
+             and θ come from different machines ({})",
+            r.b_read_gbs,
+            measured.b_read_gbs,
+            ratio,
+            if ratio > 1.0 {
+                "compute-bound nests may pass C3"
+            } else {
+                "memory-bound nests may fail C3"
+            }
+        )
+    })
+}
+
 /// Plain-text rendering for the terminal.
 pub fn terminal(a: &Analysis) -> String {
     let mut s = String::new();
@@ -325,4 +351,24 @@ fn sanitize(n: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_mismatch_needs_a_measured_host_beyond_one_and_a_half_times() {
+        let mut m = HostCalib::fixed_reference();
+        assert!(reference_host_mismatch(&m).is_none(), "the reference itself");
+        m.source = "measured".into();
+        for (read, note) in [(25.0, false), (26.0, true), (11.4, false), (11.2, true)] {
+            m.b_read_gbs = read;
+            assert_eq!(reference_host_mismatch(&m).is_some(), note, "{read} GB/s");
+        }
+        m.b_read_gbs = 40.0;
+        assert!(reference_host_mismatch(&m).unwrap().contains("compute-bound nests may pass C3"));
+        m.b_read_gbs = 5.0;
+        assert!(reference_host_mismatch(&m).unwrap().contains("memory-bound nests may fail C3"));
+    }
 }

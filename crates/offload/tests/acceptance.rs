@@ -4,6 +4,10 @@
 //! runs=9, on the
 //! project's 2-core AMD EPYC KVM guest), the host calibration is the reference one and
 //! counters come from the model backend. The live run is `full_size_live` (ignored).
+//! `silu` (n = 2048, runs=9) was recorded on 2026-12-01 on a later guest of the same kind
+//! whose calibration reads 37 GB/s; its decisions do not depend on the times' scale (both
+//! nests read from the LLC, so C3 and C4 fail on the footprint model alone). `silu_n4096`
+//! is silu at n = 4096, recorded with the others.
 
 use pimkit_offload::{Analysis, HostCalib, Options, analyze_with_times};
 
@@ -18,9 +22,16 @@ fn times(name: &str) -> Vec<f64> {
 }
 
 fn analysis(name: &str) -> Analysis {
-    let g = pimkit_zoo::build(name, &[("weights".into(), "none".into())]).unwrap();
+    analysis_with(name, name, &[])
+}
+
+/// The analysis of zoo entry `name` with extra parameters, timed by fixture entry `key`.
+fn analysis_with(name: &str, key: &str, params: &[(&str, &str)]) -> Analysis {
+    let mut p: Vec<(String, String)> = vec![("weights".into(), "none".into())];
+    p.extend(params.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let g = pimkit_zoo::build(name, &p).unwrap();
     let p = pimkit_loops::lower(&g).unwrap();
-    let t = times(name);
+    let t = times(key);
     assert_eq!(
         t.len(),
         p.nests.len(),
@@ -61,38 +72,38 @@ fn streaming_kernels_offload_everything_and_scale_with_cores() {
     }
 }
 
+/// torch-pim.txt §5.2 (b): no transcendental nest is offloaded; they pass C1 and C2 but
+/// read below θ and issue no non-temporal stores. silu runs at its default n = 2048 (the
+/// zoo's parameter doc gives the inference from Table 4), gelu and tanh at 4096.
 #[test]
 fn transcendental_kernels_offload_nothing() {
     for name in ["silu", "gelu", "tanh"] {
         let a = analysis(name);
-        // The transcendental nest itself stays on the host (fails C3 and C4). Deviation:
-        // silu lowers to two nests (sigmoid, then a streaming x * s) as Torch-MLIR does
-        // without elementwise fusion (torch-pim.md §2.1-2.2: the paper's 8-nest softmax and
-        // 14-nest attention imply no fusion), and the streaming multiply passes C3 like
-        // any streaming nest: silu offloads 1 of 2 nests, 1.13x / 1.15x / 1.16x.
         for n in &a.nests {
-            if n.op != "Mul" {
-                assert!(
-                    !n.offload && n.c1 && n.c2 && !n.c3 && !n.c4,
-                    "{name}: nest {} {}",
-                    n.id,
-                    n.label
-                );
-            }
-        }
-        if name == "silu" {
             assert!(
-                a.cores.iter().all(|c| c.captured_fraction < 0.2),
-                "silu: the sigmoid keeps most of the time on the host"
+                !n.offload && n.c1 && n.c2 && !n.c3 && !n.c4,
+                "{name}: nest {} {}: {n:?}",
+                n.id,
+                n.label
             );
-        } else {
-            assert!(
-                a.nests.iter().all(|n| !n.offload),
-                "{name}: offloads nothing"
-            );
-            assert!(a.cores.iter().all(|c| (c.speedup - 1.0).abs() < 1e-9));
         }
+        assert!(a.cores.iter().all(|c| (c.speedup - 1.0).abs() < 1e-9));
     }
+}
+
+/// The deviation at n = 4096 (docs/offload.md): unfused, as Torch-MLIR lowers it, silu's
+/// x * s multiply streams 2 x 64 MiB and passes C3 like ew_add's nest at that size, so
+/// silu offloads 1 of 2 nests; the sigmoid stays on the host and keeps most of the time.
+/// This is why the paper's silu sizes must lie below 4096.
+#[test]
+fn silu_at_4096_offloads_its_streaming_multiply_only() {
+    let a = analysis_with("silu", "silu_n4096", &[("n", "4096")]);
+    let sig = &a.nests[0];
+    assert!(sig.c1 && sig.c2 && !sig.c3 && !sig.c4 && !sig.offload, "{sig:?}");
+    let mul = &a.nests[1];
+    assert_eq!(mul.op, "Mul");
+    assert!(mul.c3 && mul.offload, "{mul:?}");
+    assert!(a.cores.iter().all(|c| c.captured_fraction < 0.2));
 }
 
 #[test]
@@ -301,15 +312,23 @@ fn one_thread_movement_bandwidth_is_flagged() {
 /// the paper's silu finding is what its fused form gives. The fused nest's host time is
 /// taken as the sum of the two unfused fixture times (fusion only removes the
 /// intermediate's store and reload; a live run measured 111 ms against their 84 ms).
+/// At n = 4096, where the unfused multiply is offloaded.
 #[test]
 fn fused_silu_offloads_nothing() {
-    let g = pimkit_zoo::build("silu", &[("weights".into(), "none".into())]).unwrap();
+    let g = pimkit_zoo::build(
+        "silu",
+        &[
+            ("weights".into(), "none".into()),
+            ("n".into(), "4096".into()),
+        ],
+    )
+    .unwrap();
     let o = pimkit_loops::LowerOptions {
         fuse_elementwise: true,
     };
     let p = pimkit_loops::lower_with(&g, &o).unwrap();
     assert_eq!(p.nests.len(), 1);
-    let t: f64 = times("silu").iter().sum();
+    let t: f64 = times("silu_n4096").iter().sum();
     let a = analyze_with_times(&p, &[t], &HostCalib::fixed_reference(), &Options::default());
     let n = &a.nests[0];
     assert!(n.c1 && n.c2 && !n.c3 && !n.c4 && !n.offload, "{n:?}");

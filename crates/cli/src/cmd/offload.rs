@@ -101,6 +101,19 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         return Err(user("--runs must be at least 1"));
     }
     let hostc = load_host(a.host.as_ref(), a.host_fixed, false)?;
+    if a.host_fixed {
+        // Only a calibration already on disk: --host-fixed never starts a measurement.
+        let p = a.host.clone().unwrap_or_else(host::default_cache_path);
+        if let Some(note) = HostCalib::load(&p)
+            .ok()
+            .and_then(|m| report::reference_host_mismatch(&m))
+        {
+            eprintln!(
+                "note: --host-fixed: {note}; drop --host-fixed to judge the nests against \
+                 this machine's own θ"
+            );
+        }
+    }
     let opts = Options {
         cores: if a.cores.is_empty() {
             arch.cores.clone()

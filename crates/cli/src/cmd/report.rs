@@ -82,6 +82,11 @@ fn offload_section(g: &Graph) -> anyhow::Result<Section> {
              memory system, docs/offload.md), as the docs' figures do.",
             list[1].host.cpu_model, list[1].host.b_mem_gbs
         ));
+        if let Some(n) = pimkit_offload::report::reference_host_mismatch(&host) {
+            s.note(format!(
+                "Read the second set with care: {n}. The first set uses this machine's own θ."
+            ));
+        }
     }
     Ok(s)
 }
