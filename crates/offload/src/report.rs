@@ -360,15 +360,26 @@ mod tests {
     #[test]
     fn reference_mismatch_needs_a_measured_host_beyond_one_and_a_half_times() {
         let mut m = HostCalib::fixed_reference();
-        assert!(reference_host_mismatch(&m).is_none(), "the reference itself");
+        assert!(
+            reference_host_mismatch(&m).is_none(),
+            "the reference itself"
+        );
         m.source = "measured".into();
         for (read, note) in [(25.0, false), (26.0, true), (11.4, false), (11.2, true)] {
             m.b_read_gbs = read;
             assert_eq!(reference_host_mismatch(&m).is_some(), note, "{read} GB/s");
         }
         m.b_read_gbs = 40.0;
-        assert!(reference_host_mismatch(&m).unwrap().contains("compute-bound nests may pass C3"));
+        assert!(
+            reference_host_mismatch(&m)
+                .unwrap()
+                .contains("compute-bound nests may pass C3")
+        );
         m.b_read_gbs = 5.0;
-        assert!(reference_host_mismatch(&m).unwrap().contains("memory-bound nests may fail C3"));
+        assert!(
+            reference_host_mismatch(&m)
+                .unwrap()
+                .contains("memory-bound nests may fail C3")
+        );
     }
 }

@@ -99,7 +99,10 @@ fn transcendental_kernels_offload_nothing() {
 fn silu_at_4096_offloads_its_streaming_multiply_only() {
     let a = analysis_with("silu", "silu_n4096", &[("n", "4096")]);
     let sig = &a.nests[0];
-    assert!(sig.c1 && sig.c2 && !sig.c3 && !sig.c4 && !sig.offload, "{sig:?}");
+    assert!(
+        sig.c1 && sig.c2 && !sig.c3 && !sig.c4 && !sig.offload,
+        "{sig:?}"
+    );
     let mul = &a.nests[1];
     assert_eq!(mul.op, "Mul");
     assert!(mul.c3 && mul.offload, "{mul:?}");
