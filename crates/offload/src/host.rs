@@ -232,7 +232,7 @@ fn parse_size(s: &str) -> Option<u64> {
     num.parse::<u64>().ok().map(|v| v * mul)
 }
 
-fn cpu_ident() -> (String, String) {
+pub(crate) fn cpu_ident() -> (String, String) {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let field = |k: &str| {
         info.lines()
