@@ -4,20 +4,22 @@
 //! moved innermost when that beats the default innermost dim, which keeps each output
 //! element's reduction order and lets -O3 vectorize without reassociation.
 
-use crate::error::{LoopsError, Result};
+use crate::error::Result;
 use crate::ir::*;
 use pimkit_ir::DType;
 use std::fmt::Write;
 
-pub(crate) fn c_type(dt: DType) -> Option<&'static str> {
-    Some(match dt {
+pub(crate) fn c_type(dt: DType) -> &'static str {
+    match dt {
         DType::F32 => "float",
         DType::I64 => "int64_t",
         DType::I32 => "int32_t",
         DType::I8 => "int8_t",
         DType::U8 | DType::Bool => "uint8_t",
-        DType::F16 => return None,
-    })
+        // Stored as IEEE binary16 (GCC's `_Float16`, x86-64 since GCC 12); every load
+        // widens it to float, as the interpreter computes f16 in f32 (see `expr`).
+        DType::F16 => "_Float16",
+    }
 }
 
 const PRELUDE: &str = "\
@@ -57,7 +59,7 @@ fn lit(v: f64, dt: DType) -> String {
             }
         }
         DType::Bool => format!("((uint8_t){})", u8::from(v != 0.0)),
-        _ => format!("(({}){})", c_type(dt).unwrap_or("int"), v as i64),
+        _ => format!("(({}){})", c_type(dt), v as i64),
     }
 }
 
@@ -103,6 +105,10 @@ impl Ctx<'_> {
                 let t = &self.p.tensors[self.n.operands[*operand].tensor];
                 if let TensorDef::Scalar(v) = t.def {
                     lit(v, t.dtype)
+                } else if t.dtype == DType::F16 {
+                    // Arithmetic on f16 values runs in f32, rounded to f16 only where a
+                    // value is stored or cast, as the interpreter's per-node rounding.
+                    format!("((float)p{operand}[{}])", self.offset(*operand, index))
                 } else {
                     format!("p{operand}[{}]", self.offset(*operand, index))
                 }
@@ -175,8 +181,11 @@ impl Ctx<'_> {
                 let x = self.expr(a);
                 if *to == DType::Bool {
                     format!("((uint8_t)({x} != 0))")
+                } else if *to == DType::F16 {
+                    // Round to f16 (nearest-even), then carry on in f32.
+                    format!("((float)(_Float16)({x}))")
                 } else {
-                    format!("(({})({x}))", c_type(*to).unwrap_or("float"))
+                    format!("(({})({x}))", c_type(*to))
                 }
             }
         }
@@ -267,13 +276,7 @@ fn emit_nest(p: &Program, n: &Nest, out: &mut String) -> Result<()> {
     for (j, o) in n.operands.iter().enumerate() {
         let t = &p.tensors[o.tensor];
         let Some(a) = t.alloc else { continue };
-        let ct = c_type(t.dtype).ok_or_else(|| LoopsError::Codegen {
-            nest: n.id,
-            msg: format!(
-                "tensor '{}' has dtype {} which the C backend does not support",
-                t.name, t.dtype
-            ),
-        })?;
+        let ct = c_type(t.dtype);
         let q = if o.role == Role::In { "const " } else { "" };
         let r = if restrict { "restrict " } else { "" };
         writeln!(out, "  {q}{ct} *{r}p{j} = ({q}{ct} *)bufs[{a}];").unwrap();
@@ -291,7 +294,7 @@ fn emit_nest(p: &Program, n: &Nest, out: &mut String) -> Result<()> {
     }
     for (k, s) in n.stores.iter().enumerate() {
         let dt = p.tensors[n.operands[s.operand].tensor].dtype;
-        let ct = c_type(dt).unwrap_or("float");
+        let ct = c_type(dt);
         writeln!(out, "{indent}const {ct} v{k} = {};", cx.expr(&s.value)).unwrap();
     }
     for (k, s) in n.stores.iter().enumerate() {
