@@ -84,13 +84,13 @@ pub fn host_run(p: &Program, runs: usize, source: CounterSource, vendor: &str) -
     })
 }
 
-#[cfg(feature = "perf")]
+#[cfg(all(feature = "perf", target_os = "linux"))]
 fn counted_run(r: &mut Runner, n: usize, vendor: &str) -> Result<Vec<[u64; 5]>> {
     let mut g = crate::perf::CounterGroup::new(vendor)?;
     (0..n).map(|i| g.measure(|| r.run_nest(i))).collect()
 }
 
-#[cfg(not(feature = "perf"))]
+#[cfg(not(all(feature = "perf", target_os = "linux")))]
 fn counted_run(_r: &mut Runner, _n: usize, vendor: &str) -> Result<Vec<[u64; 5]>> {
     crate::perf::probe(vendor).map(|_| vec![])
 }
