@@ -37,6 +37,23 @@ pub fn progress(len: u64, msg: &str) -> indicatif::ProgressBar {
     pb
 }
 
+/// A spinner on stderr for work whose length is not known in advance (it counts items
+/// and shows the latest); hidden when stderr is not a terminal.
+pub fn spinner(msg: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {prefix}: {pos} done, {msg} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb.set_prefix(msg.to_string());
+    pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    pb
+}
+
 /// [`pimkit_report::create_out_dir`] with the option's name in front of its error.
 pub fn create_out_dir(dir: &std::path::Path, option: &str) -> anyhow::Result<()> {
     pimkit_report::create_out_dir(dir).map_err(|e| crate::error::user(format!("{option}: {e}")))

@@ -25,7 +25,7 @@ pub mod tool;
 pub use arch::{Arch, ArchError};
 pub use compile::{CompileError, CompileOptions, compile};
 pub use fixed::NumMode;
-pub use per_layer::{LayerResult, PerLayerResult, run_per_layer};
+pub use per_layer::{LayerResult, PerLayerResult, run_per_layer, run_per_layer_with};
 pub use program::Program;
 pub use report::report_section;
 pub use result::{PumaResult, RunError, compare, run_graph, run_program};

@@ -174,6 +174,19 @@ pub fn run_per_layer(
     sopts: &SimOptions,
     inputs: Option<HashMap<String, Tensor>>,
 ) -> Result<PerLayerResult, RunError> {
+    run_per_layer_with(g, arch, copts, sopts, inputs, &mut |_, _, _| {})
+}
+
+/// [`run_per_layer`], calling `on_layer(index, layers, name)` as each layer starts (a
+/// progress display: large networks take seconds per layer).
+pub fn run_per_layer_with(
+    g: &Graph,
+    arch: &Arch,
+    copts: &CompileOptions,
+    sopts: &SimOptions,
+    inputs: Option<HashMap<String, Tensor>>,
+    on_layer: &mut dyn FnMut(usize, usize, &str),
+) -> Result<PerLayerResult, RunError> {
     let inputs = match inputs {
         Some(i) => i,
         None => {
@@ -235,6 +248,7 @@ pub fn run_per_layer(
     }
     let mut layers = Vec::new();
     for (si, r) in segs.iter().enumerate() {
+        on_layer(si, segs.len(), &g.nodes[r.start].name);
         let t0 = std::time::Instant::now();
         let full: Vec<Vec<usize>> = ext[si].iter().map(|&v| g.ty(v).shape.clone()).collect();
         let can_shrink = g.nodes[r.clone()].iter().all(|n| spatial(&n.op))

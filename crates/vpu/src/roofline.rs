@@ -212,9 +212,36 @@ fn kind_name(k: ConvKind) -> &'static str {
 /// Run one sweep on `base` (its VPU count and bandwidth are overridden where the sweep
 /// varies them).
 pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> {
+    run_sweep_with(base, sweep, scale, &mut |_| {})
+}
+
+/// The points of a sweep as they are computed, each also handed to `on_point` (a
+/// progress display: a full sweep takes seconds to minutes).
+struct Sink<'a> {
+    pts: Vec<Point>,
+    on_point: &'a mut dyn FnMut(&Point),
+}
+
+impl Sink<'_> {
+    fn push(&mut self, p: Point) {
+        (self.on_point)(&p);
+        self.pts.push(p);
+    }
+}
+
+/// [`run_sweep`], calling `on_point` after each point.
+pub fn run_sweep_with(
+    base: &Arch,
+    sweep: Sweep,
+    scale: Scale,
+    on_point: &mut dyn FnMut(&Point),
+) -> Result<Vec<Point>> {
     let q = scale.quick;
     let one = base.with(1, base.memory.bandwidth);
-    let mut pts = Vec::new();
+    let mut pts = Sink {
+        pts: Vec::new(),
+        on_point,
+    };
     let name = sweep.name();
     match sweep {
         Sweep::Matmul => {
@@ -304,7 +331,7 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
                 }
             }
         }
-        Sweep::Simd => pts = simd_points(base, q)?,
+        Sweep::Simd => simd_points(base, q, &mut pts)?,
         Sweep::Arch => {
             let n = if q { 64 } else { 256 };
             let p = mm(n, n);
@@ -342,7 +369,7 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
             }
         }
     }
-    Ok(pts)
+    Ok(pts.pts)
 }
 
 /// The five §5.9 problems (each kernel with its winning dataflow) and a label.
@@ -418,8 +445,7 @@ impl Problem {
     }
 }
 
-fn simd_points(base: &Arch, q: bool) -> Result<Vec<Point>> {
-    let mut pts = Vec::new();
+fn simd_points(base: &Arch, q: bool, pts: &mut Sink) -> Result<()> {
     for (name, prob) in simd_problems(q) {
         for bw in [1.2, 0.8, 0.5] {
             for vpus in [1, 2, 4] {
@@ -430,7 +456,7 @@ fn simd_points(base: &Arch, q: bool) -> Result<Vec<Point>> {
             pts.push(prob.run_host(name, "simd", &base.with(vpus, 1.2))?);
         }
     }
-    Ok(pts)
+    Ok(())
 }
 
 /// Table 3 rows from the §5.9 points: (kernel, P 1V/4V, host P, G_P, I, host I, L_I).

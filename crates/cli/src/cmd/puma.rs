@@ -181,8 +181,21 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
                 ..Default::default()
             };
             if per_layer {
-                let r = pimkit_puma::run_per_layer(&g, &a, &CompileOptions::default(), &so, inputs)
-                    .map_err(user)?;
+                let pb = crate::output::progress(0, "layers");
+                let r = pimkit_puma::run_per_layer_with(
+                    &g,
+                    &a,
+                    &CompileOptions::default(),
+                    &so,
+                    inputs,
+                    &mut |i, n, name| {
+                        pb.set_length(n as u64);
+                        pb.set_position(i as u64);
+                        pb.set_message(name.to_string());
+                    },
+                );
+                pb.finish_and_clear();
+                let r = r.map_err(user)?;
                 if json {
                     print_json(&r)?
                 } else {

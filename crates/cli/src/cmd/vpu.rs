@@ -5,7 +5,7 @@ use crate::model::{load_model, model_label};
 use crate::output::print_json;
 use pimkit_vpu::Arch;
 use pimkit_vpu::network::{DataflowChoice, NetOptions, run_network};
-use pimkit_vpu::roofline::{Scale, Sweep, run_sweep, table3};
+use pimkit_vpu::roofline::{Point, Scale, Sweep, run_sweep_with, table3};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Subcommand, Debug)]
@@ -204,7 +204,10 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             };
             let mut pts = vec![];
             for s in sweeps {
-                pts.extend(run_sweep(&a, s, Scale { quick }).map_err(user)?);
+                let pb = crate::output::spinner(&format!("roofline {}", s.name()));
+                let got = run_sweep_with(&a, s, Scale { quick }, &mut tick(&pb));
+                pb.finish_and_clear();
+                pts.extend(got.map_err(user)?);
             }
             let files = pimkit_vpu::report::write_roofline_dir(&pts, Path::new(&out))
                 .map_err(|e| user(format!("--out: {e}")))?;
@@ -218,7 +221,10 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
         }
         VpuCmd::Table3 { quick, arch, json } => {
             let a = arch_of(&arch)?;
-            let pts = run_sweep(&a, Sweep::Simd, Scale { quick }).map_err(user)?;
+            let pb = crate::output::spinner("table3 (the §5.9 sweep)");
+            let pts = run_sweep_with(&a, Sweep::Simd, Scale { quick }, &mut tick(&pb));
+            pb.finish_and_clear();
+            let pts = pts.map_err(user)?;
             let t = table3(&pts);
             if json {
                 return print_json(&t);
@@ -226,5 +232,18 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             println!("{}", t.to_terminal());
             Ok(())
         }
+    }
+}
+
+/// Advance a spinner by one sweep point, naming it.
+fn tick(pb: &indicatif::ProgressBar) -> impl FnMut(&Point) + '_ {
+    move |p| {
+        pb.inc(1);
+        let what = if p.label.starts_with(&p.kernel) {
+            p.label.clone()
+        } else {
+            format!("{} {}", p.kernel, p.label)
+        };
+        pb.set_message(format!("{what} {}", p.dataflow));
     }
 }
