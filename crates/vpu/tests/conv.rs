@@ -75,6 +75,9 @@ fn conv1d_causal_shapes() {
         (12, 7, 600, 2, 4),
         (5, 1, 17, 1, 2),
         (28, 3, 70, 1, 2),
+        // Above 26 channels IS streams its inputs; WS spills per chunk and VPU: 4 VPUs
+        // with two chunks each.
+        (40, 3, 1100, 1, 4),
     ] {
         let p = g.conv(
             c,

@@ -2,9 +2,11 @@
 //! sequence is processed in chunks of one register (with the (K-1)*d causal halo); a
 //! block of output channels is held as int32 accumulators while the C_in*K reduction is
 //! done by shift (slide) and broadcast MAC. Partitions: OS input V0-V10, output V11-V30;
-//! IS all input channels resident (up to 26; more are streamed in groups), output the
-//! rest; WS 13 resident input channels + 13 output channels. Cooperating VPUs split the
-//! sequence; each loads its own band with the causal overlap.
+//! IS all input channels resident (up to 26), output the rest; above 26 channels IS
+//! streams its inputs through the 8-channel window of Table 2 (V0-V7, outputs V8-V28) once
+//! per output block, like OS, so no partial sums spill; WS 13 resident input channels + 13
+//! output channels, spilling int32 partial sums between input groups. Cooperating VPUs
+//! split the sequence; each loads its own band with the causal overlap.
 
 use super::conv2d::ConvJob;
 use super::{Dataflow, Spill, zp_at};
@@ -16,6 +18,7 @@ const W_REG: usize = 31;
 struct Plan {
     lo: usize,
     lc: usize,
+    c_out: usize,
     halo: usize,
     in_slots: usize,
     scratch: usize,
@@ -27,16 +30,21 @@ struct Plan {
 }
 
 impl Plan {
-    /// The partial sums of output channels `co0..co0+nco`, positions `c0..c0+len`.
-    fn spill_at(&self, q: usize, co0: usize, nco: usize, c0: usize, len: usize) -> Spill {
+    /// The partial sums of output channels `co0..co0+nco` for VPU `q`'s current chunk
+    /// (`len` positions). Only one chunk is in flight per VPU (every C_in group of a
+    /// chunk is done before the next chunk), so the spill buffer holds one chunk per VPU,
+    /// contiguous: C_out x chunk int32 values. A buffer laid out along the whole
+    /// sequence instead puts its rows a power-of-two apart for power-of-two lengths, and
+    /// they collide in a few cache sets.
+    fn spill_at(&self, q: usize, co0: usize, nco: usize, len: usize) -> Spill {
         Spill {
             buf: self.spill,
             vpu: q,
             reg: self.out0,
-            at: co0 * self.lo + c0,
+            at: (q * self.c_out + co0) * self.lc,
             rows: nco,
             cols: len,
-            row_elems: self.lo,
+            row_elems: self.lc,
         }
     }
     fn chunk(&self, q: usize, t: usize) -> Option<(usize, usize)> {
@@ -67,10 +75,10 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
     let (_, lo) = j.out_hw();
     let (in_slots, out_slots) = match df {
         Dataflow::Os => (10, 20),
-        Dataflow::Is => {
-            let i = j.c_in.min(26);
-            (i, (30 - i).min(21))
-        }
+        // quinn Table 2 note b: all C_in channels resident up to 26; above that the
+        // inputs stream through the C_in = 8 window (V0-V7, outputs V8-V28).
+        Dataflow::Is if j.c_in <= 26 => (j.c_in, (30 - j.c_in).min(21)),
+        Dataflow::Is => (8, 21),
         Dataflow::Ws => (13, 13),
     };
     let lc = v - halo;
@@ -80,10 +88,11 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
         .map(|q| ((q * per).min(lo), ((q + 1) * per).min(lo)))
         .collect();
     let groups = j.c_in.div_ceil(in_slots);
-    let spill = (df != Dataflow::Os && groups > 1).then(|| m.alloc(j.c_out * lo * 4));
+    let spill = (!streams(df, groups) && groups > 1).then(|| m.alloc(p * j.c_out * lc * 4));
     Ok(Plan {
         lo,
         lc,
+        c_out: j.c_out,
         halo,
         in_slots,
         scratch: in_slots,
@@ -95,33 +104,38 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
     })
 }
 
+/// Whether the inputs stream through their window once per output block (the output
+/// accumulators complete their whole C_in*K reduction, nothing spills): always for OS,
+/// and for IS when C_in does not fit its resident window. Otherwise (WS, and IS with every
+/// channel resident) each input group is loaded once and the outputs sweep past it.
+fn streams(df: Dataflow, ci_groups: usize) -> bool {
+    df == Dataflow::Os || (df == Dataflow::Is && ci_groups > 1)
+}
+
 pub fn conv1d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
     let pl = plan(m, j, df)?;
     let ci_groups = j.c_in.div_ceil(pl.in_slots);
     let co_blocks = j.c_out.div_ceil(pl.out_slots);
     for t in 0..pl.steps {
-        match df {
-            Dataflow::Os => {
+        if streams(df, ci_groups) {
+            for cb in 0..co_blocks {
+                m.host_loop(1);
+                init(m, j, &pl, t, cb, 0)?;
+                for g in 0..ci_groups {
+                    load_inputs(m, j, &pl, t, g)?;
+                    macs(m, j, &pl, t, cb, g)?;
+                }
+                finish(m, j, &pl, t, cb, true)?;
+            }
+        } else {
+            for g in 0..ci_groups {
+                m.host_loop(1);
+                load_inputs(m, j, &pl, t, g)?;
                 for cb in 0..co_blocks {
                     m.host_loop(1);
-                    init(m, j, &pl, t, cb, 0)?;
-                    for g in 0..ci_groups {
-                        load_inputs(m, j, &pl, t, g)?;
-                        macs(m, j, &pl, t, cb, g)?;
-                    }
-                    finish(m, j, &pl, t, cb, true)?;
-                }
-            }
-            Dataflow::Is | Dataflow::Ws => {
-                for g in 0..ci_groups {
-                    m.host_loop(1);
-                    load_inputs(m, j, &pl, t, g)?;
-                    for cb in 0..co_blocks {
-                        m.host_loop(1);
-                        init(m, j, &pl, t, cb, g)?;
-                        macs(m, j, &pl, t, cb, g)?;
-                        finish(m, j, &pl, t, cb, g + 1 == ci_groups)?;
-                    }
+                    init(m, j, &pl, t, cb, g)?;
+                    macs(m, j, &pl, t, cb, g)?;
+                    finish(m, j, &pl, t, cb, g + 1 == ci_groups)?;
                 }
             }
         }
@@ -236,11 +250,11 @@ fn macs(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) 
 fn init(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) -> Result<()> {
     let (co0, nco) = block(j, pl, cb);
     for q in 0..m.vpus() {
-        let Some((c0, len)) = pl.chunk(q, t) else {
+        let Some((_, len)) = pl.chunk(q, t) else {
             continue;
         };
         if g > 0 {
-            pl.spill_at(q, co0, nco, c0, len).reload(m)?;
+            pl.spill_at(q, co0, nco, len).reload(m)?;
         } else {
             for o in 0..nco {
                 m.host(1);
@@ -276,7 +290,7 @@ fn finish(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, last: bo
                 pl.lo * es,
             ))?;
         } else {
-            pl.spill_at(q, co0, nco, c0, len).store(m)?;
+            pl.spill_at(q, co0, nco, len).store(m)?;
         }
     }
     Ok(())
