@@ -77,28 +77,15 @@ fn f16_reductions_matmul_and_softmax_agree_within_their_accumulation() {
     let b = g.add_input("b", f16t(&[K, 7]));
     let mm = g.op("mm", Op::MatMul, &[a, b]).unwrap();
     let sm = g.op("sm", Op::Softmax { axis: 1 }, &[mm]).unwrap();
+    let reduce = |kind, axis, keepdims| Op::Reduce {
+        kind,
+        axes: vec![axis],
+        keepdims,
+    };
     let sum = g
-        .op(
-            "sum",
-            Op::Reduce {
-                kind: ReduceKind::Sum,
-                axes: vec![1],
-                keepdims: false,
-            },
-            &[a],
-        )
+        .op("sum", reduce(ReduceKind::Sum, 1, false), &[a])
         .unwrap();
-    let max = g
-        .op(
-            "max",
-            Op::Reduce {
-                kind: ReduceKind::Max,
-                axes: vec![0],
-                keepdims: true,
-            },
-            &[a],
-        )
-        .unwrap();
+    let max = g.op("max", reduce(ReduceKind::Max, 0, true), &[a]).unwrap();
     g.outputs = vec![mm, sm, sum, max];
     let (got, want) = run_both(&g);
     let tol = K as f64 * ULP / 2.0 + ULP;
