@@ -78,6 +78,9 @@ fn conv1d_causal_shapes() {
         // Above 26 channels IS streams its inputs; WS spills per chunk and VPU: 4 VPUs
         // with two chunks each.
         (40, 3, 1100, 1, 4),
+        // Long filters: an output block's taps must share one register.
+        (30, 16, 90, 1, 1),
+        (9, 40, 60, 1, 2),
     ] {
         let p = g.conv(
             c,

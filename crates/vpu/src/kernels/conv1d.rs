@@ -81,6 +81,9 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
         Dataflow::Is => (8, 21),
         Dataflow::Ws => (13, 13),
     };
+    // A block's taps (out_slots x K) share the one weight register V31: long filters get
+    // smaller output blocks (K <= VLEN holds, the causal window fits a register).
+    let out_slots = out_slots.min(v / j.kw).max(1);
     let lc = v - halo;
     let p = m.vpus();
     let per = lo.div_ceil(p);
