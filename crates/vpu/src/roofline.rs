@@ -673,3 +673,33 @@ pub fn roofline_svg(title: &str, points: &[Point]) -> String {
         true,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// quinn Table 3's 1-D row at its full size: the host's intensity fixes the problem
+    /// (179 Ops/B, c64/K3), and IS streaming its inputs above 26 channels (Table 2 note b)
+    /// gives the paper's vector intensity (136) and loss (1.32). A kernel that spills
+    /// int32 partial sums instead falls to about 16 Ops/B.
+    #[test]
+    fn table3_conv1d_row_has_the_papers_intensities() {
+        let (name, prob) = simd_problems(false).remove(0);
+        assert_eq!(name, "1D convolution");
+        let a = Arch::default().with(1, 1.2);
+        let vec = prob.run(name, "simd", &a).unwrap();
+        let host = prob.run_host(name, "simd", &a).unwrap();
+        assert!(
+            (host.intensity - 179.0).abs() < 179.0 * 0.05,
+            "{}",
+            host.intensity
+        );
+        assert!(
+            (vec.intensity - 136.0).abs() < 136.0 * 0.05,
+            "{}",
+            vec.intensity
+        );
+        let loss = host.intensity / vec.intensity;
+        assert!((loss - 1.32).abs() < 0.07, "L_I {loss}");
+    }
+}
