@@ -167,6 +167,8 @@ pub struct NetworkResult {
     pub energy_j: f64,
     pub latency_ms: f64,
     pub layers: Vec<LayerResult>,
+    /// Layers sent to the host because no VPU kernel can hold them, with the reason.
+    pub notes: Vec<String>,
     #[serde(skip)]
     pub outputs: Vec<Tensor>,
 }
@@ -210,6 +212,7 @@ struct Net<'a> {
     host_bytes: u64,
     /// Charge host layout conversions (false under `Method::Paper`).
     charge_layout: bool,
+    notes: Vec<String>,
 }
 
 /// Run graph `g` on the simulated system. `inputs` as for the interpreter.
@@ -253,6 +256,7 @@ pub fn run_network(
         choice,
         host_bytes: 0,
         charge_layout: !paper,
+        notes: Vec::new(),
     };
     let mut layers = Vec::with_capacity(g.nodes.len());
     for (i, n) in g.nodes.iter().enumerate() {
@@ -261,7 +265,11 @@ pub fn run_network(
         }
         let s0 = net.m.counters();
         let hb0 = net.host_bytes;
-        let (kernel, df, work, shape) = net.node(NodeId(i as u32), n)?;
+        // Kernel errors name the layer they came from.
+        let (kernel, df, work, shape) = net.node(NodeId(i as u32), n).map_err(|e| match e {
+            VpuError::Node { .. } => e,
+            e => nerr(n, e.to_string()),
+        })?;
         net.m.finish();
         let st: Stats = net.m.checked_stats_since(&s0)?;
         layers.push(LayerResult {
@@ -312,6 +320,7 @@ pub fn run_network(
         energy_j: energy_j(arch, cycles),
         latency_ms: cycles as f64 / (arch.clock_mhz * 1e3),
         layers,
+        notes: net.notes,
         outputs,
     })
 }

@@ -243,3 +243,29 @@ fn paper_method_sums_kernel_layers_only() {
     // Same operation count either way (eq. 1 counts only kernel layers).
     assert_eq!(paper.ops, ours.ops);
 }
+
+/// A convolution whose filter no register window holds (17 x 17 = 289 taps > 256; a
+/// causal window of 300 samples) runs on the host with a note naming the layer; the
+/// outputs still equal the interpreter's.
+#[test]
+fn filters_that_do_not_fit_run_on_the_host_with_a_note() {
+    let a = Arch::default();
+    for spec in [
+        "qlinear_conv?c=2&k=3&h=20&w=20&kernel=17&pad=8",
+        "qlinear_conv1d_causal?c=2&k=3&l=40&kernel=100&dilation=3",
+    ] {
+        let g = zoo(spec);
+        for r in run_all(&g, &a) {
+            assert!(
+                r.layers.iter().all(|l| l.kernel == KernelKind::Host),
+                "{spec}"
+            );
+            assert_eq!(r.notes.len(), 1, "{spec}: {:?}", r.notes);
+            assert!(
+                r.notes[0].contains("ran on the host") && r.notes[0].contains("VRF is too small"),
+                "{}",
+                r.notes[0]
+            );
+        }
+    }
+}

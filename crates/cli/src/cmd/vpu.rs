@@ -136,6 +136,9 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 },
             )
             .map_err(user)?;
+            for note in &r.notes {
+                eprintln!("note: {note}");
+            }
             if r.kernel_cycles == 0 {
                 eprintln!(
                     "note: no layer of {} ran on the VPUs (they run QLinearConv/QLinearMatMul/QGemm); everything ran on the modelled host. Quantize the model (QOperator) to use them.",

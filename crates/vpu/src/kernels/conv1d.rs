@@ -54,6 +54,21 @@ impl Plan {
     }
 }
 
+/// Whether the causal window ((K-1)*d + 1 samples) fits one register; checked before
+/// anything runs, so a network can send a layer that does not fit to the host instead.
+pub(crate) fn check_geometry(kw: usize, dil: usize, v: usize) -> Result<()> {
+    let window = kw.saturating_sub(1) * dil + 1;
+    if window > v {
+        return Err(VpuError::VrfTooSmall {
+            kernel: "QLinearConv-1D",
+            msg: format!(
+                "the causal window of {window} samples does not fit a {v}-element register"
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
     if j.h != 1 || j.kh != 1 || j.stride != (1, 1) || j.pads[0] != 0 || j.pads[2] != 0 {
         return Err(kerr(
@@ -62,16 +77,8 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
         ));
     }
     let v = m.vlen;
+    check_geometry(j.kw, j.dil.1, v)?;
     let halo = (j.kw - 1) * j.dil.1;
-    if halo + 1 > v {
-        return Err(VpuError::VrfTooSmall {
-            kernel: "QLinearConv-1D",
-            msg: format!(
-                "the causal window of {} samples does not fit a {v}-element register",
-                halo + 1
-            ),
-        });
-    }
     let (_, lo) = j.out_hw();
     let (in_slots, out_slots) = match df {
         Dataflow::Os => (10, 20),

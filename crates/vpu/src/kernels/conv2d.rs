@@ -152,32 +152,32 @@ impl Geo {
     }
 }
 
-fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Geo> {
-    let v = m.vlen;
-    let (ho, wo) = j.out_hw();
-    if j.kh == 0 || j.kw == 0 || j.stride.0 == 0 || j.stride.1 == 0 || j.dil.0 == 0 || j.dil.1 == 0
-    {
+/// Whether the 2-D kernel's registers can hold this filter: one dilated filter row in a
+/// register, its rows in the input window, its taps in V31. Checked before anything runs,
+/// so a network can send a layer that does not fit to the host instead.
+pub(crate) fn check_geometry(
+    kernel: (usize, usize),
+    stride: (usize, usize),
+    dil: (usize, usize),
+    v: usize,
+) -> Result<()> {
+    let ((kh, kw), (sh, sw), (dh, dw)) = (kernel, stride, dil);
+    if kh == 0 || kw == 0 || sh == 0 || sw == 0 || dh == 0 || dw == 0 {
         return Err(kerr(
             "QLinearConv",
             "kernel, strides and dilations must be positive",
         ));
     }
-    let span_w = (j.kw - 1) * j.dil.1 + 1;
-    let wc = if j.stride.1 == 1 {
-        v.saturating_sub(span_w - 1)
-    } else {
-        v
-    };
-    if wc == 0 {
+    let span_w = (kw - 1) * dw + 1;
+    if sw == 1 && span_w > v {
         return Err(VpuError::VrfTooSmall {
             kernel: "QLinearConv",
             msg: format!(
-                "a {}-wide dilated filter row needs more than the {v} elements of one register",
-                span_w
+                "a {span_w}-wide dilated filter row needs more than the {v} elements of one register"
             ),
         });
     }
-    let span_h = (j.kh - 1) * j.dil.0 + 1;
+    let span_h = (kh - 1) * dh + 1;
     if span_h > MAX_IN_ROWS {
         return Err(VpuError::VrfTooSmall {
             kernel: "QLinearConv",
@@ -186,6 +186,22 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Geo> {
             ),
         });
     }
+    if kh * kw > v {
+        return Err(VpuError::VrfTooSmall {
+            kernel: "QLinearConv",
+            msg: format!("{} filter taps exceed one register ({v})", kh * kw),
+        });
+    }
+    Ok(())
+}
+
+fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Geo> {
+    let v = m.vlen;
+    let (ho, wo) = j.out_hw();
+    check_geometry((j.kh, j.kw), j.stride, j.dil, v)?;
+    let span_w = (j.kw - 1) * j.dil.1 + 1;
+    let wc = if j.stride.1 == 1 { v - (span_w - 1) } else { v };
+    let span_h = (j.kh - 1) * j.dil.0 + 1;
     let mut rt = MAX_OUT_ROWS.min(ho);
     while rt > 1 && (rt - 1) * j.stride.0 + span_h > MAX_IN_ROWS {
         rt -= 1;
@@ -197,12 +213,6 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Geo> {
         .collect();
     let steps = per.div_ceil(rt);
     let kk = j.kh * j.kw;
-    if kk > v {
-        return Err(VpuError::VrfTooSmall {
-            kernel: "QLinearConv",
-            msg: format!("{kk} filter taps exceed one register ({v})"),
-        });
-    }
     let spill = (df != Dataflow::Os && j.c_in > 1).then(|| m.alloc(j.c_out * ho * wo * 4));
     Ok(Geo {
         ho,

@@ -143,6 +143,18 @@ impl Net<'_> {
             return self.host_node(n);
         }
         let is1d = !rank2 && stride == (1, 1);
+        // A filter no register window can hold runs on the host, with a note.
+        let fits = if is1d {
+            conv1d::check_geometry(kw, dil.1, self.m.vlen)
+        } else {
+            conv2d::check_geometry((kh, kw), stride, dil, self.m.vlen)
+        };
+        if let Err(e @ VpuError::VrfTooSmall { .. }) = fits {
+            self.notes
+                .push(format!("layer `{}` ran on the host: {e}", n.name));
+            return self.host_node(n);
+        }
+        fits?;
         let x_addr = self.place(n, x, Layout::Chw)?;
         let wt_addr = self.m.put(w_elem, &wv);
         let y_addr = self.m.alloc(yt.numel() * out.elem.size());
