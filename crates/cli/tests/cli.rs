@@ -168,6 +168,8 @@ fn report_writes_html_json_and_svg() {
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("Conv"));
+    // The VPU sweeps run at reduced sizes in the report, and say so.
+    assert!(html.contains("reduced sizes"));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
             .unwrap();

@@ -249,5 +249,13 @@ pub fn build_section(
         }
     }
     let refs: Vec<&NetworkResult> = runs.iter().collect();
-    Ok(report_section(arch, &pts, &refs))
+    let mut sec = report_section(arch, &pts, &refs);
+    if quick {
+        sec.note(
+            "The sweeps here run at reduced sizes to keep the report short: compare trends, \
+             not values, with quinn's figures and Table 3. `pimkit vpu roofline` and \
+             `pimkit vpu table3` run the paper's sizes (docs/vpu.md compares them).",
+        );
+    }
+    Ok(sec)
 }
