@@ -28,7 +28,9 @@ fn close(name: &str, got: &Tensor, want: &Tensor, tol: f64) {
     }
 }
 
-fn run_both(g: &Graph) -> (Vec<Tensor>, Vec<Tensor>) {
+/// Native and interpreter outputs, or None (with a message) when the C compiler has no
+/// `_Float16` (GCC before 12, clang before 15): f16 programs cannot be built there.
+fn run_both(g: &Graph) -> Option<(Vec<Tensor>, Vec<Tensor>)> {
     let p = pimkit_loops::lower(g).unwrap();
     let inputs = pimkit_interp::random_inputs(g, 5);
     let ordered: Vec<Tensor> = g
@@ -36,9 +38,18 @@ fn run_both(g: &Graph) -> (Vec<Tensor>, Vec<Tensor>) {
         .iter()
         .map(|&v| inputs[&g.value(v).name].clone())
         .collect();
-    let got = pimkit_loops::run(&p, &ordered, &common::opts()).unwrap();
+    let got = match pimkit_loops::run(&p, &ordered, &common::opts()) {
+        Ok(t) => t,
+        Err(e @ pimkit_loops::LoopsError::CompilerFailed { .. })
+            if e.to_string().contains("_Float16") =>
+        {
+            eprintln!("skipped: this C compiler has no _Float16: {e}");
+            return None;
+        }
+        Err(e) => panic!("{e}"),
+    };
     let want = pimkit_interp::run(g, &inputs).unwrap();
-    (got, want)
+    Some((got, want))
 }
 
 /// One f16 ulp at 1.0 is 2^-10.
@@ -59,7 +70,9 @@ fn f16_elementwise_nests_round_once_like_the_interpreter() {
     let twice = g.op("twice", Op::Binary(BinaryOp::Add), &[up, up]).unwrap();
     let down = g.op("down", Op::Cast { to: DType::F16 }, &[twice]).unwrap();
     g.outputs = vec![add, mul, sig, exp, relu, up, down];
-    let (got, want) = run_both(&g);
+    let Some((got, want)) = run_both(&g) else {
+        return;
+    };
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
         close(&format!("output {k}"), a, b, ULP);
     }
@@ -87,7 +100,9 @@ fn f16_reductions_matmul_and_softmax_agree_within_their_accumulation() {
         .unwrap();
     let max = g.op("max", reduce(ReduceKind::Max, 0, true), &[a]).unwrap();
     g.outputs = vec![mm, sm, sum, max];
-    let (got, want) = run_both(&g);
+    let Some((got, want)) = run_both(&g) else {
+        return;
+    };
     let tol = K as f64 * ULP / 2.0 + ULP;
     for (k, (x, y)) in got.iter().zip(&want).enumerate() {
         assert_eq!(x.dtype(), DType::F16);
@@ -106,6 +121,9 @@ fn f16_programs_profile_on_the_host() {
     let p = pimkit_loops::lower(&g).unwrap();
     let c = pimkit_loops::codegen::emit_c(&p).unwrap();
     assert!(c.contains("_Float16"), "{c}");
+    if run_both(&g).is_none() {
+        return;
+    }
     let prof = pimkit_loops::profile(&p, 1).unwrap();
     assert_eq!(prof.nests.len(), p.nests.len());
 }

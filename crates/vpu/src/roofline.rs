@@ -395,10 +395,10 @@ pub fn simd_problems(q: bool) -> Vec<(&'static str, Problem)> {
         vec![
             (
                 "1D convolution",
-                // §5.9 fixes L = 1024 but not c or K. The scalar host's intensity is set
-                // by the problem alone (it re-reads nothing): Table 3's 179 Ops/B at 1
-                // and 4 VPUs gives c = C_in = C_out = 64 with Fig. 7's K = 3 (pimkit's
-                // host: 178; c16 gave 49, c128 121 / 326).
+                // §5.9 fixes L = 1024 but not c or K. Where the scalar host's working
+                // set fits on chip its intensity is the problem's compulsory one: Table
+                // 3's 179 Ops/B at both 1 and 4 VPUs fits c = C_in = C_out = 64 with
+                // Fig. 7's K = 3 (compulsory 178; c16 gives 49, c128 121 / 326).
                 Problem::Conv(conv1d_p(64, 3, 1024), ConvKind::Conv1d, Dataflow::Is),
             ),
             (

@@ -245,7 +245,7 @@ fn paper_method_sums_kernel_layers_only() {
 }
 
 /// A convolution whose filter no register window holds (17 x 17 = 289 taps > 256; a
-/// causal window of 300 samples) runs on the host with a note naming the layer; the
+/// causal window of 298 samples) runs on the host with a note naming the layer; the
 /// outputs still equal the interpreter's.
 #[test]
 fn filters_that_do_not_fit_run_on_the_host_with_a_note() {

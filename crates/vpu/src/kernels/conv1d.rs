@@ -3,7 +3,8 @@
 //! block of output channels is held as int32 accumulators while the C_in*K reduction is
 //! done by shift (slide) and broadcast MAC. Partitions: OS input V0-V10, output V11-V30;
 //! IS all input channels resident (up to 26), output the rest; above 26 channels IS
-//! streams its inputs through the 8-channel window of Table 2 (V0-V7, outputs V8-V28) once
+//! streams its inputs through the 8-channel window of Table 2 (V0-V7, scratch V8, outputs
+//! V9-V29; Table 2 lists V8-V28 without the scratch) once
 //! per output block, like OS, so no partial sums spill; WS 13 resident input channels + 13
 //! output channels, spilling int32 partial sums between input groups. Cooperating VPUs
 //! split the sequence; each loads its own band with the causal overlap.
@@ -83,7 +84,7 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
     let (in_slots, out_slots) = match df {
         Dataflow::Os => (10, 20),
         // quinn Table 2 note b: all C_in channels resident up to 26; above that the
-        // inputs stream through the C_in = 8 window (V0-V7, outputs V8-V28).
+        // inputs stream through the C_in = 8 window (V0-V7, scratch V8, outputs V9-V29).
         Dataflow::Is if j.c_in <= 26 => (j.c_in, (30 - j.c_in).min(21)),
         Dataflow::Is => (8, 21),
         Dataflow::Ws => (13, 13),
