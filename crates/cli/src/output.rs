@@ -22,16 +22,28 @@ pub fn si(n: f64) -> String {
     }
 }
 
-/// A progress bar on stderr, hidden when stderr is not a terminal.
-pub fn progress(len: u64, msg: &str) -> indicatif::ProgressBar {
+/// `make()` styled with `template`, or a hidden bar when stderr is not a terminal (pipes
+/// and scripts get no progress output).
+fn on_terminal(
+    make: impl FnOnce() -> indicatif::ProgressBar,
+    template: &str,
+    fallback: fn() -> indicatif::ProgressStyle,
+) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let pb = indicatif::ProgressBar::new(len);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{msg:24} [{bar:30}] {pos}/{len} {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    let pb = make();
+    pb.set_style(indicatif::ProgressStyle::with_template(template).unwrap_or_else(|_| fallback()));
+    pb
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn progress(len: u64, msg: &str) -> indicatif::ProgressBar {
+    let pb = on_terminal(
+        || indicatif::ProgressBar::new(len),
+        "{msg:24} [{bar:30}] {pos}/{len} {elapsed}",
+        indicatif::ProgressStyle::default_bar,
     );
     pb.set_message(msg.to_string());
     pb
@@ -40,17 +52,15 @@ pub fn progress(len: u64, msg: &str) -> indicatif::ProgressBar {
 /// A spinner on stderr for work whose length is not known in advance (it counts items
 /// and shows the latest); hidden when stderr is not a terminal.
 pub fn spinner(msg: &str) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let pb = indicatif::ProgressBar::new_spinner();
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {prefix}: {pos} done, {msg} {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    let pb = on_terminal(
+        indicatif::ProgressBar::new_spinner,
+        "{spinner} {prefix}: {pos} done, {msg} {elapsed}",
+        indicatif::ProgressStyle::default_spinner,
     );
     pb.set_prefix(msg.to_string());
-    pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    if !pb.is_hidden() {
+        pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    }
     pb
 }
 
