@@ -4,10 +4,10 @@
 //! done by shift (slide) and broadcast MAC. Partitions: OS input V0-V10, output V11-V30;
 //! IS all input channels resident (up to 26), output the rest; above 26 channels IS
 //! streams its inputs through the 8-channel window of Table 2 (V0-V7, scratch V8, outputs
-//! V9-V29; Table 2 lists V8-V28 without the scratch) once
-//! per output block, like OS, so no partial sums spill; WS 13 resident input channels + 13
-//! output channels, spilling int32 partial sums between input groups. Cooperating VPUs
-//! split the sequence; each loads its own band with the causal overlap.
+//! V9-V29; Table 2 lists V8-V28 without the scratch) once per output block, like OS, so
+//! no partial sums spill; WS 13 resident input channels + 13 output channels, spilling
+//! int32 partial sums between input groups. Cooperating VPUs split the sequence; each
+//! loads its own band with the causal overlap.
 
 use super::conv2d::ConvJob;
 use super::{Dataflow, Spill, zp_at};

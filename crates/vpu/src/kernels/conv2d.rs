@@ -154,13 +154,14 @@ impl Geo {
 
 /// Whether the 2-D kernel's registers can hold this filter: one dilated filter row in a
 /// register, its rows in the input window, its taps in V31. Checked before anything runs,
-/// so a network can send a layer that does not fit to the host instead.
+/// so a network can send a layer that does not fit to the host instead. Returns the
+/// dilated filter's (width, height) in input samples.
 pub(crate) fn check_geometry(
     kernel: (usize, usize),
     stride: (usize, usize),
     dil: (usize, usize),
     v: usize,
-) -> Result<()> {
+) -> Result<(usize, usize)> {
     let ((kh, kw), (sh, sw), (dh, dw)) = (kernel, stride, dil);
     if kh == 0 || kw == 0 || sh == 0 || sw == 0 || dh == 0 || dw == 0 {
         return Err(kerr(
@@ -192,16 +193,14 @@ pub(crate) fn check_geometry(
             msg: format!("{} filter taps exceed one register ({v})", kh * kw),
         });
     }
-    Ok(())
+    Ok((span_w, span_h))
 }
 
 fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Geo> {
     let v = m.vlen;
     let (ho, wo) = j.out_hw();
-    check_geometry((j.kh, j.kw), j.stride, j.dil, v)?;
-    let span_w = (j.kw - 1) * j.dil.1 + 1;
+    let (span_w, span_h) = check_geometry((j.kh, j.kw), j.stride, j.dil, v)?;
     let wc = if j.stride.1 == 1 { v - (span_w - 1) } else { v };
-    let span_h = (j.kh - 1) * j.dil.0 + 1;
     let mut rt = MAX_OUT_ROWS.min(ho);
     while rt > 1 && (rt - 1) * j.stride.0 + span_h > MAX_IN_ROWS {
         rt -= 1;

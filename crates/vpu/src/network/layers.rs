@@ -147,7 +147,7 @@ impl Net<'_> {
         let fits = if is1d {
             conv1d::check_geometry(kw, dil.1, self.m.vlen)
         } else {
-            conv2d::check_geometry((kh, kw), stride, dil, self.m.vlen)
+            conv2d::check_geometry((kh, kw), stride, dil, self.m.vlen).map(|_| ())
         };
         if let Err(e @ VpuError::VrfTooSmall { .. }) = fits {
             self.notes
