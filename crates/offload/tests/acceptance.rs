@@ -25,11 +25,16 @@ fn analysis(name: &str) -> Analysis {
     analysis_with(name, name, &[])
 }
 
-/// The analysis of zoo entry `name` with extra parameters, timed by fixture entry `key`.
-fn analysis_with(name: &str, key: &str, params: &[(&str, &str)]) -> Analysis {
+/// Zoo entry `name` without weights (shapes only), with extra parameters.
+fn graph(name: &str, params: &[(&str, &str)]) -> pimkit_ir::Graph {
     let mut p: Vec<(String, String)> = vec![("weights".into(), "none".into())];
     p.extend(params.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let g = pimkit_zoo::build(name, &p).unwrap();
+    pimkit_zoo::build(name, &p).unwrap()
+}
+
+/// The analysis of zoo entry `name` with extra parameters, timed by fixture entry `key`.
+fn analysis_with(name: &str, key: &str, params: &[(&str, &str)]) -> Analysis {
+    let g = graph(name, params);
     let p = pimkit_loops::lower(&g).unwrap();
     let t = times(key);
     assert_eq!(
@@ -267,14 +272,7 @@ fn size_sweep_table_follows_table_4_for_streaming_kernels() {
     for (name, op) in [("ew_add", "Add"), ("relu", "Relu")] {
         let mut runs = vec![];
         for n in [512u64, 4096] {
-            let g = pimkit_zoo::build(
-                name,
-                &[
-                    ("weights".into(), "none".into()),
-                    ("n".into(), n.to_string()),
-                ],
-            )
-            .unwrap();
+            let g = graph(name, &[("n", &n.to_string())]);
             let p = pimkit_loops::lower(&g).unwrap();
             let scale = (n * n) as f64 / (4096.0 * 4096.0);
             let t: Vec<f64> = times(name).iter().map(|x| x * scale).collect();
@@ -318,14 +316,7 @@ fn one_thread_movement_bandwidth_is_flagged() {
 /// At n = 4096, where the unfused multiply is offloaded.
 #[test]
 fn fused_silu_offloads_nothing() {
-    let g = pimkit_zoo::build(
-        "silu",
-        &[
-            ("weights".into(), "none".into()),
-            ("n".into(), "4096".into()),
-        ],
-    )
-    .unwrap();
+    let g = graph("silu", &[("n", "4096")]);
     let o = pimkit_loops::LowerOptions {
         fuse_elementwise: true,
     };
