@@ -154,7 +154,7 @@ fn every_integer_field_is_range_checked() {
         ("vpu.vrf_bytes", &["0", "100", "8589934592", huge]),
         ("vpu.vregs", &["0", "31", "1024", huge]),
         ("vpu.lanes", &["0", "1025", huge]),
-        ("vpu.sew", &["0", "7", "64"]),
+        ("vpu.sew", &["0", "7", "8", "16", "64"]),
         ("vpu.startup_cycles", &["1000001", huge]),
         ("vpu.queue_depth", &["0", huge]),
         ("vpu.requant.mul", &["1001", "4294967295"]),

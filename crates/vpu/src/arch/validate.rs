@@ -57,8 +57,19 @@ impl Arch {
                 format!("{} lanes; use 1..={MAX_LANES} (8 in quinn)", v.lanes),
             );
         }
-        if ![8, 16, 32].contains(&v.sew) {
-            return bad("vpu.sew", format!("{}; use 8, 16 or 32", v.sew));
+        // NM-Carus encodes 8/16/32-bit elements (ref §1.2), but every QUINN kernel issues
+        // at 32: ONNX's QLinear ops accumulate in int32 and quinn §5.4 issues zero-point
+        // and requantization at SEW=32; 8-bit operands are widened by the DMA. A narrower
+        // width would change costs without a kernel that could compute at it.
+        if v.sew != 32 {
+            return bad(
+                "vpu.sew",
+                format!(
+                    "{}; use 32: the kernels accumulate in int32 (quinn §5.4) and the DMA \
+                     widens 8-bit operands, so no kernel issues at 8 or 16 bits",
+                    v.sew
+                ),
+            );
         }
         int(
             "vpu.startup_cycles",
