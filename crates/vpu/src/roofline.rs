@@ -163,11 +163,11 @@ fn dw_p(c: usize, i: usize, k: usize) -> QConv {
 }
 
 fn mm_point(sweep: &str, label: String, arch: &Arch, p: &QMatMul, k: MmKernel) -> Result<Point> {
-    let (_, st) = run_matmul(arch, p, k)?;
     let (kernel, df) = match k {
         MmKernel::Mm(df) => (if p.m == 1 { "VM" } else { "MM" }, df.name()),
         MmKernel::Vm => ("VM", "VM-db"),
     };
+    let (_, st) = run_matmul(arch, p, k).map_err(|e| at_point(sweep, &label, df, arch, e))?;
     Ok(Point::new(
         sweep,
         kernel,
@@ -188,7 +188,8 @@ fn conv_point(
     kind: ConvKind,
     df: Dataflow,
 ) -> Result<Point> {
-    let (_, st) = run_conv(arch, p, kind, df)?;
+    let (_, st) =
+        run_conv(arch, p, kind, df).map_err(|e| at_point(sweep, &label, df.name(), arch, e))?;
     Ok(Point::new(
         sweep,
         kind_name(kind),
@@ -198,6 +199,14 @@ fn conv_point(
         &conv_work(p),
         &st,
         false,
+    ))
+}
+
+/// A sweep point's error names the point (an arch file can make one of many fail).
+fn at_point(sweep: &str, label: &str, df: &str, arch: &Arch, e: VpuError) -> VpuError {
+    VpuError::Other(format!(
+        "{sweep} sweep, point {label} {df} at {} VPU(s): {e}",
+        arch.vpus
     ))
 }
 

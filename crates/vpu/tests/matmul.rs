@@ -72,6 +72,21 @@ fn larger_shapes_tiled_and_ragged() {
     check(&a2, 9, 61, 513, 6, true, true);
 }
 
+#[test]
+fn registers_shorter_than_a_tile() {
+    // VLEN 16 and 24 (2 and 3 KiB VRFs) are below the VM kernel's 30-row K-tile: the A
+    // slice of a tile must still fit its register (it overflowed V31 before).
+    for bytes in [2048, 3072] {
+        let mut a = Arch::default();
+        a.vpu.vrf_bytes = bytes;
+        for vpus in [1, 2] {
+            let a = a.with(vpus, 1.2);
+            check(&a, 1, 40, 40, 7, false, true);
+            check(&a, 5, 33, 37, 8, true, false);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]

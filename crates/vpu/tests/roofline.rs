@@ -70,3 +70,17 @@ fn build_section_with_a_small_quantized_model() {
     assert_eq!(sec.json["networks"].as_array().unwrap().len(), 2);
     assert!(sec.blocks.len() > 10);
 }
+
+#[test]
+fn a_failing_sweep_point_is_named() {
+    // 16-element registers hold no 5x5 filter: the error says which point of the sweep.
+    let mut a = Arch::default();
+    a.vpu.vrf_bytes = 2048;
+    let e = run_sweep(&a, Sweep::Conv2d, Scale { quick: true })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("conv2d sweep, point c3/k5") && e.contains("VRF is too small"),
+        "{e}"
+    );
+}

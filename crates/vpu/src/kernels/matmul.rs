@@ -395,7 +395,8 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
     } else {
         (0..p).map(|q| (q, 0, A_REG, 30)).collect()
     };
-    let kt = slots[0].3.min(j.k);
+    // A K-tile's slice of A must also fit its one register (VLEN can be below 30).
+    let kt = slots[0].3.min(j.k).min(v);
     let k_tiles = j.k.div_ceil(kt);
     let acc = 30;
     let zb_vec = if j.b_zp.len() > 1 {
