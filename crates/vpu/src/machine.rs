@@ -181,6 +181,10 @@ pub struct Machine {
     free: Vec<Vec<u64>>,
     /// Per VPU: idle cycles spent waiting for DMA data not yet charged to the host.
     dma_idle: Vec<u64>,
+    /// The in-flight descriptor waits for a VPU (its result to write out, or its reads
+    /// of the target register to finish) until this time: a host waiting on the channel
+    /// before it waits for compute, not for the DMA.
+    dma_vpu_wait: u64,
     ctr: Counters,
     /// Set when a time or counter would have passed `u64::MAX` (it saturates instead);
     /// [`Machine::checked_stats_since`] turns it into [`VpuError::CycleOverflow`].
@@ -207,6 +211,7 @@ impl Machine {
             avail_dma: vec![vec![false; nregs]; p],
             free: vec![vec![0; nregs]; p],
             dma_idle: vec![0; p],
+            dma_vpu_wait: 0,
             ctr: Counters::default(),
             overflow: false,
         })
@@ -310,6 +315,13 @@ impl Machine {
         self.wait_until(t, Wait::Dma);
     }
 
+    /// The host waits for the DMA channel to go idle: compute while the descriptor
+    /// waits for a VPU, DMA stall while it transfers.
+    fn wait_dma(&mut self) {
+        self.wait_until(self.dma_vpu_wait.min(self.dma_t), Wait::Compute);
+        self.wait_until(self.dma_t, Wait::Dma);
+    }
+
     /// Host executes `cycles` of scalar control code.
     pub fn host(&mut self, cycles: u64) {
         let t = self.sat_add(self.host_t, cycles);
@@ -332,9 +344,9 @@ impl Machine {
             .unwrap_or((0, 0));
         if self.dma_t >= v {
             self.wait_vpu(p, v);
-            self.wait_until(self.dma_t, Wait::Dma);
+            self.wait_dma();
         } else {
-            self.wait_until(self.dma_t, Wait::Dma);
+            self.wait_dma();
             self.wait_vpu(p, v);
         }
         for q in &mut self.queue {
@@ -485,7 +497,7 @@ impl Machine {
 
     fn program_dma(&mut self) {
         // One channel without a descriptor queue: the host waits for it to be free.
-        self.wait_until(self.dma_t, Wait::Dma);
+        self.wait_dma();
         self.host(self.arch.dma.program_cycles);
         self.ctr.descriptors += 1;
     }
@@ -495,7 +507,7 @@ impl Machine {
     /// the host waits for completion (the scalar kernels do not overlap, quinn §5.9).
     pub fn dma_stage(&mut self, x: &Xfer, to_mem: bool) -> Result<()> {
         self.dma_impl(x, to_mem, false)?;
-        self.wait_until(self.dma_t, Wait::Dma);
+        self.wait_dma();
         Ok(())
     }
 
@@ -531,6 +543,8 @@ impl Machine {
                 start = start.max(self.free[p][r]);
             }
         }
+        // Any delay past the channel being free comes from a VPU's registers.
+        self.dma_vpu_wait = start;
         // Data and cache lines.
         let s0 = self.cache.stats;
         let line_shift = self.cache.line_bytes().trailing_zeros();
@@ -603,6 +617,7 @@ impl Machine {
     fn dma_lines_only(&mut self, x: &Xfer, to_mem: bool) -> Result<()> {
         self.program_dma();
         let start = self.host_t.max(self.dma_t);
+        self.dma_vpu_wait = 0;
         let s0 = self.cache.stats;
         let es = x.elem.size();
         let line_shift = self.cache.line_bytes().trailing_zeros();

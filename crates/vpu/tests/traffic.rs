@@ -128,3 +128,32 @@ fn dma_moves_one_vrf_element_per_beat() {
     assert_eq!(st.dma_busy, a.dma.setup_cycles + beats);
     assert_eq!(st.misses, 0);
 }
+
+#[test]
+fn a_transfer_waiting_for_a_result_counts_that_wait_as_compute() {
+    // One slow MAC (32 lane groups x 300 cycles), then two write-backs of its register:
+    // the first waits for the MAC, and the host, programming the second, waits for the
+    // first. That wait is compute; only the transfers are DMA stall.
+    let mut a = Arch::default();
+    a.vpu.cycles.mac = 300.0;
+    let mut m = Machine::new(&a).unwrap();
+    let v = m.vlen;
+    let dst = m.alloc(2 * v);
+    let s0 = m.counters();
+    m.vmacc_vx(0, 0, 1, 1, v);
+    for i in 0..2 {
+        m.dma_out(&Xfer::row(0, 0, 0, v, dst + (i * v) as u64, Elem::U8, v))
+            .unwrap();
+    }
+    m.finish();
+    let st = m.stats_since(&s0);
+    let mac = (v / a.vpu.lanes) as u64 * 300;
+    // The host's own issue and descriptor programming overlap the MAC.
+    assert!(st.compute_cycles + st.host_cycles >= mac, "{st:?}");
+    // Two 256-beat transfers with their set-up and line traffic, far below the MAC.
+    assert!(st.dma_stall_cycles < 2 * v as u64 + 200, "{st:?}");
+    assert_eq!(
+        st.cycles,
+        st.compute_cycles + st.dma_stall_cycles + st.host_cycles
+    );
+}
