@@ -355,6 +355,21 @@ impl Machine {
         self.dma_idle.iter_mut().for_each(|d| *d = 0);
     }
 
+    /// Wait for everything, then write every dirty cache line back (counted as
+    /// evictions) and wait for those transfers at the off-chip bandwidth: how a run ends
+    /// when its results must be in memory, e.g. before the next layer starts cold.
+    pub fn write_back_all(&mut self) {
+        self.finish();
+        let lines = self.cache.flush();
+        let bytes = lines as f64 * self.cache.line_bytes() as f64;
+        let dur = (bytes / self.arch.memory.bandwidth).ceil() as u64;
+        let start = self.host_t.max(self.dma_t);
+        self.dma_t = self.sat_add(start, dur);
+        self.dma_vpu_wait = 0;
+        self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
+        self.wait_dma();
+    }
+
     pub fn counters(&self) -> Counters {
         let CacheStats {
             hits,

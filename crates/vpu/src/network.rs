@@ -270,7 +270,12 @@ pub fn run_network(
             VpuError::Node { .. } => e,
             e => nerr(n, e.to_string()),
         })?;
-        net.m.finish();
+        if opts.cold_layers {
+            // The next layer starts cold, so this one's dirty lines go to memory now.
+            net.m.write_back_all();
+        } else {
+            net.m.finish();
+        }
         let st: Stats = net.m.checked_stats_since(&s0)?;
         layers.push(LayerResult {
             name: n.name.clone(),

@@ -85,7 +85,7 @@ fn small_mobilenet_v2_equals_interpreter() {
 }
 
 #[test]
-fn cold_layers_miss_more_than_carried_cache() {
+fn cold_layers_miss_more_and_move_more_than_carried_cache() {
     let g = zoo("q_mobilenet_v2?res=32");
     let inputs = pimkit_interp::random_inputs(&g, 1);
     let a = Arch::default();
@@ -109,6 +109,17 @@ fn cold_layers_miss_more_than_carried_cache() {
         misses(&cold),
         misses(&warm)
     );
+    // A cold start writes each layer's dirty lines back before the next layer, so it
+    // never moves fewer bytes (it moved fewer when invalidation dropped them uncounted).
+    assert!(
+        cold.offchip_bytes > warm.offchip_bytes,
+        "cold {} warm {}",
+        cold.offchip_bytes,
+        warm.offchip_bytes
+    );
+    for l in cold.layers.iter().filter(|l| l.kernel != KernelKind::Host) {
+        assert!(l.evictions > 0, "{} wrote nothing back", l.name);
+    }
 }
 
 #[test]

@@ -26,7 +26,7 @@ pub enum VpuCmd {
         /// Dataflow for every kernel layer: auto | os | is | ws
         #[arg(long, default_value = "auto")]
         dataflow: String,
-        /// Start every layer with a cold cache
+        /// Start every layer with a cold cache (each layer first writes its dirty lines back)
         #[arg(long)]
         cold: bool,
         /// pimkit (every node, pimkit kernels) | paper (quinn §5.11: kernel layers only,
