@@ -484,6 +484,13 @@ impl Net<'_> {
             } if n.inputs.get(7).copied().flatten().is_some() => {
                 self.qmatmul(n, Some((*alpha, *trans_b)))
             }
+            Op::QGemm { trans_a: true, .. } => {
+                self.host_with_note(n, "QGemm with transA has no VPU kernel")
+            }
+            Op::QGemm { .. } => self.host_with_note(
+                n,
+                "QGemm without y_scale has a float output; the kernels requantize to 8 bits",
+            ),
             _ => self.host_node(n),
         }
     }

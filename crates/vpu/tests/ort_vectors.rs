@@ -74,6 +74,20 @@ fn run_case(dir: &Path, arch: &Arch) -> Vec<KernelKind> {
             }
         }
         kinds = r.layers.iter().map(|l| l.kernel).collect();
+        // A QLinear/QGemm layer left on the host says why (batch, float output, ...).
+        for l in &r.layers {
+            if l.kernel == KernelKind::Host
+                && ["QLinearConv", "QLinearMatMul", "QGemm"].contains(&l.op.as_str())
+            {
+                assert!(
+                    r.notes.iter().any(|n| n.contains(&format!("`{}`", l.name))),
+                    "{}: {} ran on the host without a note ({:?})",
+                    dir.display(),
+                    l.name,
+                    r.notes
+                );
+            }
+        }
     }
     kinds
 }

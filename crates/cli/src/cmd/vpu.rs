@@ -139,9 +139,14 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             for note in &r.notes {
                 eprintln!("note: {note}");
             }
-            if r.kernel_cycles == 0 {
+            if r.kernel_cycles == 0 && r.notes.is_empty() {
                 eprintln!(
                     "note: no layer of {} ran on the VPUs (they run QLinearConv/QLinearMatMul/QGemm); everything ran on the modelled host. Quantize the model (QOperator) to use them.",
+                    r.model
+                );
+            } else if r.kernel_cycles == 0 {
+                eprintln!(
+                    "note: no layer of {} ran on the VPUs; the notes above say why",
                     r.model
                 );
             }

@@ -3,6 +3,20 @@
 use super::*;
 
 impl Net<'_> {
+    /// A node a VPU kernel could take in principle runs on the host; say why.
+    pub(super) fn host_with_note(
+        &mut self,
+        n: &Node,
+        why: impl std::fmt::Display,
+    ) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
+        self.notes.push(format!(
+            "layer `{}` ({}) ran on the host: {why}",
+            n.name,
+            n.op.name()
+        ));
+        self.host_node(n)
+    }
+
     pub(super) fn host_node(
         &mut self,
         n: &Node,

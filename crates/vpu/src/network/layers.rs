@@ -14,8 +14,17 @@ impl Net<'_> {
         let xt = self.g.ty(x).clone();
         let wt = self.g.ty(w).clone();
         let yt = self.g.ty(y).clone();
-        if xt.shape.first() != Some(&1) || !(xt.rank() == 4 || xt.rank() == 3) {
-            return self.host_node(n);
+        if !(xt.rank() == 4 || xt.rank() == 3) {
+            return self.host_with_note(n, format!("a {}-D input has no VPU kernel", xt.rank()));
+        }
+        if xt.shape[0] != 1 {
+            return self.host_with_note(
+                n,
+                format!(
+                    "batch {}: the VPU convolutions take batch 1 (export the model with batch 1)",
+                    xt.shape[0]
+                ),
+            );
         }
         let c_in = xt.shape[1];
         let c_out = wt.shape[0];
@@ -140,7 +149,7 @@ impl Net<'_> {
             || !c_out.is_multiple_of(groups)
             || wt.shape.get(1) != Some(&(c_in / groups))
         {
-            return self.host_node(n);
+            return self.host_with_note(n, format!("{groups} groups do not divide the channels"));
         }
         let is1d = !rank2 && stride == (1, 1);
         // A filter no register window can hold runs on the host, with a note.
@@ -150,9 +159,7 @@ impl Net<'_> {
             conv2d::check_geometry((kh, kw), stride, dil, self.m.vlen).map(|_| ())
         };
         if let Err(e @ VpuError::VrfTooSmall { .. }) = fits {
-            self.notes
-                .push(format!("layer `{}` ran on the host: {e}", n.name));
-            return self.host_node(n);
+            return self.host_with_note(n, e.to_string());
         }
         fits?;
         let x_addr = self.place(n, x, Layout::Chw)?;
@@ -223,10 +230,16 @@ impl Net<'_> {
         );
         // QGemm is 2-D; QLinearMatMul may carry batch dimensions (numpy matmul).
         let Some((batch, b_batched)) = matmul_batch(&at.shape, &bt.shape, &yt.shape) else {
-            return self.host_node(n);
+            return self.host_with_note(
+                n,
+                format!(
+                    "A {:?} and B {:?} broadcast in a way the kernels do not (B must be 2-D or share A's batch dimensions)",
+                    at.shape, bt.shape
+                ),
+            );
         };
         if gemm.is_some() && (at.rank() != 2 || bt.rank() != 2) {
-            return self.host_node(n);
+            return self.host_with_note(n, "QGemm operands must be 2-D");
         }
         let trans_b = gemm.is_some_and(|g| g.1);
         let (ar, br) = (at.rank(), bt.rank());
@@ -240,7 +253,10 @@ impl Net<'_> {
         let b_s = self.f32s(n, 4)?;
         let y_s = self.f32s(n, if gemm.is_some() { 7 } else { 6 })?;
         if a_s.len() != 1 || y_s.len() != 1 || (b_s.len() != 1 && b_s.len() != nn) {
-            return self.host_node(n);
+            return self.host_with_note(
+                n,
+                "the kernels need per-tensor A and Y scales and a per-tensor or per-column B scale",
+            );
         }
         let scales: Vec<f32> = match gemm {
             Some((alpha, _)) => b_s
@@ -256,7 +272,10 @@ impl Net<'_> {
         let a_zp = self.scalar_zp(n, 2)?;
         let b_zp = self.zps(n, 5)?;
         if b_zp.len() != 1 && b_zp.len() != nn {
-            return self.host_node(n);
+            return self.host_with_note(
+                n,
+                "the kernels need a per-tensor or per-column B zero point",
+            );
         }
         let a_elem = elem_of(at.dtype).ok_or_else(|| nerr(n, "A must be u8/i8"))?;
         let b_elem = elem_of(bt.dtype).ok_or_else(|| nerr(n, "B must be u8/i8"))?;
@@ -268,7 +287,8 @@ impl Net<'_> {
                 } else if cv.len() == 1 {
                     Some(vec![cv[0]; nn])
                 } else {
-                    return self.host_node(n);
+                    return self
+                        .host_with_note(n, format!("a bias of {} values for N = {nn}", cv.len()));
                 }
             }
             None => None,
