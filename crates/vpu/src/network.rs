@@ -169,6 +169,8 @@ pub struct NetworkResult {
     pub layers: Vec<LayerResult>,
     /// Layers sent to the host because no VPU kernel can hold them, with the reason.
     pub notes: Vec<String>,
+    /// The graph outputs: read back from simulated memory where a VPU kernel wrote them,
+    /// the interpreter's values where the host computed them.
     #[serde(skip)]
     pub outputs: Vec<Tensor>,
 }
@@ -324,9 +326,9 @@ pub fn run_network(
         excluded_cycles: sat_sum(&mut layers.iter().filter(|l| !l.counted).map(|l| l.cycles)),
         energy_j: energy_j(arch, cycles),
         latency_ms: cycles as f64 / (arch.clock_mhz * 1e3),
+        outputs: net.read_back_outputs(outputs)?,
         layers,
         notes: net.notes,
-        outputs,
     })
 }
 
@@ -356,6 +358,28 @@ fn spatial(t: &pimkit_ir::TensorType) -> usize {
 }
 
 impl Net<'_> {
+    /// The graph outputs as the simulation left them in memory where a VPU kernel
+    /// produced them (each was checked against the interpreter when it was written);
+    /// host-computed outputs are the interpreter's (`host`, in graph output order).
+    fn read_back_outputs(&self, host: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        let mut outs = Vec::with_capacity(host.len());
+        for (&v, t) in self.g.outputs.iter().zip(host) {
+            let ty = self.g.ty(v);
+            let placed = [Layout::Chw, Layout::Hwc]
+                .into_iter()
+                .find_map(|l| self.placed.get(&(v, l)).map(|&a| (a, l)));
+            match (placed, elem_of(ty.dtype)) {
+                (Some((addr, l)), Some(elem)) => {
+                    let vals = from_layout(self.m.get(addr, elem, ty.numel())?, &ty.shape, l);
+                    let f: Vec<f64> = vals.into_iter().map(f64::from).collect();
+                    outs.push(Tensor::from_f64_as(ty.dtype, ty.shape.clone(), &f));
+                }
+                _ => outs.push(t),
+            }
+        }
+        Ok(outs)
+    }
+
     fn val(&self, n: &Node, v: ValueId) -> Result<&Tensor> {
         self.vals[v.idx()].as_ref().ok_or_else(|| {
             nerr(
