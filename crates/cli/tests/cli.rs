@@ -322,3 +322,68 @@ fn host_fixed_notes_a_machine_far_from_the_reference() {
     assert!(!run(18.0).contains("--host-fixed"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn vpu_run_writes_outputs_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = pimkit(&[
+        "vpu",
+        "run",
+        "zoo:q_mobilenet_v2?res=32",
+        "--vpus",
+        "2",
+        "--bandwidth",
+        "0.8",
+        "--dataflow",
+        "ws",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for k in ["cycles", "offchip_bytes", "ops", "energy_j", "layers"] {
+        assert!(j.get(k).is_some(), "JSON lacks {k}");
+    }
+    let layers = j["layers"].as_array().unwrap();
+    let conv = layers
+        .iter()
+        .find(|l| l["kernel"] == "conv2d" || l["kernel"] == "mm")
+        .expect("a kernel layer");
+    for k in ["cycles", "offchip_bytes", "ops", "dataflow", "energy_j"] {
+        assert!(conv.get(k).is_some(), "layer JSON lacks {k}");
+    }
+    assert_eq!(j["vpus"], 2);
+    let y = pimkit_ir::npy::read_npy(&out.join("output_0.npy")).unwrap();
+    assert_eq!(y.shape, vec![1, 1000]);
+    assert!(out.join("result.json").exists() && out.join("layers.csv").exists());
+}
+
+#[test]
+fn vpu_bad_settings_exit_2_naming_them() {
+    for bw in ["0", "-1", "nan"] {
+        assert_user_error(
+            &pimkit(&[
+                "vpu",
+                "run",
+                "zoo:qlinear_matmul?m=4&k=8&n=16",
+                "--bandwidth",
+                bw,
+            ]),
+            &["--bandwidth"],
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad_arch.toml");
+    std::fs::write(&bad, "[vpu]\nlanes = \"eight\"\n").unwrap();
+    assert_user_error(
+        &pimkit(&["vpu", "table3", "--quick", "--arch", bad.to_str().unwrap()]),
+        &["bad_arch.toml", "lanes"],
+    );
+    std::fs::write(&bad, "[cache]\nways = 0\n").unwrap();
+    assert_user_error(
+        &pimkit(&["vpu", "table3", "--quick", "--arch", bad.to_str().unwrap()]),
+        &["cache.ways"],
+    );
+}

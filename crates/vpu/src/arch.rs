@@ -332,7 +332,11 @@ impl Arch {
     pub fn from_file(path: &Path) -> Result<Arch> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| VpuError::ArchParse(format!("{}: {e}", path.display())))?;
-        Arch::from_toml(&text)
+        // A TOML or type error names the file; a range error names its field.
+        Arch::from_toml(&text).map_err(|e| match e {
+            VpuError::ArchParse(m) => VpuError::ArchParse(format!("{}: {m}", path.display())),
+            e => e,
+        })
     }
 
     pub fn to_toml(&self) -> String {

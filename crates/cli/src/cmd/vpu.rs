@@ -21,7 +21,7 @@ pub enum VpuCmd {
         #[arg(long)]
         vpus: Option<usize>,
         /// Off-chip bandwidth in B/cycle: 0.001 to 1e6 (the paper uses 1.2, 0.8 and 0.5)
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         bandwidth: Option<f64>,
         /// Dataflow for every kernel layer: auto | os | is | ws
         #[arg(long, default_value = "auto")]
@@ -39,6 +39,7 @@ pub enum VpuCmd {
         /// Write outputs as .npy plus result.json, layers.csv here
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Print the result as JSON (totals and per-layer costs)
         #[arg(long)]
         json: bool,
     },
@@ -50,19 +51,25 @@ pub enum VpuCmd {
         /// Small problem sizes (seconds instead of minutes)
         #[arg(long)]
         quick: bool,
+        /// Architecture TOML (default: built-in arch/nm-carus.toml values)
         #[arg(long)]
         arch: Option<PathBuf>,
+        /// Directory for the CSV and SVG files (created if missing)
         #[arg(short = 'o', long)]
         out: PathBuf,
+        /// Print every sweep point as JSON
         #[arg(long)]
         json: bool,
     },
     /// Print the Table 3 equivalent (vector kernels vs the scalar host)
     Table3 {
+        /// Small problem sizes (seconds instead of the paper's sizes)
         #[arg(long)]
         quick: bool,
+        /// Architecture TOML (default: built-in arch/nm-carus.toml values)
         #[arg(long)]
         arch: Option<PathBuf>,
+        /// Print the table as JSON
         #[arg(long)]
         json: bool,
     },
