@@ -67,7 +67,28 @@ fn build_section_with_a_small_quantized_model() {
     let sec =
         pimkit_vpu::report::build_section(&Arch::default().with(2, 1.2), Some((&g, &inputs)), true)
             .unwrap();
-    assert_eq!(sec.json["networks"].as_array().unwrap().len(), 2);
+    // Table 5 equivalent: pimkit's method at 1, 2 (the arch) and 4 VPUs, the paper's at 1 and 4.
+    let nets = sec.json["networks"].as_array().unwrap();
+    let runs: Vec<(String, u64)> = nets
+        .iter()
+        .map(|r| {
+            (
+                r["method"].as_str().unwrap().to_string(),
+                r["vpus"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("pimkit", 1),
+            ("pimkit", 2),
+            ("pimkit", 4),
+            ("paper", 1),
+            ("paper", 4)
+        ]
+        .map(|(m, v)| (m.to_string(), v))
+    );
     assert!(sec.blocks.len() > 10);
 }
 
