@@ -165,6 +165,25 @@ enum Wait {
     Dma,
 }
 
+/// Everything a trial kernel run changes except memory below [`Machine::snapshot`]'s
+/// end: a kernel writes there only its output, which every dataflow computes alike.
+pub struct Snapshot {
+    host_t: u64,
+    dma_t: u64,
+    vpu_t: Vec<u64>,
+    queue: Vec<VecDeque<u64>>,
+    avail: Vec<Vec<u64>>,
+    avail_dma: Vec<Vec<bool>>,
+    free: Vec<Vec<u64>>,
+    dma_idle: Vec<u64>,
+    dma_vpu_wait: u64,
+    ctr: Counters,
+    overflow: bool,
+    cache: Cache,
+    vrf: Vec<Vec<i32>>,
+    mem_len: usize,
+}
+
 pub struct Machine {
     pub arch: Arch,
     pub vlen: usize,
@@ -215,6 +234,45 @@ impl Machine {
             ctr: Counters::default(),
             overflow: false,
         })
+    }
+
+    /// The state to roll a trial run back to (see [`Snapshot`]).
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            host_t: self.host_t,
+            dma_t: self.dma_t,
+            vpu_t: self.vpu_t.clone(),
+            queue: self.queue.clone(),
+            avail: self.avail.clone(),
+            avail_dma: self.avail_dma.clone(),
+            free: self.free.clone(),
+            dma_idle: self.dma_idle.clone(),
+            dma_vpu_wait: self.dma_vpu_wait,
+            ctr: self.ctr,
+            overflow: self.overflow,
+            cache: self.cache.clone(),
+            vrf: self.vrf.clone(),
+            mem_len: self.mem.len(),
+        }
+    }
+
+    /// Roll back to `s`: clocks, registers, cache and counters as they were; memory
+    /// allocated since (spill buffers, staged constants) is released.
+    pub fn restore(&mut self, s: Snapshot) {
+        self.host_t = s.host_t;
+        self.dma_t = s.dma_t;
+        self.vpu_t = s.vpu_t;
+        self.queue = s.queue;
+        self.avail = s.avail;
+        self.avail_dma = s.avail_dma;
+        self.free = s.free;
+        self.dma_idle = s.dma_idle;
+        self.dma_vpu_wait = s.dma_vpu_wait;
+        self.ctr = s.ctr;
+        self.overflow = s.overflow;
+        self.cache = s.cache;
+        self.vrf = s.vrf;
+        self.mem.truncate(s.mem_len);
     }
 
     pub fn vpus(&self) -> usize {

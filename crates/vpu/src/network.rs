@@ -29,9 +29,13 @@ mod layers;
 /// How each kernel layer picks its dataflow (serialized as "auto", "os", "is", "ws").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataflowChoice {
+    /// Characterize each kernel layer where it runs: every dataflow is simulated from the
+    /// same machine state (cache included) and the fastest is kept (OS on a tie).
+    Auto,
     /// The winner of each kernel family's characterization (quinn §5.5–5.9 and pimkit's
     /// own sweeps agree): OS for matmul and 2-D conv, IS for 1-D and depthwise conv.
-    Auto,
+    /// `Method::Paper` uses it for `Auto`.
+    Family,
     Fixed(Dataflow),
 }
 
@@ -39,6 +43,7 @@ impl Serialize for DataflowChoice {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
             DataflowChoice::Auto => s.serialize_str("auto"),
+            DataflowChoice::Family => s.serialize_str("family"),
             DataflowChoice::Fixed(d) => d.serialize(s),
         }
     }
@@ -48,14 +53,17 @@ impl DataflowChoice {
     pub fn parse(s: &str) -> Option<DataflowChoice> {
         if s.eq_ignore_ascii_case("auto") {
             Some(DataflowChoice::Auto)
+        } else if s.eq_ignore_ascii_case("family") {
+            Some(DataflowChoice::Family)
         } else {
             Dataflow::parse(s).map(DataflowChoice::Fixed)
         }
     }
+    /// The family's winner (for `Auto`, the dataflow tried first).
     fn pick(self, kernel: KernelKind) -> Dataflow {
         match self {
             DataflowChoice::Fixed(d) => d,
-            DataflowChoice::Auto => match kernel {
+            DataflowChoice::Auto | DataflowChoice::Family => match kernel {
                 KernelKind::Conv1d | KernelKind::Depthwise => Dataflow::Is,
                 _ => Dataflow::Os,
             },
@@ -224,8 +232,12 @@ pub fn run_network(
     arch: &Arch,
     opts: &NetOptions,
 ) -> Result<NetworkResult> {
-    let choice = opts.dataflow;
     let paper = opts.method == Method::Paper;
+    // The paper ran each layer with its family's characterized winner (§5.11).
+    let choice = match opts.dataflow {
+        DataflowChoice::Auto if paper => DataflowChoice::Family,
+        c => c,
+    };
     let mut arch = arch.clone();
     if paper {
         arch.kernels = KernelStyle::Paper;
@@ -378,6 +390,34 @@ impl Net<'_> {
             }
         }
         Ok(outs)
+    }
+
+    /// The dataflow of one kernel call: fixed, the family's, or (`Auto`) the fastest of
+    /// the three, each tried from the current state and rolled back. A dataflow whose
+    /// tiles do not fit is skipped; if none fits, the family's runs and reports the error.
+    fn pick_df(
+        &mut self,
+        kind: KernelKind,
+        run: &mut dyn FnMut(&mut Machine, Dataflow) -> Result<()>,
+    ) -> Result<Dataflow> {
+        let family = self.choice.pick(kind);
+        if self.choice != DataflowChoice::Auto {
+            return Ok(family);
+        }
+        let mut best: Option<(u64, Dataflow)> = None;
+        for df in Dataflow::ALL {
+            let snap = self.m.snapshot();
+            let t0 = self.m.now();
+            let ok = run(&mut self.m, df).is_ok();
+            self.m.finish();
+            let t = self.m.now() - t0;
+            let overflowed = self.m.overflowed();
+            self.m.restore(snap);
+            if ok && !overflowed && best.is_none_or(|(bt, _)| t < bt) {
+                best = Some((t, df));
+            }
+        }
+        Ok(best.map_or(family, |b| b.1))
     }
 
     fn val(&self, n: &Node, v: ValueId) -> Result<&Tensor> {

@@ -280,3 +280,44 @@ fn filters_that_do_not_fit_run_on_the_host_with_a_note() {
         }
     }
 }
+
+#[test]
+fn auto_keeps_each_layers_fastest_dataflow() {
+    // One kernel layer: auto tries OS, IS and WS from the same state, so it is never
+    // slower than any of them and reports the one it ran; `family` is the fixed rule.
+    for spec in [
+        "qlinear_matmul?m=40&k=70&n=300",
+        "qlinear_matmul?m=8&k=16&n=16",
+        "qlinear_conv?c=3&k=4&h=20&w=20&kernel=3&stride=1&pad=1",
+    ] {
+        let g = zoo(spec);
+        let inputs = pimkit_interp::random_inputs(&g, 5);
+        let run = |dataflow| {
+            let o = NetOptions {
+                dataflow,
+                ..Default::default()
+            };
+            run_network(&g, &inputs, &Arch::default(), &o).unwrap()
+        };
+        let auto = run(DataflowChoice::Auto);
+        let kernel = |r: &pimkit_vpu::network::NetworkResult| {
+            r.layers
+                .iter()
+                .find(|l| l.kernel != KernelKind::Host)
+                .map(|l| (l.cycles, l.dataflow))
+                .unwrap()
+        };
+        let (c_auto, df_auto) = kernel(&auto);
+        let fixed: Vec<(u64, Option<Dataflow>)> = Dataflow::ALL
+            .iter()
+            .map(|&d| kernel(&run(DataflowChoice::Fixed(d))))
+            .collect();
+        let best = fixed.iter().min_by_key(|f| f.0).unwrap();
+        assert_eq!((c_auto, df_auto), *best, "{spec}: {fixed:?}");
+        assert_eq!(
+            kernel(&run(DataflowChoice::Family)).1,
+            Some(Dataflow::Os),
+            "{spec}"
+        );
+    }
+}

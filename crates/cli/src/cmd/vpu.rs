@@ -23,7 +23,7 @@ pub enum VpuCmd {
         /// Off-chip bandwidth in B/cycle: 0.001 to 1e6 (the paper uses 1.2, 0.8 and 0.5)
         #[arg(long, allow_negative_numbers = true)]
         bandwidth: Option<f64>,
-        /// Dataflow for every kernel layer: auto | os | is | ws
+        /// Dataflow of the kernel layers: auto (each layer's fastest, tried on the simulated system) | family (each kernel family's characterized winner) | os | is | ws
         #[arg(long, default_value = "auto")]
         dataflow: String,
         /// Start every layer with a cold cache (each layer first writes its dirty lines back)
@@ -112,8 +112,11 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 a.memory.bandwidth = b;
             }
             a.validate().map_err(user)?;
-            let df = DataflowChoice::parse(&dataflow)
-                .ok_or_else(|| user(format!("--dataflow {dataflow}: use auto, os, is or ws")))?;
+            let df = DataflowChoice::parse(&dataflow).ok_or_else(|| {
+                user(format!(
+                    "--dataflow {dataflow}: use auto, family, os, is or ws"
+                ))
+            })?;
             let method = pimkit_vpu::network::Method::parse(&method)
                 .ok_or_else(|| user(format!("--method {method}: use pimkit or paper")))?;
             if let Some(dir) = &out {

@@ -139,7 +139,9 @@ impl Net<'_> {
                 y: y_addr,
                 out: out.clone(),
             };
-            let df = self.choice.pick(KernelKind::Depthwise);
+            let df = self.pick_df(KernelKind::Depthwise, &mut |m, df| {
+                depthwise::depthwise(m, &job, df)
+            })?;
             depthwise::depthwise(&mut self.m, &job, df)?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
             return Ok((KernelKind::Depthwise, Some(df), work, shape));
@@ -190,15 +192,20 @@ impl Net<'_> {
         } else {
             KernelKind::Conv2d
         };
-        let df = self.choice.pick(kind);
         // A grouped (not depthwise) convolution runs the kernel once per group.
-        for job in job.split_groups(groups) {
-            if is1d {
-                conv1d::conv1d(&mut self.m, &job, df)?;
-            } else {
-                conv2d::conv2d(&mut self.m, &job, df)?;
+        let jobs = job.split_groups(groups);
+        let mut run = |m: &mut Machine, df: Dataflow| -> Result<()> {
+            for job in &jobs {
+                if is1d {
+                    conv1d::conv1d(m, job, df)?;
+                } else {
+                    conv2d::conv2d(m, job, df)?;
+                }
             }
-        }
+            Ok(())
+        };
+        let df = self.pick_df(kind, &mut run)?;
+        run(&mut self.m, df)?;
         self.collect(n, y, y_addr, Layout::Chw, out.elem)?;
         Ok((kind, Some(df), work, shape))
     }
@@ -208,7 +215,7 @@ impl Net<'_> {
             vecmat(&mut self.m, job)?;
             Ok((KernelKind::Vm, None))
         } else {
-            let df = self.choice.pick(KernelKind::Mm);
+            let df = self.pick_df(KernelKind::Mm, &mut |m, df| matmul(m, job, df))?;
             matmul(&mut self.m, job, df)?;
             Ok((KernelKind::Mm, Some(df)))
         }
