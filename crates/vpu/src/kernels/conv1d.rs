@@ -5,12 +5,14 @@
 //! IS all input channels resident (up to 26), output the rest; above 26 channels IS
 //! streams its inputs through the 8-channel window of Table 2 (V0-V7, scratch V8, outputs
 //! V9-V29; Table 2 lists V8-V28 without the scratch) once per output block, like OS, so
-//! no partial sums spill; WS 13 resident input channels + 13 output channels, spilling
-//! int32 partial sums between input groups. Cooperating VPUs split the sequence; each
-//! loads its own band with the causal overlap.
+//! no partial sums spill; WS 13 resident input channels + 13 output channels, "combining
+//! input and output stationarity" (§4.3.3): above 13 channels its input groups stream
+//! past each resident output block, so it spills nothing either (Fig. 7 puts every
+//! configuration near the bound). Cooperating VPUs split the sequence; each loads its
+//! own band with the causal overlap.
 
 use super::conv2d::ConvJob;
-use super::{Dataflow, Spill, zp_at};
+use super::{Dataflow, zp_at};
 use crate::error::{Result, VpuError, kerr};
 use crate::machine::{Machine, Xfer};
 
@@ -19,7 +21,6 @@ const W_REG: usize = 31;
 struct Plan {
     lo: usize,
     lc: usize,
-    c_out: usize,
     halo: usize,
     in_slots: usize,
     scratch: usize,
@@ -27,27 +28,9 @@ struct Plan {
     out_slots: usize,
     bands: Vec<(usize, usize)>,
     steps: usize,
-    spill: Option<u64>,
 }
 
 impl Plan {
-    /// The partial sums of output channels `co0..co0+nco` for VPU `q`'s current chunk
-    /// (`len` positions). Only one chunk is in flight per VPU (every C_in group of a
-    /// chunk is done before the next chunk), so the spill buffer holds one chunk per VPU,
-    /// contiguous: C_out x chunk int32 values. A buffer laid out along the whole
-    /// sequence instead puts its rows a power-of-two apart for power-of-two lengths, and
-    /// they collide in a few cache sets.
-    fn spill_at(&self, q: usize, co0: usize, nco: usize, len: usize) -> Spill {
-        Spill {
-            buf: self.spill,
-            vpu: q,
-            reg: self.out0,
-            at: (q * self.c_out + co0) * self.lc,
-            rows: nco,
-            cols: len,
-            row_elems: self.lc,
-        }
-    }
     fn chunk(&self, q: usize, t: usize) -> Option<(usize, usize)> {
         let (s, e) = self.bands[q];
         let c0 = s + t * self.lc;
@@ -70,7 +53,7 @@ pub(crate) fn check_geometry(kw: usize, dil: usize, v: usize) -> Result<()> {
     Ok(())
 }
 
-fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
+fn plan(m: &Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
     if j.h != 1 || j.kh != 1 || j.stride != (1, 1) || j.pads[0] != 0 || j.pads[2] != 0 {
         return Err(kerr(
             "QLinearConv-1D",
@@ -98,12 +81,9 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
     let bands: Vec<_> = (0..p)
         .map(|q| ((q * per).min(lo), ((q + 1) * per).min(lo)))
         .collect();
-    let groups = j.c_in.div_ceil(in_slots);
-    let spill = (!streams(df, groups) && groups > 1).then(|| m.alloc(p * j.c_out * lc * 4));
     Ok(Plan {
         lo,
         lc,
-        c_out: j.c_out,
         halo,
         in_slots,
         scratch: in_slots,
@@ -111,16 +91,16 @@ fn plan(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<Plan> {
         out_slots,
         bands,
         steps: per.div_ceil(lc),
-        spill,
     })
 }
 
 /// Whether the inputs stream through their window once per output block (the output
 /// accumulators complete their whole C_in*K reduction, nothing spills): always for OS,
-/// and for IS when C_in does not fit its resident window. Otherwise (WS, and IS with every
-/// channel resident) each input group is loaded once and the outputs sweep past it.
+/// and for IS and WS when C_in does not fit their resident window. Otherwise (IS and WS
+/// with every channel resident) the inputs are loaded once and the output blocks sweep
+/// past them.
 fn streams(df: Dataflow, ci_groups: usize) -> bool {
-    df == Dataflow::Os || (df == Dataflow::Is && ci_groups > 1)
+    df == Dataflow::Os || ci_groups > 1
 }
 
 pub fn conv1d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
@@ -131,23 +111,22 @@ pub fn conv1d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
         if streams(df, ci_groups) {
             for cb in 0..co_blocks {
                 m.host_loop(1);
-                init(m, j, &pl, t, cb, 0)?;
+                init(m, j, &pl, t, cb)?;
                 for g in 0..ci_groups {
                     load_inputs(m, j, &pl, t, g)?;
                     macs(m, j, &pl, t, cb, g)?;
                 }
-                finish(m, j, &pl, t, cb, true)?;
+                finish(m, j, &pl, t, cb)?;
             }
         } else {
-            for g in 0..ci_groups {
+            // One resident input group: loaded once, every output block sweeps past it.
+            m.host_loop(1);
+            load_inputs(m, j, &pl, t, 0)?;
+            for cb in 0..co_blocks {
                 m.host_loop(1);
-                load_inputs(m, j, &pl, t, g)?;
-                for cb in 0..co_blocks {
-                    m.host_loop(1);
-                    init(m, j, &pl, t, cb, g)?;
-                    macs(m, j, &pl, t, cb, g)?;
-                    finish(m, j, &pl, t, cb, g + 1 == ci_groups)?;
-                }
+                init(m, j, &pl, t, cb)?;
+                macs(m, j, &pl, t, cb, 0)?;
+                finish(m, j, &pl, t, cb)?;
             }
         }
     }
@@ -258,51 +237,43 @@ fn macs(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) 
     Ok(())
 }
 
-fn init(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, g: usize) -> Result<()> {
+fn init(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize) -> Result<()> {
     let (co0, nco) = block(j, pl, cb);
     for q in 0..m.vpus() {
         let Some((_, len)) = pl.chunk(q, t) else {
             continue;
         };
-        if g > 0 {
-            pl.spill_at(q, co0, nco, len).reload(m)?;
-        } else {
-            for o in 0..nco {
-                m.host(1);
-                let b = j.bias.as_ref().map_or(0, |b| b[co0 + o]);
-                m.vmv_vx(q, pl.out0 + o, b, len);
-            }
+        for o in 0..nco {
+            m.host(1);
+            let b = j.bias.as_ref().map_or(0, |b| b[co0 + o]);
+            m.vmv_vx(q, pl.out0 + o, b, len);
         }
     }
     Ok(())
 }
 
-fn finish(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize, last: bool) -> Result<()> {
+fn finish(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize) -> Result<()> {
     let (co0, nco) = block(j, pl, cb);
     let (lo, hi) = j.out.range();
     for q in 0..m.vpus() {
         let Some((c0, len)) = pl.chunk(q, t) else {
             continue;
         };
-        if last {
-            for o in 0..nco {
-                let rq = j.out.at(co0 + o).to_vec();
-                m.vrequant(q, pl.out0 + o, &rq, j.out.zp, lo, hi, len);
-            }
-            let es = j.out.elem.size();
-            m.dma_out(&Xfer::rows(
-                q,
-                pl.out0,
-                m.vlen,
-                j.y + ((co0 * pl.lo + c0) * es) as u64,
-                j.out.elem,
-                nco,
-                len,
-                pl.lo * es,
-            ))?;
-        } else {
-            pl.spill_at(q, co0, nco, len).store(m)?;
+        for o in 0..nco {
+            let rq = j.out.at(co0 + o).to_vec();
+            m.vrequant(q, pl.out0 + o, &rq, j.out.zp, lo, hi, len);
         }
+        let es = j.out.elem.size();
+        m.dma_out(&Xfer::rows(
+            q,
+            pl.out0,
+            m.vlen,
+            j.y + ((co0 * pl.lo + c0) * es) as u64,
+            j.out.elem,
+            nco,
+            len,
+            pl.lo * es,
+        ))?;
     }
     Ok(())
 }
