@@ -384,6 +384,6 @@ fn vpu_bad_settings_exit_2_naming_them() {
     std::fs::write(&bad, "[cache]\nways = 0\n").unwrap();
     assert_user_error(
         &pimkit(&["vpu", "table3", "--quick", "--arch", bad.to_str().unwrap()]),
-        &["cache.ways"],
+        &["cache.ways", "bad_arch.toml"],
     );
 }

@@ -6,7 +6,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pimkit_vpu::Arch;
-use pimkit_vpu::network::{NetOptions, run_network};
+use pimkit_vpu::network::{DataflowChoice, NetOptions, run_network};
 use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
@@ -18,6 +18,14 @@ fn bench(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(30));
     grp.bench_function("mobilenet_v2_simd1", |b| {
         b.iter(|| run_network(&g, &inputs, &arch, &NetOptions::default()).expect("run"))
+    });
+    // Without `auto`'s three trial runs per kernel layer.
+    let family = NetOptions {
+        dataflow: DataflowChoice::Family,
+        ..Default::default()
+    };
+    grp.bench_function("mobilenet_v2_simd1_family", |b| {
+        b.iter(|| run_network(&g, &inputs, &arch, &family).expect("run"))
     });
     grp.finish();
 }

@@ -332,9 +332,13 @@ impl Arch {
     pub fn from_file(path: &Path) -> Result<Arch> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| VpuError::ArchParse(format!("{}: {e}", path.display())))?;
-        // A TOML or type error names the file; a range error names its field.
+        // Errors name the file as well as the field.
         Arch::from_toml(&text).map_err(|e| match e {
             VpuError::ArchParse(m) => VpuError::ArchParse(format!("{}: {m}", path.display())),
+            VpuError::BadArch { field, msg } => VpuError::BadArch {
+                field,
+                msg: format!("{msg} (in {})", path.display()),
+            },
             e => e,
         })
     }

@@ -25,6 +25,12 @@ pub enum VpuError {
         "the simulated cycle count does not fit in 64 bits; the architecture's costs are too large or its bandwidth too small for this workload (docs/vpu.md lists the allowed ranges)"
     )]
     CycleOverflow,
+    /// An error of one point of a roofline sweep, naming the point.
+    #[error("{point}: {source}")]
+    AtPoint {
+        point: String,
+        source: Box<VpuError>,
+    },
     #[error("{0}")]
     Other(String),
 }

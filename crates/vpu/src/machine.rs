@@ -165,8 +165,9 @@ enum Wait {
     Dma,
 }
 
-/// Everything a trial kernel run changes except memory below [`Machine::snapshot`]'s
-/// end: a kernel writes there only its output, which every dataflow computes alike.
+/// Everything a trial kernel run changes: clocks, registers, cache, counters, the memory
+/// allocated since, and the memory ranges the caller names (the kernel's output; a
+/// kernel writes nothing else below the snapshot's end).
 pub struct Snapshot {
     host_t: u64,
     dma_t: u64,
@@ -182,6 +183,7 @@ pub struct Snapshot {
     cache: Cache,
     vrf: Vec<Vec<i32>>,
     mem_len: usize,
+    kept: Vec<(usize, Vec<u8>)>,
 }
 
 pub struct Machine {
@@ -236,9 +238,15 @@ impl Machine {
         })
     }
 
-    /// The state to roll a trial run back to (see [`Snapshot`]).
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot {
+    /// The state to roll a trial run back to, with the bytes of `keep` (address, length)
+    /// (see [`Snapshot`]).
+    pub fn snapshot(&self, keep: &[(u64, usize)]) -> Result<Snapshot> {
+        let mut kept = Vec::with_capacity(keep.len());
+        for &(addr, len) in keep {
+            let a = self.check(addr, len)?;
+            kept.push((a, self.mem[a..a + len].to_vec()));
+        }
+        Ok(Snapshot {
             host_t: self.host_t,
             dma_t: self.dma_t,
             vpu_t: self.vpu_t.clone(),
@@ -253,7 +261,8 @@ impl Machine {
             cache: self.cache.clone(),
             vrf: self.vrf.clone(),
             mem_len: self.mem.len(),
-        }
+            kept,
+        })
     }
 
     /// Roll back to `s`: clocks, registers, cache and counters as they were; memory
@@ -273,6 +282,9 @@ impl Machine {
         self.cache = s.cache;
         self.vrf = s.vrf;
         self.mem.truncate(s.mem_len);
+        for (a, b) in s.kept {
+            self.mem[a..a + b.len()].copy_from_slice(&b);
+        }
     }
 
     pub fn vpus(&self) -> usize {
@@ -618,9 +630,7 @@ impl Machine {
         }
         // Any delay past the channel being free comes from a VPU's registers.
         self.dma_vpu_wait = start;
-        // Data and cache lines.
-        let s0 = self.cache.stats;
-        let line_shift = self.cache.line_bytes().trailing_zeros();
+        // Data, then the cache lines the burst touches.
         for r in 0..x.rows {
             let base = x.addr as usize + r * x.row_stride;
             let vbase = x.vrf_off + r * x.vrf_row_stride;
@@ -639,41 +649,11 @@ impl Machine {
                     vrf[vbase + c] = read_elem(&self.mem, base + c * x.col_stride, x.elem);
                 }
             }
-            if x.col_stride == es {
-                let l0 = (base >> line_shift) as u64;
-                let l1 = ((base + x.cols * es - 1) >> line_shift) as u64;
-                for l in l0..=l1 {
-                    self.cache.access_line(l, to_mem);
-                }
-            } else {
-                let mut prev = u64::MAX;
-                for c in 0..x.cols {
-                    let l = ((base + c * x.col_stride) >> line_shift) as u64;
-                    if l != prev {
-                        self.cache.access_line(l, to_mem);
-                        prev = l;
-                    }
-                }
-            }
         }
-        let d = self.cache.stats.minus(&s0);
-        let line = self.cache.line_bytes() as f64;
+        let d = self.touch_lines(x, to_mem);
         // The VRF side moves one 32-bit element per beat: 8-bit operands widened into
         // (or narrowed from) int32 elements cost a beat per element, not per 4 bytes.
-        let beats_bytes = n * es.max(4);
-        let onchip = (beats_bytes as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
-        let offchip =
-            ((d.misses + d.evictions) as f64 * line / self.arch.memory.bandwidth).ceil() as u64;
-        let lat = if d.misses > 0 {
-            self.arch.memory.latency_cycles
-        } else {
-            0
-        };
-        let dur = self.sat_add(self.arch.dma.setup_cycles, onchip.max(offchip));
-        let dur = self.sat_add(dur, lat);
-        let end = self.sat_add(start, dur);
-        self.dma_t = end;
-        self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
+        let end = self.occupy_channel(start, n * es.max(4), &d);
         self.ctr.dma_bytes += (n * es) as u64;
         for r in regs {
             if to_mem {
@@ -691,6 +671,16 @@ impl Machine {
         self.program_dma();
         let start = self.host_t.max(self.dma_t);
         self.dma_vpu_wait = 0;
+        let d = self.touch_lines(x, to_mem);
+        let bytes = x.rows * x.cols * x.elem.size();
+        self.occupy_channel(start, bytes, &d);
+        self.ctr.dma_bytes += bytes as u64;
+        Ok(())
+    }
+
+    /// Access every cache line burst `x` covers (writes when `to_mem`), row by row; the
+    /// hits, misses and evictions it caused.
+    fn touch_lines(&mut self, x: &Xfer, to_mem: bool) -> CacheStats {
         let s0 = self.cache.stats;
         let es = x.elem.size();
         let line_shift = self.cache.line_bytes().trailing_zeros();
@@ -713,9 +703,14 @@ impl Machine {
                 }
             }
         }
-        let d = self.cache.stats.minus(&s0);
-        let n = x.rows * x.cols;
-        let onchip = ((n * es) as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
+        self.cache.stats.minus(&s0)
+    }
+
+    /// The channel runs one burst from `start`: set-up, then the slower of its on-chip
+    /// side (`onchip_bytes`) and its off-chip lines (`d`), plus the memory latency when a
+    /// line missed. Returns the end.
+    fn occupy_channel(&mut self, start: u64, onchip_bytes: usize, d: &CacheStats) -> u64 {
+        let onchip = (onchip_bytes as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
         let offchip = ((d.misses + d.evictions) as f64 * self.cache.line_bytes() as f64
             / self.arch.memory.bandwidth)
             .ceil() as u64;
@@ -726,10 +721,10 @@ impl Machine {
         };
         let dur = self.sat_add(self.arch.dma.setup_cycles, onchip.max(offchip));
         let dur = self.sat_add(dur, lat);
-        self.dma_t = self.sat_add(start, dur);
+        let end = self.sat_add(start, dur);
+        self.dma_t = end;
         self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
-        self.ctr.dma_bytes += (n * es) as u64;
-        Ok(())
+        end
     }
 
     /// On-chip VRF-to-VRF copy by the DMA (memory mode, no cache traffic).
@@ -746,14 +741,12 @@ impl Machine {
         start = start
             .max(self.free[dst_p][dst_reg])
             .max(self.avail[dst_p][dst_reg]);
-        let copy = ((n * 4) as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
-        let dur = self.sat_add(self.arch.dma.setup_cycles, copy);
-        let end = self.sat_add(start, dur);
+        // Waiting for the source's result (or the target's readers) is compute.
+        self.dma_vpu_wait = start;
+        let end = self.occupy_channel(start, n * 4, &CacheStats::default());
         let v = self.vlen;
         let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
         self.vrf[dst_p][dst_reg * v..dst_reg * v + n].copy_from_slice(&tmp);
-        self.dma_t = end;
-        self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
         self.free[src_p][src_reg] = self.free[src_p][src_reg].max(end);
         self.avail[dst_p][dst_reg] = end;
         self.avail_dma[dst_p][dst_reg] = true;

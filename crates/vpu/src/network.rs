@@ -59,7 +59,7 @@ impl DataflowChoice {
             Dataflow::parse(s).map(DataflowChoice::Fixed)
         }
     }
-    /// The family's winner (for `Auto`, the dataflow tried first).
+    /// The family's winner (for `Auto`, the fallback when no trial fits).
     fn pick(self, kernel: KernelKind) -> Dataflow {
         match self {
             DataflowChoice::Fixed(d) => d,
@@ -392,32 +392,45 @@ impl Net<'_> {
         Ok(outs)
     }
 
-    /// The dataflow of one kernel call: fixed, the family's, or (`Auto`) the fastest of
-    /// the three, each tried from the current state and rolled back. A dataflow whose
-    /// tiles do not fit is skipped; if none fits, the family's runs and reports the error.
-    fn pick_df(
+    /// Run one kernel call and return its dataflow: `prefer` (the node's earlier calls),
+    /// the fixed one, the family's, or (`Auto`) the fastest of the three, each tried from
+    /// the current state and rolled back, `out` (the region the kernel writes) included.
+    /// A dataflow whose tiles do not fit (a kernel or VRF error) is skipped; any other
+    /// error stops the run. If none fits, the family's runs and reports its error.
+    fn run_kernel(
         &mut self,
         kind: KernelKind,
+        out: (u64, usize),
+        prefer: Option<Dataflow>,
         run: &mut dyn FnMut(&mut Machine, Dataflow) -> Result<()>,
     ) -> Result<Dataflow> {
         let family = self.choice.pick(kind);
-        if self.choice != DataflowChoice::Auto {
-            return Ok(family);
-        }
-        let mut best: Option<(u64, Dataflow)> = None;
-        for df in Dataflow::ALL {
-            let snap = self.m.snapshot();
-            let t0 = self.m.now();
-            let ok = run(&mut self.m, df).is_ok();
-            self.m.finish();
-            let t = self.m.now() - t0;
-            let overflowed = self.m.overflowed();
-            self.m.restore(snap);
-            if ok && !overflowed && best.is_none_or(|(bt, _)| t < bt) {
-                best = Some((t, df));
+        let df = match prefer {
+            Some(d) => d,
+            None if self.choice != DataflowChoice::Auto => family,
+            None => {
+                let mut best: Option<(u64, Dataflow)> = None;
+                for df in Dataflow::ALL {
+                    let snap = self.m.snapshot(&[out])?;
+                    let t0 = self.m.now();
+                    let r = run(&mut self.m, df);
+                    self.m.finish();
+                    let t = self.m.now() - t0;
+                    let overflowed = self.m.overflowed();
+                    self.m.restore(snap);
+                    match r {
+                        Ok(()) if !overflowed && best.is_none_or(|(bt, _)| t < bt) => {
+                            best = Some((t, df))
+                        }
+                        Ok(()) | Err(VpuError::VrfTooSmall { .. } | VpuError::Kernel { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                best.map_or(family, |b| b.1)
             }
-        }
-        Ok(best.map_or(family, |b| b.1))
+        };
+        run(&mut self.m, df)?;
+        Ok(df)
     }
 
     fn val(&self, n: &Node, v: ValueId) -> Result<&Tensor> {

@@ -123,12 +123,13 @@ pub fn layer_table(r: &NetworkResult) -> Table {
     t
 }
 
-/// Table 5 equivalent: whole-network totals beside the paper's MobileNetV2 numbers.
+/// Table 5 equivalent: whole-network totals, one row per run (method, VPUs, cache).
 pub fn table5(runs: &[&NetworkResult]) -> Table {
     let mut t = Table::new(
         "Table 5 equivalent: whole network at SIMD = VPUs (the paper method sums the kernel layers only, quinn §5.11)",
         &[
             "model",
+            "method",
             "VPUs",
             "cache",
             "N_op [M]",
@@ -143,20 +144,17 @@ pub fn table5(runs: &[&NetworkResult]) -> Table {
     for r in runs {
         t.push(vec![
             r.model.clone(),
+            match r.method {
+                crate::network::Method::Paper => "paper (§5.11)".into(),
+                crate::network::Method::Pimkit => "pimkit".to_string(),
+            },
             r.vpus.to_string(),
-            format!(
-                "{}{}",
-                if r.cold_layers {
-                    "cold per layer"
-                } else {
-                    "carried"
-                },
-                if r.method == crate::network::Method::Paper {
-                    ", paper method"
-                } else {
-                    ""
-                }
-            ),
+            if r.cold_layers {
+                "cold per layer"
+            } else {
+                "carried"
+            }
+            .into(),
             format!("{:.1}", r.ops as f64 / 1e6),
             format!("{:.1}", r.cycles as f64 / 1e6),
             format!("{:.1}", r.latency_ms),

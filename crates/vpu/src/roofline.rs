@@ -204,10 +204,10 @@ fn conv_point(
 
 /// A sweep point's error names the point (an arch file can make one of many fail).
 fn at_point(sweep: &str, label: &str, df: &str, arch: &Arch, e: VpuError) -> VpuError {
-    VpuError::Other(format!(
-        "{sweep} sweep, point {label} {df} at {} VPU(s): {e}",
-        arch.vpus
-    ))
+    VpuError::AtPoint {
+        point: format!("{sweep} sweep, point {label} {df} at {} VPU(s)", arch.vpus),
+        source: Box::new(e),
+    }
 }
 
 fn kind_name(k: ConvKind) -> &'static str {

@@ -97,11 +97,16 @@ fn a_failing_sweep_point_is_named() {
     // 16-element registers hold no 5x5 filter: the error says which point of the sweep.
     let mut a = Arch::default();
     a.vpu.vrf_bytes = 2048;
-    let e = run_sweep(&a, Sweep::Conv2d, Scale { quick: true })
-        .unwrap_err()
-        .to_string();
+    let err = run_sweep(&a, Sweep::Conv2d, Scale { quick: true }).unwrap_err();
+    let e = err.to_string();
     assert!(
         e.contains("conv2d sweep, point c3/k5") && e.contains("VRF is too small"),
         "{e}"
+    );
+    // The kernel's own error stays matchable for library callers.
+    assert!(
+        matches!(&err, pimkit_vpu::VpuError::AtPoint { source, .. }
+            if matches!(**source, pimkit_vpu::VpuError::VrfTooSmall { .. })),
+        "{err:?}"
     );
 }

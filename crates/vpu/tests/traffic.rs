@@ -157,3 +157,33 @@ fn a_transfer_waiting_for_a_result_counts_that_wait_as_compute() {
         st.compute_cycles + st.dma_stall_cycles + st.host_cycles
     );
 }
+
+#[test]
+fn snapshot_restore_rolls_back_clocks_cache_registers_and_kept_memory() {
+    // What `--dataflow auto` relies on between its trial runs.
+    let a = Arch::default();
+    let mut m = Machine::new(&a).unwrap();
+    let v = m.vlen;
+    let src = m.put(Elem::U8, &vec![3; v]);
+    let out = m.alloc(v);
+    let snap = m.snapshot(&[(out, v)]).unwrap();
+    let (t0, c0, len0) = (m.now(), m.counters(), m.mem.len());
+    m.dma_in(&Xfer::row(0, 0, 0, v, src, Elem::U8, v)).unwrap();
+    m.vadd_vx(0, 0, 0, 1, v);
+    m.dma_out(&Xfer::row(0, 0, 0, v, out, Elem::U8, v)).unwrap();
+    m.alloc(4096);
+    m.finish();
+    assert_eq!(m.get(out, Elem::U8, v).unwrap(), vec![4; v]);
+    m.restore(snap);
+    assert_eq!((m.now(), m.counters(), m.mem.len()), (t0, c0, len0));
+    assert_eq!(
+        m.get(out, Elem::U8, v).unwrap(),
+        vec![0; v],
+        "kept range restored"
+    );
+    assert!(m.vrf[0][..v].iter().all(|&x| x == 0), "registers restored");
+    // The cache is as before: the source misses again.
+    m.dma_in(&Xfer::row(0, 0, 0, v, src, Elem::U8, v)).unwrap();
+    m.finish();
+    assert!(m.counters().misses > c0.misses);
+}

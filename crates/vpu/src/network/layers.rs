@@ -110,7 +110,7 @@ impl Net<'_> {
                 y: y_addr,
                 out: out.clone(),
             };
-            let (kind, df) = self.run_mm(&job)?;
+            let (kind, df) = self.run_mm(&job, None)?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
             return Ok((kind, df, work, shape));
         }
@@ -139,19 +139,29 @@ impl Net<'_> {
                 y: y_addr,
                 out: out.clone(),
             };
-            let df = self.pick_df(KernelKind::Depthwise, &mut |m, df| {
+            let out_bytes = (y_addr, yt.numel() * out.elem.size());
+            let df = self.run_kernel(KernelKind::Depthwise, out_bytes, None, &mut |m, df| {
                 depthwise::depthwise(m, &job, df)
             })?;
-            depthwise::depthwise(&mut self.m, &job, df)?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
             return Ok((KernelKind::Depthwise, Some(df), work, shape));
         }
         let groups = a.group.max(1);
-        if !c_in.is_multiple_of(groups)
-            || !c_out.is_multiple_of(groups)
-            || wt.shape.get(1) != Some(&(c_in / groups))
-        {
-            return self.host_with_note(n, format!("{groups} groups do not divide the channels"));
+        if !c_in.is_multiple_of(groups) || !c_out.is_multiple_of(groups) {
+            return self.host_with_note(
+                n,
+                format!("{groups} groups do not divide {c_in} -> {c_out} channels"),
+            );
+        }
+        if wt.shape.get(1) != Some(&(c_in / groups)) {
+            return self.host_with_note(
+                n,
+                format!(
+                    "weight shape {:?} does not hold {} input channels per group",
+                    wt.shape,
+                    c_in / groups
+                ),
+            );
         }
         let is1d = !rank2 && stride == (1, 1);
         // A filter no register window can hold runs on the host, with a note.
@@ -204,19 +214,24 @@ impl Net<'_> {
             }
             Ok(())
         };
-        let df = self.pick_df(kind, &mut run)?;
-        run(&mut self.m, df)?;
+        let df = self.run_kernel(kind, (y_addr, yt.numel() * out.elem.size()), None, &mut run)?;
         self.collect(n, y, y_addr, Layout::Chw, out.elem)?;
         Ok((kind, Some(df), work, shape))
     }
 
-    fn run_mm(&mut self, job: &MatMulJob) -> Result<(KernelKind, Option<Dataflow>)> {
+    /// One matmul call: VM for M = 1, else MM with `prefer` or the node's choice.
+    fn run_mm(
+        &mut self,
+        job: &MatMulJob,
+        prefer: Option<Dataflow>,
+    ) -> Result<(KernelKind, Option<Dataflow>)> {
         if job.m == 1 {
             vecmat(&mut self.m, job)?;
             Ok((KernelKind::Vm, None))
         } else {
-            let df = self.pick_df(KernelKind::Mm, &mut |m, df| matmul(m, job, df))?;
-            matmul(&mut self.m, job, df)?;
+            let out = (job.y, job.m * job.n * job.out.elem.size());
+            let df =
+                self.run_kernel(KernelKind::Mm, out, prefer, &mut |m, df| matmul(m, job, df))?;
             Ok((KernelKind::Mm, Some(df)))
         }
     }
@@ -327,7 +342,8 @@ impl Net<'_> {
         } else {
             (1, batch * m_)
         };
-        let mut ran = None;
+        // The node's first call picks the dataflow; the others (same shape) reuse it.
+        let mut ran: Option<(KernelKind, Option<Dataflow>)> = None;
         for i in 0..calls {
             let job = MatMulJob {
                 m: rows,
@@ -343,7 +359,7 @@ impl Net<'_> {
                 y: y_addr + (i * m_ * nn * out.elem.size()) as u64,
                 out: out.clone(),
             };
-            ran = Some(self.run_mm(&job)?);
+            ran = Some(self.run_mm(&job, ran.and_then(|r| r.1))?);
         }
         let (kind, df) = ran.ok_or_else(|| nerr(n, "empty batch"))?;
         self.collect(n, y, y_addr, Layout::Chw, out.elem)?;
