@@ -165,33 +165,9 @@ enum Wait {
     Dma,
 }
 
-/// Everything a trial kernel run changes: clocks, registers, cache, counters, the memory
-/// allocated since, and the memory ranges the caller names (the kernel's output; a
-/// kernel writes nothing else below the snapshot's end).
-pub struct Snapshot {
-    host_t: u64,
-    dma_t: u64,
-    vpu_t: Vec<u64>,
-    queue: Vec<VecDeque<u64>>,
-    avail: Vec<Vec<u64>>,
-    avail_dma: Vec<Vec<bool>>,
-    free: Vec<Vec<u64>>,
-    dma_idle: Vec<u64>,
-    dma_vpu_wait: u64,
-    ctr: Counters,
-    overflow: bool,
-    cache: Cache,
-    vrf: Vec<Vec<i32>>,
-    mem_len: usize,
-    kept: Vec<(usize, Vec<u8>)>,
-}
-
-pub struct Machine {
-    pub arch: Arch,
-    pub vlen: usize,
-    pub mem: Vec<u8>,
-    pub vrf: Vec<Vec<i32>>,
-    pub cache: Cache,
+/// The timing state: clocks, register hazards, counters. A [`Snapshot`] copies it.
+#[derive(Clone)]
+struct Timing {
     host_t: u64,
     dma_t: u64,
     vpu_t: Vec<u64>,
@@ -212,6 +188,26 @@ pub struct Machine {
     overflow: bool,
 }
 
+/// Everything a trial kernel run changes: timing, registers, cache, the memory allocated
+/// since, and the memory ranges the caller names (the kernel's output; a kernel writes
+/// nothing else below the snapshot's end).
+pub struct Snapshot {
+    t: Timing,
+    cache: Cache,
+    vrf: Vec<Vec<i32>>,
+    mem_len: usize,
+    kept: Vec<(usize, Vec<u8>)>,
+}
+
+pub struct Machine {
+    pub arch: Arch,
+    pub vlen: usize,
+    pub mem: Vec<u8>,
+    pub vrf: Vec<Vec<i32>>,
+    pub cache: Cache,
+    t: Timing,
+}
+
 impl Machine {
     pub fn new(arch: &Arch) -> Result<Machine> {
         arch.validate()?;
@@ -224,17 +220,19 @@ impl Machine {
             mem: Vec::new(),
             vrf: vec![vec![0; nregs * vlen]; p],
             cache: Cache::new(&arch.cache),
-            host_t: 0,
-            dma_t: 0,
-            vpu_t: vec![0; p],
-            queue: vec![VecDeque::new(); p],
-            avail: vec![vec![0; nregs]; p],
-            avail_dma: vec![vec![false; nregs]; p],
-            free: vec![vec![0; nregs]; p],
-            dma_idle: vec![0; p],
-            dma_vpu_wait: 0,
-            ctr: Counters::default(),
-            overflow: false,
+            t: Timing {
+                host_t: 0,
+                dma_t: 0,
+                vpu_t: vec![0; p],
+                queue: vec![VecDeque::new(); p],
+                avail: vec![vec![0; nregs]; p],
+                avail_dma: vec![vec![false; nregs]; p],
+                free: vec![vec![0; nregs]; p],
+                dma_idle: vec![0; p],
+                dma_vpu_wait: 0,
+                ctr: Counters::default(),
+                overflow: false,
+            },
         })
     }
 
@@ -247,17 +245,7 @@ impl Machine {
             kept.push((a, self.mem[a..a + len].to_vec()));
         }
         Ok(Snapshot {
-            host_t: self.host_t,
-            dma_t: self.dma_t,
-            vpu_t: self.vpu_t.clone(),
-            queue: self.queue.clone(),
-            avail: self.avail.clone(),
-            avail_dma: self.avail_dma.clone(),
-            free: self.free.clone(),
-            dma_idle: self.dma_idle.clone(),
-            dma_vpu_wait: self.dma_vpu_wait,
-            ctr: self.ctr,
-            overflow: self.overflow,
+            t: self.t.clone(),
             cache: self.cache.clone(),
             vrf: self.vrf.clone(),
             mem_len: self.mem.len(),
@@ -266,19 +254,10 @@ impl Machine {
     }
 
     /// Roll back to `s`: clocks, registers, cache and counters as they were; memory
-    /// allocated since (spill buffers, staged constants) is released.
+    /// allocated since (spill buffers, staged constants) is released and the kept
+    /// ranges get their bytes back.
     pub fn restore(&mut self, s: Snapshot) {
-        self.host_t = s.host_t;
-        self.dma_t = s.dma_t;
-        self.vpu_t = s.vpu_t;
-        self.queue = s.queue;
-        self.avail = s.avail;
-        self.avail_dma = s.avail_dma;
-        self.free = s.free;
-        self.dma_idle = s.dma_idle;
-        self.dma_vpu_wait = s.dma_vpu_wait;
-        self.ctr = s.ctr;
-        self.overflow = s.overflow;
+        self.t = s.t;
         self.cache = s.cache;
         self.vrf = s.vrf;
         self.mem.truncate(s.mem_len);
@@ -291,7 +270,7 @@ impl Machine {
         self.arch.vpus
     }
     pub fn now(&self) -> u64 {
-        self.host_t
+        self.t.host_t
     }
 
     // ---------------------------------------------------------------- memory
@@ -340,7 +319,7 @@ impl Machine {
         match a.checked_add(b) {
             Some(s) if s < u64::MAX => s,
             _ => {
-                self.overflow = true;
+                self.t.overflow = true;
                 u64::MAX
             }
         }
@@ -349,38 +328,38 @@ impl Machine {
         match a.checked_mul(b) {
             Some(s) if s < u64::MAX => s,
             _ => {
-                self.overflow = true;
+                self.t.overflow = true;
                 u64::MAX
             }
         }
     }
     /// Whether some time or counter saturated: the statistics are then meaningless.
     pub fn overflowed(&self) -> bool {
-        self.overflow
+        self.t.overflow
     }
 
     // ---------------------------------------------------------------- host clock
     fn wait_until(&mut self, t: u64, why: Wait) {
-        if t > self.host_t {
-            let d = t - self.host_t;
+        if t > self.t.host_t {
+            let d = t - self.t.host_t;
             match why {
-                Wait::Control => self.ctr.host_control += d,
-                Wait::Compute => self.ctr.compute_wait += d,
-                Wait::Dma => self.ctr.dma_stall += d,
+                Wait::Control => self.t.ctr.host_control += d,
+                Wait::Compute => self.t.ctr.compute_wait += d,
+                Wait::Dma => self.t.ctr.dma_stall += d,
             }
-            self.host_t = t;
+            self.t.host_t = t;
         }
     }
     /// The host waits for VPU `p` until `t`; the part the VPU itself sat idle waiting
     /// for DMA data counts as DMA stall, the rest as compute.
     fn wait_vpu(&mut self, p: usize, t: u64) {
-        if t <= self.host_t {
+        if t <= self.t.host_t {
             return;
         }
-        let d = t - self.host_t;
-        let dma = d.min(self.dma_idle[p]);
-        self.dma_idle[p] -= dma;
-        let mid = self.host_t + (d - dma);
+        let d = t - self.t.host_t;
+        let dma = d.min(self.t.dma_idle[p]);
+        self.t.dma_idle[p] -= dma;
+        let mid = self.t.host_t + (d - dma);
         self.wait_until(mid, Wait::Compute);
         self.wait_until(t, Wait::Dma);
     }
@@ -388,13 +367,13 @@ impl Machine {
     /// The host waits for the DMA channel to go idle: compute while the descriptor
     /// waits for a VPU, DMA stall while it transfers.
     fn wait_dma(&mut self) {
-        self.wait_until(self.dma_vpu_wait.min(self.dma_t), Wait::Compute);
-        self.wait_until(self.dma_t, Wait::Dma);
+        self.wait_until(self.t.dma_vpu_wait.min(self.t.dma_t), Wait::Compute);
+        self.wait_until(self.t.dma_t, Wait::Dma);
     }
 
     /// Host executes `cycles` of scalar control code.
     pub fn host(&mut self, cycles: u64) {
-        let t = self.sat_add(self.host_t, cycles);
+        let t = self.sat_add(self.t.host_t, cycles);
         self.wait_until(t, Wait::Control);
     }
     /// Host runs `n` loop iterations' worth of control (counter, compare, branch).
@@ -406,23 +385,24 @@ impl Machine {
     /// Wait for every VPU and the DMA channel to go idle.
     pub fn finish(&mut self) {
         let (p, v) = self
+            .t
             .vpu_t
             .iter()
             .copied()
             .enumerate()
             .max_by_key(|&(_, t)| t)
             .unwrap_or((0, 0));
-        if self.dma_t >= v {
+        if self.t.dma_t >= v {
             self.wait_vpu(p, v);
             self.wait_dma();
         } else {
             self.wait_dma();
             self.wait_vpu(p, v);
         }
-        for q in &mut self.queue {
+        for q in &mut self.t.queue {
             q.clear();
         }
-        self.dma_idle.iter_mut().for_each(|d| *d = 0);
+        self.t.dma_idle.iter_mut().for_each(|d| *d = 0);
     }
 
     /// Wait for everything, then write every dirty cache line back (counted as
@@ -433,10 +413,10 @@ impl Machine {
         let lines = self.cache.flush();
         let bytes = lines as f64 * self.cache.line_bytes() as f64;
         let dur = (bytes / self.arch.memory.bandwidth).ceil() as u64;
-        let start = self.host_t.max(self.dma_t);
-        self.dma_t = self.sat_add(start, dur);
-        self.dma_vpu_wait = 0;
-        self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
+        let start = self.t.host_t.max(self.t.dma_t);
+        self.t.dma_t = self.sat_add(start, dur);
+        self.t.dma_vpu_wait = 0;
+        self.t.ctr.dma_busy = self.sat_add(self.t.ctr.dma_busy, dur);
         self.wait_dma();
     }
 
@@ -450,14 +430,14 @@ impl Machine {
             hits,
             misses,
             evictions,
-            ..self.ctr
+            ..self.t.ctr
         }
     }
 
     /// [`Machine::stats_since`], or [`VpuError::CycleOverflow`] if any time or counter
     /// saturated: the entry points (run, scalar, network) use this.
     pub fn checked_stats_since(&self, s0: &Counters) -> Result<Stats> {
-        if self.overflow {
+        if self.t.overflow {
             return Err(VpuError::CycleOverflow);
         }
         Ok(self.stats_since(s0))
@@ -512,41 +492,41 @@ impl Machine {
     ) -> (u64, u64) {
         self.host(self.arch.host.issue_cycles);
         let depth = self.arch.vpu.queue_depth;
-        while self.queue[p].front().is_some_and(|&s| s <= self.host_t) {
-            self.queue[p].pop_front();
+        while self.t.queue[p].front().is_some_and(|&s| s <= self.t.host_t) {
+            self.t.queue[p].pop_front();
         }
-        if self.queue[p].len() >= depth {
-            let s = self.queue[p].pop_front().unwrap_or(0);
+        if self.t.queue[p].len() >= depth {
+            let s = self.t.queue[p].pop_front().unwrap_or(0);
             self.wait_vpu(p, s);
         }
         // Earliest start from compute-side constraints, then from DMA-written operands.
-        let mut ready = self.host_t.max(self.vpu_t[p]);
+        let mut ready = self.t.host_t.max(self.t.vpu_t[p]);
         let mut start = ready;
         for &r in srcs.iter().chain(dst.iter()) {
-            if self.avail_dma[p][r] {
-                start = start.max(self.avail[p][r]);
+            if self.t.avail_dma[p][r] {
+                start = start.max(self.t.avail[p][r]);
             } else {
-                ready = ready.max(self.avail[p][r]);
+                ready = ready.max(self.t.avail[p][r]);
             }
         }
         if let Some(d) = dst {
-            ready = ready.max(self.free[p][d]);
+            ready = ready.max(self.t.free[p][d]);
         }
         start = start.max(ready);
-        self.dma_idle[p] = self.dma_idle[p].saturating_add(start - ready);
+        self.t.dma_idle[p] = self.t.dma_idle[p].saturating_add(start - ready);
         let end = self.sat_add(start, cycles);
-        self.vpu_t[p] = end;
+        self.t.vpu_t[p] = end;
         for &r in srcs {
-            self.free[p][r] = self.free[p][r].max(end);
+            self.t.free[p][r] = self.t.free[p][r].max(end);
         }
         if let Some(d) = dst {
-            self.avail[p][d] = end;
-            self.avail_dma[p][d] = false;
-            self.free[p][d] = self.free[p][d].max(end);
+            self.t.avail[p][d] = end;
+            self.t.avail_dma[p][d] = false;
+            self.t.free[p][d] = self.t.free[p][d].max(end);
         }
-        self.queue[p].push_back(start);
-        self.ctr.vec_instrs += 1;
-        self.ctr.vpu_busy = self.sat_add(self.ctr.vpu_busy, cycles);
+        self.t.queue[p].push_back(start);
+        self.t.ctr.vec_instrs += 1;
+        self.t.ctr.vpu_busy = self.sat_add(self.t.ctr.vpu_busy, cycles);
         (start, end)
     }
 
@@ -584,7 +564,7 @@ impl Machine {
         // One channel without a descriptor queue: the host waits for it to be free.
         self.wait_dma();
         self.host(self.arch.dma.program_cycles);
-        self.ctr.descriptors += 1;
+        self.t.ctr.descriptors += 1;
     }
 
     /// Stage a burst between memory and the on-chip SRAM used by the scalar host
@@ -621,15 +601,15 @@ impl Machine {
         self.program_dma();
         let regs = self.regs_of(x.vrf_off, vr_last + 1 - x.vrf_off);
         let p = x.vpu;
-        let mut start = self.host_t.max(self.dma_t);
+        let mut start = self.t.host_t.max(self.t.dma_t);
         for r in regs.clone() {
-            start = start.max(self.avail[p][r]);
+            start = start.max(self.t.avail[p][r]);
             if !to_mem {
-                start = start.max(self.free[p][r]);
+                start = start.max(self.t.free[p][r]);
             }
         }
         // Any delay past the channel being free comes from a VPU's registers.
-        self.dma_vpu_wait = start;
+        self.t.dma_vpu_wait = start;
         // Data, then the cache lines the burst touches.
         for r in 0..x.rows {
             let base = x.addr as usize + r * x.row_stride;
@@ -654,14 +634,14 @@ impl Machine {
         // The VRF side moves one 32-bit element per beat: 8-bit operands widened into
         // (or narrowed from) int32 elements cost a beat per element, not per 4 bytes.
         let end = self.occupy_channel(start, n * es.max(4), &d);
-        self.ctr.dma_bytes += (n * es) as u64;
+        self.t.ctr.dma_bytes += (n * es) as u64;
         for r in regs {
             if to_mem {
-                self.free[p][r] = self.free[p][r].max(end);
+                self.t.free[p][r] = self.t.free[p][r].max(end);
             } else {
-                self.avail[p][r] = end;
-                self.avail_dma[p][r] = true;
-                self.free[p][r] = end;
+                self.t.avail[p][r] = end;
+                self.t.avail_dma[p][r] = true;
+                self.t.free[p][r] = end;
             }
         }
         Ok(())
@@ -669,12 +649,12 @@ impl Machine {
 
     fn dma_lines_only(&mut self, x: &Xfer, to_mem: bool) -> Result<()> {
         self.program_dma();
-        let start = self.host_t.max(self.dma_t);
-        self.dma_vpu_wait = 0;
+        let start = self.t.host_t.max(self.t.dma_t);
+        self.t.dma_vpu_wait = 0;
         let d = self.touch_lines(x, to_mem);
         let bytes = x.rows * x.cols * x.elem.size();
         self.occupy_channel(start, bytes, &d);
-        self.ctr.dma_bytes += bytes as u64;
+        self.t.ctr.dma_bytes += bytes as u64;
         Ok(())
     }
 
@@ -722,8 +702,8 @@ impl Machine {
         let dur = self.sat_add(self.arch.dma.setup_cycles, onchip.max(offchip));
         let dur = self.sat_add(dur, lat);
         let end = self.sat_add(start, dur);
-        self.dma_t = end;
-        self.ctr.dma_busy = self.sat_add(self.ctr.dma_busy, dur);
+        self.t.dma_t = end;
+        self.t.ctr.dma_busy = self.sat_add(self.t.ctr.dma_busy, dur);
         end
     }
 
@@ -737,20 +717,24 @@ impl Machine {
         n: usize,
     ) {
         self.program_dma();
-        let mut start = self.host_t.max(self.dma_t).max(self.avail[src_p][src_reg]);
+        let mut start = self
+            .t
+            .host_t
+            .max(self.t.dma_t)
+            .max(self.t.avail[src_p][src_reg]);
         start = start
-            .max(self.free[dst_p][dst_reg])
-            .max(self.avail[dst_p][dst_reg]);
+            .max(self.t.free[dst_p][dst_reg])
+            .max(self.t.avail[dst_p][dst_reg]);
         // Waiting for the source's result (or the target's readers) is compute.
-        self.dma_vpu_wait = start;
+        self.t.dma_vpu_wait = start;
         let end = self.occupy_channel(start, n * 4, &CacheStats::default());
         let v = self.vlen;
         let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
         self.vrf[dst_p][dst_reg * v..dst_reg * v + n].copy_from_slice(&tmp);
-        self.free[src_p][src_reg] = self.free[src_p][src_reg].max(end);
-        self.avail[dst_p][dst_reg] = end;
-        self.avail_dma[dst_p][dst_reg] = true;
-        self.free[dst_p][dst_reg] = end;
+        self.t.free[src_p][src_reg] = self.t.free[src_p][src_reg].max(end);
+        self.t.avail[dst_p][dst_reg] = end;
+        self.t.avail_dma[dst_p][dst_reg] = true;
+        self.t.free[dst_p][dst_reg] = end;
     }
 }
 
