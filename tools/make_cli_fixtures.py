@@ -39,3 +39,24 @@ data = open(os.path.join(out, "mlp.onnx"), "rb").read()
 with open(os.path.join(out, "truncated.onnx"), "wb") as f:
     f.write(data[: len(data) // 2])
 print("wrote fixtures to", out)
+
+# A QDQ-quantized matmul (onnxruntime's default quant_format): float MatMul between
+# DequantizeLinear and QuantizeLinear; `pimkit vpu run` says to re-quantize as QOperator.
+xs = helper.make_tensor("xs", TensorProto.FLOAT, [], [0.05])
+xz = helper.make_tensor("xz", TensorProto.UINT8, [], [128])
+wq = helper.make_tensor("Wq", TensorProto.INT8, [4, 3], [3, -7, 12, 25, -60, 1, 0, 9, -14, 33, 8, -2])
+ws = helper.make_tensor("ws", TensorProto.FLOAT, [], [0.02])
+wz = helper.make_tensor("wz", TensorProto.INT8, [], [0])
+ys = helper.make_tensor("ys", TensorProto.FLOAT, [], [0.01])
+yz = helper.make_tensor("yz", TensorProto.UINT8, [], [128])
+yq = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+nodes = [
+    helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["x_q"], name="x_quant"),
+    helper.make_node("DequantizeLinear", ["x_q", "xs", "xz"], ["x_dq"], name="x_dequant"),
+    helper.make_node("DequantizeLinear", ["Wq", "ws", "wz"], ["W_dq"], name="w_dequant"),
+    helper.make_node("MatMul", ["x_dq", "W_dq"], ["mm"], name="fc"),
+    helper.make_node("QuantizeLinear", ["mm", "ys", "yz"], ["y_q"], name="y_quant"),
+    helper.make_node("DequantizeLinear", ["y_q", "ys", "yz"], ["y"], name="y_dequant"),
+]
+g = helper.make_graph(nodes, "qdq_mlp", [x], [yq], initializer=[xs, xz, wq, ws, wz, ys, yz])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "qdq_matmul.onnx")

@@ -387,3 +387,14 @@ fn vpu_bad_settings_exit_2_naming_them() {
         &["cache.ways", "bad_arch.toml"],
     );
 }
+
+#[test]
+fn vpu_run_on_a_qdq_model_says_to_quantize_as_qoperator() {
+    let o = pimkit(&["vpu", "run", &fixture("qdq_matmul.onnx")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("QDQ form (`fc`") && e.contains("QuantFormat.QOperator"),
+        "{e}"
+    );
+}

@@ -315,6 +315,12 @@ pub fn run_network(
     let sat_sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
     let sum = |f: fn(&LayerResult) -> u64| sat_sum(&mut layers.iter().filter(|l| l.counted).map(f));
     let cycles = sum(|l| l.cycles);
+    let ran_kernel = layers.iter().any(|l| l.kernel != KernelKind::Host);
+    if !ran_kernel && let Some(name) = qdq_compute_node(g) {
+        net.notes.push(format!(
+            "the model is in QDQ form (`{name}` computes in float between DequantizeLinear and QuantizeLinear); the VPU kernels run QOperator nodes (QLinearConv, QLinearMatMul, QGemm): quantize it with onnxruntime's quant_format=QuantFormat.QOperator"
+        ));
+    }
     Ok(NetworkResult {
         model: g.name.clone(),
         vpus: arch.vpus,
@@ -341,6 +347,20 @@ pub fn run_network(
         outputs: net.read_back_outputs(outputs)?,
         layers,
         notes: net.notes,
+    })
+}
+
+/// A Conv, MatMul or Gemm fed by a DequantizeLinear (a QDQ-quantized model), if any.
+fn qdq_compute_node(g: &Graph) -> Option<String> {
+    g.nodes.iter().find_map(|n| {
+        let compute = matches!(n.op, Op::Conv(_) | Op::MatMul | Op::Gemm { .. });
+        let from_dq = n.inputs.iter().flatten().any(|&v| match g.value(v).def {
+            pimkit_ir::ValueDef::Node { node, .. } => {
+                matches!(g.node(node).op, Op::DequantizeLinear { .. })
+            }
+            _ => false,
+        });
+        (compute && from_dq).then(|| n.name.clone())
     })
 }
 
