@@ -358,6 +358,8 @@ fn vpu_run_writes_outputs_and_json() {
     let y = pimkit_ir::npy::read_npy(&out.join("output_0.npy")).unwrap();
     assert_eq!(y.shape, vec![1, 1000]);
     assert!(out.join("result.json").exists() && out.join("layers.csv").exists());
+    let svg = std::fs::read_to_string(out.join("layers.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains(">DMA stall</text>"));
 }
 
 #[test]

@@ -326,16 +326,37 @@ pub fn fmt_tick(v: f64) -> String {
 /// Vertical bar chart, one bar per label (labels shortened to 24 characters), drawn as
 /// plain SVG so that bars and labels line up exactly.
 pub fn bar_chart(title: &str, y_label: &str, labels: &[String], values: &[f64]) -> String {
+    stacked_bar_chart(title, y_label, labels, &[("", values.to_vec())])
+}
+
+/// Vertical bars stacked from `series` (name, one value per label; drawn bottom up in
+/// order, with a legend when there is more than one), one bar per label.
+pub fn stacked_bar_chart(
+    title: &str,
+    y_label: &str,
+    labels: &[String],
+    series: &[(&str, Vec<f64>)],
+) -> String {
     use std::fmt::Write;
-    let n = labels.len().min(values.len());
-    if n == 0 {
+    let n = series
+        .iter()
+        .map(|(_, v)| v.len())
+        .fold(labels.len(), usize::min);
+    if n == 0 || series.is_empty() {
         return message_svg(title, "no data to plot");
     }
-    let clean: Vec<f64> = values[..n]
+    let clean: Vec<Vec<f64>> = series
         .iter()
-        .map(|v| if v.is_finite() { v.max(0.0) } else { 0.0 })
+        .map(|(_, v)| {
+            v[..n]
+                .iter()
+                .map(|v| if v.is_finite() { v.max(0.0) } else { 0.0 })
+                .collect()
+        })
         .collect();
-    let vmax = clean.iter().copied().fold(0.0f64, f64::max);
+    let vmax = (0..n)
+        .map(|i| clean.iter().map(|v| v[i]).sum::<f64>())
+        .fold(0.0f64, f64::max);
     // A "nice" axis top: 1, 2 or 5 times a power of ten.
     let top = if vmax <= 0.0 {
         1.0
@@ -347,7 +368,8 @@ pub fn bar_chart(title: &str, y_label: &str, labels: &[String], values: &[f64]) 
             .find(|&t| t >= vmax)
             .unwrap_or(10.0 * p)
     };
-    let (left, right, top_m, bottom) = (80.0, 20.0, 50.0, 150.0);
+    let legend = series.len() > 1;
+    let (left, right, top_m, bottom) = (80.0, 20.0, if legend { 70.0 } else { 50.0 }, 150.0);
     let bar_w = (700.0 / n as f64).clamp(6.0, 60.0);
     let width = (left + right + bar_w * n as f64).max(420.0);
     let height = 480.0;
@@ -360,6 +382,21 @@ pub fn bar_chart(title: &str, y_label: &str, labels: &[String], values: &[f64]) 
         width / 2.0,
         esc(title)
     );
+    if legend {
+        for (k, (name, _)) in series.iter().enumerate() {
+            let c = palette(k);
+            let x = left + 130.0 * k as f64;
+            let _ = writeln!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"40\" width=\"12\" height=\"12\" fill=\"rgb({},{},{})\"/><text x=\"{:.1}\" y=\"51\" font-size=\"12\">{}</text>",
+                c.0,
+                c.1,
+                c.2,
+                x + 16.0,
+                esc(name)
+            );
+        }
+    }
     for k in 0..=5 {
         let v = top * k as f64 / 5.0;
         let y = top_m + plot_h * (1.0 - k as f64 / 5.0);
@@ -379,23 +416,36 @@ pub fn bar_chart(title: &str, y_label: &str, labels: &[String], values: &[f64]) 
         top_m + plot_h / 2.0,
         esc(y_label)
     );
-    let c = palette(0);
-    for (i, (&v, l)) in clean.iter().zip(labels).enumerate() {
-        let h = plot_h * v / top;
+    for (i, l) in labels[..n].iter().enumerate() {
         let x = left + bar_w * i as f64;
+        let mut base = 0.0;
+        for (k, v) in clean.iter().enumerate() {
+            let h = plot_h * v[i] / top;
+            let c = palette(k);
+            let what = if legend {
+                format!("{l} {}", series[k].0)
+            } else {
+                l.clone()
+            };
+            let _ = writeln!(
+                s,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"rgb({},{},{})\"><title>{}: {}</title></rect>",
+                x + bar_w * 0.1,
+                top_m + plot_h - base - h,
+                bar_w * 0.8,
+                c.0,
+                c.1,
+                c.2,
+                esc(&what),
+                fmt_tick(v[i]),
+            );
+            base += h;
+        }
         let short: String = l.chars().take(24).collect();
         let (lx, ly) = (x + bar_w / 2.0 + 4.0, top_m + plot_h + 8.0);
         let _ = writeln!(
             s,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"rgb({},{},{})\"><title>{}: {}</title></rect><text x=\"{lx:.1}\" y=\"{ly:.1}\" font-size=\"11\" text-anchor=\"end\" transform=\"rotate(-60 {lx:.1} {ly:.1})\">{}</text>",
-            x + bar_w * 0.1,
-            top_m + plot_h - h,
-            bar_w * 0.8,
-            c.0,
-            c.1,
-            c.2,
-            esc(l),
-            fmt_tick(v),
+            "<text x=\"{lx:.1}\" y=\"{ly:.1}\" font-size=\"11\" text-anchor=\"end\" transform=\"rotate(-60 {lx:.1} {ly:.1})\">{}</text>",
             esc(&short)
         );
     }
@@ -494,6 +544,19 @@ mod tests {
             &[3.0, 5.0],
         );
         assert!(svg.contains("n1"));
+        assert!(
+            !svg.contains("<rect x=\"80.0\" y=\"40\""),
+            "no legend for one series"
+        );
+        let st = stacked_bar_chart(
+            "cycles",
+            "cycles",
+            &["a".into(), "b".into()],
+            &[("compute", vec![1.0, 2.0]), ("dma", vec![3.0, 0.0])],
+        );
+        // Legend entries, and each bar's parts named in their tooltips.
+        assert!(st.contains(">compute</text>") && st.contains(">dma</text>"));
+        assert!(st.contains("<title>a dma: 3</title>"));
         assert_eq!(fmt_tick(20_000_000.0), "20M");
         assert_eq!(fmt_tick(1500.0), "1.5k");
         assert_eq!(fmt_tick(0.25), "0.25");

@@ -85,6 +85,31 @@ pub fn write_file(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
 }
 
 /// Per-layer table of a network run.
+/// Cycles per layer, split into compute, DMA stall and host control (stacked bars).
+pub fn layers_svg(r: &NetworkResult) -> String {
+    let labels: Vec<String> = r.layers.iter().map(|l| l.name.clone()).collect();
+    let part = |f: fn(&crate::network::LayerResult) -> u64| -> Vec<f64> {
+        r.layers.iter().map(|l| f(l) as f64).collect()
+    };
+    pimkit_report::plot::stacked_bar_chart(
+        &layers_svg_title(r),
+        "cycles",
+        &labels,
+        &[
+            ("compute", part(|l| l.compute_cycles)),
+            ("DMA stall", part(|l| l.dma_stall_cycles)),
+            ("host", part(|l| l.host_cycles)),
+        ],
+    )
+}
+
+fn layers_svg_title(r: &NetworkResult) -> String {
+    format!(
+        "{}: cycles per layer ({} VPU, {} B/cycle)",
+        r.model, r.vpus, r.bandwidth
+    )
+}
+
 pub fn layer_table(r: &NetworkResult) -> Table {
     let mut t = Table::new(
         format!(
@@ -235,6 +260,11 @@ pub fn report_section(arch: &Arch, points: &[Point], runs: &[&NetworkResult]) ->
             .iter()
             .filter(|r| r.method == crate::network::Method::Pimkit)
         {
+            s.svg(
+                format!("vpu_layers_{}vpu.svg", r.vpus),
+                layers_svg_title(r),
+                layers_svg(r),
+            );
             s.table(layer_table(r));
         }
     }

@@ -36,7 +36,7 @@ pub enum VpuCmd {
         /// Architecture TOML (default: built-in arch/nm-carus.toml values)
         #[arg(long)]
         arch: Option<PathBuf>,
-        /// Write outputs as .npy plus result.json, layers.csv here
+        /// Write outputs as .npy plus result.json, layers.csv and layers.svg here
         #[arg(long)]
         out: Option<PathBuf>,
         /// Print the result as JSON (totals and per-layer costs)
@@ -175,6 +175,8 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                     pimkit_vpu::report::layer_table(&r).to_csv(),
                 )
                 .map_err(out_err)?;
+                write_file(&dir.join("layers.svg"), pimkit_vpu::report::layers_svg(&r))
+                    .map_err(out_err)?;
             }
             if json {
                 return print_json(&r);
