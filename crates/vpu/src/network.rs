@@ -232,6 +232,18 @@ pub fn run_network(
     arch: &Arch,
     opts: &NetOptions,
 ) -> Result<NetworkResult> {
+    run_network_with(g, inputs, arch, opts, &mut |_, _, _| {})
+}
+
+/// [`run_network`], calling `on_node(i, n, name)` before node `i` of `n` (a progress
+/// display: a large model takes seconds to minutes with `auto`'s trials).
+pub fn run_network_with(
+    g: &Graph,
+    inputs: &HashMap<String, Tensor>,
+    arch: &Arch,
+    opts: &NetOptions,
+    on_node: &mut dyn FnMut(usize, usize, &str),
+) -> Result<NetworkResult> {
     let paper = opts.method == Method::Paper;
     // The paper ran each layer with its family's characterized winner (§5.11).
     let choice = match opts.dataflow {
@@ -274,6 +286,7 @@ pub fn run_network(
     };
     let mut layers = Vec::with_capacity(g.nodes.len());
     for (i, n) in g.nodes.iter().enumerate() {
+        on_node(i, g.nodes.len(), &n.name);
         if opts.cold_layers {
             net.m.cache.invalidate();
         }

@@ -327,3 +327,25 @@ fn auto_keeps_each_layers_fastest_dataflow() {
     }
     assert!(beat_family > 0, "auto never left the family's dataflow");
 }
+
+#[test]
+fn progress_callback_sees_every_node_in_order() {
+    let g = zoo("qlinear_matmul?m=4&k=8&n=16");
+    let inputs = pimkit_interp::random_inputs(&g, 0);
+    let mut seen = vec![];
+    pimkit_vpu::network::run_network_with(
+        &g,
+        &inputs,
+        &Arch::default(),
+        &NetOptions::default(),
+        &mut |i, n, name| seen.push((i, n, name.to_string())),
+    )
+    .unwrap();
+    let want: Vec<_> = g
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (i, g.nodes.len(), n.name.clone()))
+        .collect();
+    assert_eq!(seen, want);
+}

@@ -4,7 +4,7 @@ use crate::error::user;
 use crate::model::{load_model, model_label};
 use crate::output::print_json;
 use pimkit_vpu::Arch;
-use pimkit_vpu::network::{DataflowChoice, NetOptions, run_network};
+use pimkit_vpu::network::{DataflowChoice, NetOptions, run_network_with};
 use pimkit_vpu::roofline::{Point, Scale, Sweep, run_sweep_with, table3};
 use std::path::{Path, PathBuf};
 
@@ -135,7 +135,8 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                     .ok_or_else(|| user("the model has no inputs"))?;
                 inputs.insert(g.value(*first).name.clone(), t);
             }
-            let r = run_network(
+            let pb = crate::output::progress(g.nodes.len() as u64, "layers");
+            let r = run_network_with(
                 &g,
                 &inputs,
                 &a,
@@ -144,8 +145,13 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                     cold_layers: cold,
                     method,
                 },
-            )
-            .map_err(user)?;
+                &mut |i, _, name| {
+                    pb.set_position(i as u64);
+                    pb.set_message(name.to_string());
+                },
+            );
+            pb.finish_and_clear();
+            let r = r.map_err(user)?;
             for note in &r.notes {
                 eprintln!("note: {note}");
             }
