@@ -30,7 +30,7 @@ mod layers;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataflowChoice {
     /// Characterize each kernel layer where it runs: every dataflow is simulated from the
-    /// same machine state (cache included) and the fastest is kept (OS on a tie).
+    /// same machine state (cache included) and the fastest is kept (the family's on a tie).
     Auto,
     /// The winner of each kernel family's characterization (quinn §5.5–5.9 and pimkit's
     /// own sweeps agree): OS for matmul and 2-D conv, IS for 1-D and depthwise conv.
@@ -427,7 +427,8 @@ impl Net<'_> {
 
     /// Run one kernel call and return its dataflow: `prefer` (the node's earlier calls),
     /// the fixed one, the family's, or (`Auto`) the fastest of the three, each tried from
-    /// the current state and rolled back, `out` (the region the kernel writes) included.
+    /// the current state and rolled back, `out` (the region the kernel writes) included
+    /// (a winning family trial is kept as the run).
     /// A dataflow whose tiles do not fit (a kernel or VRF error) is skipped; any other
     /// error stops the run. If none fits, the family's runs and reports its error.
     fn run_kernel(
@@ -442,21 +443,36 @@ impl Net<'_> {
             Some(d) => d,
             None if self.choice != DataflowChoice::Auto => family,
             None => {
+                // The family's dataflow goes last: when it wins (most layers), its trial
+                // is kept instead of being run again.
+                let order = Dataflow::ALL
+                    .into_iter()
+                    .filter(|&d| d != family)
+                    .chain([family]);
                 let mut best: Option<(u64, Dataflow)> = None;
-                for df in Dataflow::ALL {
+                for df in order {
                     let snap = self.m.snapshot(&[out])?;
                     let t0 = self.m.now();
                     let r = run(&mut self.m, df);
                     self.m.finish();
                     let t = self.m.now() - t0;
-                    let overflowed = self.m.overflowed();
-                    self.m.restore(snap);
-                    match r {
-                        Ok(()) if !overflowed && best.is_none_or(|(bt, _)| t < bt) => {
-                            best = Some((t, df))
+                    let fits = match r {
+                        Ok(()) => !self.m.overflowed(),
+                        Err(VpuError::VrfTooSmall { .. } | VpuError::Kernel { .. }) => false,
+                        Err(e) => {
+                            self.m.restore(snap);
+                            return Err(e);
                         }
-                        Ok(()) | Err(VpuError::VrfTooSmall { .. } | VpuError::Kernel { .. }) => {}
-                        Err(e) => return Err(e),
+                    };
+                    // Ties go to the family's dataflow.
+                    let wins = fits
+                        && best.is_none_or(|(bt, _)| t < bt || (t == bt && df == family));
+                    if wins && df == family {
+                        return Ok(df);
+                    }
+                    self.m.restore(snap);
+                    if wins {
+                        best = Some((t, df));
                     }
                 }
                 best.map_or(family, |b| b.1)
