@@ -445,8 +445,16 @@ impl Net<'_> {
             None => {
                 // The family's dataflow goes last: when it wins (most layers), its trial
                 // is kept instead of being run again.
-                let order = Dataflow::ALL
-                    .into_iter()
+                // Depthwise WS is IS's schedule (the filter and output are resident in
+                // both, kernels/depthwise.rs): one trial fewer.
+                let tried: &[Dataflow] = if kind == KernelKind::Depthwise {
+                    &[Dataflow::Os, Dataflow::Is]
+                } else {
+                    &Dataflow::ALL
+                };
+                let order = tried
+                    .iter()
+                    .copied()
                     .filter(|&d| d != family)
                     .chain([family]);
                 let mut best: Option<(u64, Dataflow)> = None;
@@ -465,8 +473,8 @@ impl Net<'_> {
                         }
                     };
                     // Ties go to the family's dataflow.
-                    let wins = fits
-                        && best.is_none_or(|(bt, _)| t < bt || (t == bt && df == family));
+                    let wins =
+                        fits && best.is_none_or(|(bt, _)| t < bt || (t == bt && df == family));
                     if wins && df == family {
                         return Ok(df);
                     }
