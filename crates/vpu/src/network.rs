@@ -32,8 +32,9 @@ pub enum DataflowChoice {
     /// Characterize each kernel layer where it runs: every dataflow is simulated from the
     /// same machine state (cache included) and the fastest is kept (the family's on a tie).
     Auto,
-    /// The winner of each kernel family's characterization (quinn §5.5–5.9 and pimkit's
-    /// own sweeps agree): OS for matmul and 2-D conv, IS for 1-D and depthwise conv.
+    /// The winner of each kernel family's characterization in quinn §5.5–5.9: OS for
+    /// matmul and 2-D conv, IS for 1-D and depthwise conv (pimkit's own sweeps agree but
+    /// for 1-D conv, where OS and IS stay within 1 %).
     /// `Method::Paper` uses it for `Auto`.
     Family,
     Fixed(Dataflow),
