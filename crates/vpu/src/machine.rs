@@ -178,10 +178,11 @@ struct Timing {
     free: Vec<Vec<u64>>,
     /// Per VPU: idle cycles spent waiting for DMA data not yet charged to the host.
     dma_idle: Vec<u64>,
-    /// The in-flight descriptor waits for a VPU (its result to write out, or its reads
-    /// of the target register to finish) until this time: a host waiting on the channel
-    /// before it waits for compute, not for the DMA.
+    /// The in-flight descriptor waits for VPU `dma_vpu` (its result to write out, or its
+    /// reads of the target register to finish) until this time: a host waiting on the
+    /// channel before it waits for that VPU, not for the DMA.
     dma_vpu_wait: u64,
+    dma_vpu: usize,
     ctr: Counters,
     /// Set when a time or counter would have passed `u64::MAX` (it saturates instead);
     /// [`Machine::checked_stats_since`] turns it into [`VpuError::CycleOverflow`].
@@ -230,6 +231,7 @@ impl Machine {
                 free: vec![vec![0; nregs]; p],
                 dma_idle: vec![0; p],
                 dma_vpu_wait: 0,
+                dma_vpu: 0,
                 ctr: Counters::default(),
                 overflow: false,
             },
@@ -364,10 +366,12 @@ impl Machine {
         self.wait_until(t, Wait::Dma);
     }
 
-    /// The host waits for the DMA channel to go idle: compute while the descriptor
-    /// waits for a VPU, DMA stall while it transfers.
+    /// The host waits for the DMA channel to go idle: while the descriptor waits for a
+    /// VPU, as for that VPU (compute, or DMA stall where the VPU itself sat waiting for
+    /// data); while it transfers, DMA stall.
     fn wait_dma(&mut self) {
-        self.wait_until(self.t.dma_vpu_wait.min(self.t.dma_t), Wait::Compute);
+        let until = self.t.dma_vpu_wait.min(self.t.dma_t);
+        self.wait_vpu(self.t.dma_vpu, until);
         self.wait_until(self.t.dma_t, Wait::Dma);
     }
 
@@ -610,6 +614,7 @@ impl Machine {
         }
         // Any delay past the channel being free comes from a VPU's registers.
         self.t.dma_vpu_wait = start;
+        self.t.dma_vpu = p;
         // Data, then the cache lines the burst touches.
         for r in 0..x.rows {
             let base = x.addr as usize + r * x.row_stride;
@@ -725,8 +730,9 @@ impl Machine {
         start = start
             .max(self.t.free[dst_p][dst_reg])
             .max(self.t.avail[dst_p][dst_reg]);
-        // Waiting for the source's result (or the target's readers) is compute.
+        // Waiting for the source's result (or the target's readers) is waiting for it.
         self.t.dma_vpu_wait = start;
+        self.t.dma_vpu = src_p;
         let end = self.occupy_channel(start, n * 4, &CacheStats::default());
         let v = self.vlen;
         let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
