@@ -26,7 +26,7 @@ pub enum VpuCmd {
         /// Dataflow of the kernel layers: auto (each layer's fastest, tried on the simulated system) | family (each kernel family's characterized winner) | os | is | ws
         #[arg(long, default_value = "auto")]
         dataflow: String,
-        /// Start every layer with a cold cache (each layer first writes its dirty lines back)
+        /// Start every layer with a cold cache (each layer ends by writing its dirty lines back)
         #[arg(long)]
         cold: bool,
         /// pimkit (every node, pimkit kernels) | paper (quinn §5.11: kernel layers only,
