@@ -254,26 +254,13 @@ fn init(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize) -> Result<
 
 fn finish(m: &mut Machine, j: &ConvJob, pl: &Plan, t: usize, cb: usize) -> Result<()> {
     let (co0, nco) = block(j, pl, cb);
-    let (lo, hi) = j.out.range();
     for q in 0..m.vpus() {
         let Some((c0, len)) = pl.chunk(q, t) else {
             continue;
         };
-        for o in 0..nco {
-            let rq = j.out.at(co0 + o).to_vec();
-            m.vrequant(q, pl.out0 + o, &rq, j.out.zp, lo, hi, len);
-        }
-        let es = j.out.elem.size();
-        m.dma_out(&Xfer::rows(
-            q,
-            pl.out0,
-            m.vlen,
-            j.y + ((co0 * pl.lo + c0) * es) as u64,
-            j.out.elem,
-            nco,
-            len,
-            pl.lo * es,
-        ))?;
+        let rq = |o| j.out.at(co0 + o);
+        j.out
+            .store_rows(m, q, pl.out0, nco, len, rq, j.y, co0 * pl.lo + c0, pl.lo)?;
     }
     Ok(())
 }

@@ -561,28 +561,14 @@ fn finish_tile(
     ci: usize,
 ) -> Result<()> {
     let (w0, nw) = chunk(g, wx);
-    let (lo, hi) = j.out.range();
     for q in 0..m.vpus() {
         let Some((oh0, n)) = g.tile(q, t) else {
             continue;
         };
         if ci + 1 == j.c_in {
-            let rq = j.out.at(co).to_vec();
-            for o in 0..n {
-                m.vrequant(q, ACC0 + o, &rq, j.out.zp, lo, hi, nw);
-            }
-            let es = j.out.elem.size();
-            let addr = j.y + (((co * g.ho + oh0) * g.wo + w0) * es) as u64;
-            m.dma_out(&Xfer::rows(
-                q,
-                ACC0,
-                m.vlen,
-                addr,
-                j.out.elem,
-                n,
-                nw,
-                g.wo * es,
-            ))?;
+            let at = (co * g.ho + oh0) * g.wo + w0;
+            j.out
+                .store_rows(m, q, ACC0, n, nw, |_| j.out.at(co), j.y, at, g.wo)?;
         } else {
             g.spill_at(q, co, oh0, n, w0, nw).store(m)?;
         }

@@ -340,28 +340,15 @@ fn finalize(
 ) -> Result<()> {
     let (r0, nr) = rows_of(j.m, tm, pl.mt);
     let last = tk + 1 == k_tiles;
-    let (lo, hi) = j.out.range();
     for q in 0..pl.p {
         let (c0, nc) = pl.cols(j, tn * pl.n_tile(), q);
         if nc == 0 {
             continue;
         }
         if last {
-            let rq = j.out.slice(c0, nc).to_vec();
-            for i in 0..nr {
-                m.vrequant(q, pl.acc0 + i, &rq, j.out.zp, lo, hi, nc);
-            }
-            let es = j.out.elem.size();
-            m.dma_out(&Xfer::rows(
-                q,
-                pl.acc0,
-                pl.v,
-                j.y + ((r0 * j.n + c0) * es) as u64,
-                j.out.elem,
-                nr,
-                nc,
-                j.n * es,
-            ))?;
+            let rq = |_| j.out.slice(c0, nc);
+            j.out
+                .store_rows(m, q, pl.acc0, nr, nc, rq, j.y, r0 * j.n + c0, j.n)?;
         } else {
             pl.spill_at(j, q, r0, nr, c0, nc).store(m)?;
         }
@@ -404,7 +391,6 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
     } else {
         None
     };
-    let (lo, hi) = j.out.range();
     for n0 in (0..j.n).step_by(v) {
         let nc = v.min(j.n - n0);
         let used = p.min(k_tiles);
@@ -488,18 +474,8 @@ pub fn vecmat(m: &mut Machine, j: &MatMulJob) -> Result<()> {
         } else if zp_at(&j.b_zp, 0) != 0 {
             m.vadd_vx(0, acc, acc, j.b_zp[0].wrapping_mul(s).wrapping_neg(), nc);
         }
-        let rq = j.out.slice(n0, nc).to_vec();
-        m.vrequant(0, acc, &rq, j.out.zp, lo, hi, nc);
-        let es = j.out.elem.size();
-        m.dma_out(&Xfer::row(
-            0,
-            acc,
-            0,
-            v,
-            j.y + (n0 * es) as u64,
-            j.out.elem,
-            nc,
-        ))?;
+        j.out
+            .store_rows(m, 0, acc, 1, nc, |_| j.out.slice(n0, nc), j.y, n0, 0)?;
     }
     m.finish();
     Ok(())

@@ -64,6 +64,38 @@ impl OutQuant {
     pub fn at(&self, c: usize) -> &[IntRequant] {
         self.slice(c, 1)
     }
+    /// Requantize `rows` int32 accumulator registers from `reg` on VPU `q` (`len`
+    /// elements each, row r with `rq(r)`) and write them out in the output type: row r
+    /// to elements `at + r * row_elems` of `y`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn store_rows<'a>(
+        &'a self,
+        m: &mut Machine,
+        q: usize,
+        reg: usize,
+        rows: usize,
+        len: usize,
+        rq: impl Fn(usize) -> &'a [IntRequant],
+        y: u64,
+        at: usize,
+        row_elems: usize,
+    ) -> Result<()> {
+        let (lo, hi) = self.range();
+        for r in 0..rows {
+            m.vrequant(q, reg + r, rq(r), self.zp, lo, hi, len);
+        }
+        let es = self.elem.size();
+        m.dma_out(&Xfer::rows(
+            q,
+            reg,
+            m.vlen,
+            y + (at * es) as u64,
+            self.elem,
+            rows,
+            len,
+            row_elems * es,
+        ))
+    }
 }
 
 /// A weight zero point: per tensor or per output channel/column.
