@@ -19,7 +19,7 @@ fn bench(c: &mut Criterion) {
     grp.bench_function("mobilenet_v2_simd1", |b| {
         b.iter(|| run_network(&g, &inputs, &arch, &NetOptions::default()).expect("run"))
     });
-    // Without `auto`'s three trial runs per kernel layer.
+    // Without `auto`'s trial runs per kernel layer.
     let family = NetOptions {
         dataflow: DataflowChoice::Family,
         ..Default::default()

@@ -84,7 +84,6 @@ pub fn write_file(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
     })
 }
 
-/// Per-layer table of a network run.
 /// Cycles per layer, split into compute, DMA stall and host control (stacked bars).
 pub fn layers_svg(r: &NetworkResult) -> String {
     let labels: Vec<String> = r.layers.iter().map(|l| l.name.clone()).collect();
@@ -104,18 +103,21 @@ pub fn layers_svg(r: &NetworkResult) -> String {
 }
 
 fn layers_svg_title(r: &NetworkResult) -> String {
+    run_title(r, "cycles per layer")
+}
+
+/// "`model`: `what` (VPUs, bandwidth)", the title of a run's per-layer table and chart.
+fn run_title(r: &NetworkResult, what: &str) -> String {
     format!(
-        "{}: cycles per layer ({} VPU, {} B/cycle)",
+        "{}: {what} ({} VPU, {} B/cycle)",
         r.model, r.vpus, r.bandwidth
     )
 }
 
+/// Per-layer table of a network run.
 pub fn layer_table(r: &NetworkResult) -> Table {
     let mut t = Table::new(
-        format!(
-            "{}: per-layer cost ({} VPU, {} B/cycle)",
-            r.model, r.vpus, r.bandwidth
-        ),
+        run_title(r, "per-layer cost"),
         &[
             "layer",
             "op",
