@@ -39,6 +39,8 @@ impl Net<'_> {
             .map(|&s| output_scale(x_s[0], s, y_s[0]))
             .collect();
         let out = self.out_quant(n, y, 7, scales)?;
+        // The output's bytes: allocated below, and what `auto`'s trials restore.
+        let y_bytes = yt.numel() * out.elem.size();
         let x_zp = self.scalar_zp(n, 2)?;
         let w_zp = self.zps(n, 5)?;
         let bias = match n.inputs.get(8).copied().flatten() {
@@ -95,7 +97,7 @@ impl Net<'_> {
             let a_addr = self.place(n, x, Layout::Hwc)?;
             let b_addr = self.m.put(w_elem, &bt);
             let bias_addr = bias.as_ref().map(|b| self.m.put(Elem::I32, b));
-            let y_addr = self.m.alloc(yt.numel() * out.elem.size());
+            let y_addr = self.m.alloc(y_bytes);
             let job = MatMulJob {
                 m: hw,
                 k: c_in,
@@ -119,7 +121,7 @@ impl Net<'_> {
             let x_addr = self.place(n, x, Layout::Hwc)?;
             let wt_addr = self.m.put(w_elem, &stage_weights(&wv, c_out, kk));
             let bias_addr = bias.as_ref().map(|b| self.m.put(Elem::I32, b));
-            let y_addr = self.m.alloc(yt.numel() * out.elem.size());
+            let y_addr = self.m.alloc(y_bytes);
             let job = DwJob {
                 c: c_in,
                 h,
@@ -139,10 +141,12 @@ impl Net<'_> {
                 y: y_addr,
                 out: out.clone(),
             };
-            let out_bytes = (y_addr, yt.numel() * out.elem.size());
-            let df = self.run_kernel(KernelKind::Depthwise, out_bytes, None, &mut |m, df| {
-                depthwise::depthwise(m, &job, df)
-            })?;
+            let df = self.run_kernel(
+                KernelKind::Depthwise,
+                (y_addr, y_bytes),
+                None,
+                &mut |m, df| depthwise::depthwise(m, &job, df),
+            )?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
             return Ok((KernelKind::Depthwise, Some(df), work, shape));
         }
@@ -176,7 +180,7 @@ impl Net<'_> {
         fits?;
         let x_addr = self.place(n, x, Layout::Chw)?;
         let wt_addr = self.m.put(w_elem, &wv);
-        let y_addr = self.m.alloc(yt.numel() * out.elem.size());
+        let y_addr = self.m.alloc(y_bytes);
         let job = ConvJob {
             c_in,
             h,
@@ -214,7 +218,7 @@ impl Net<'_> {
             }
             Ok(())
         };
-        let df = self.run_kernel(kind, (y_addr, yt.numel() * out.elem.size()), None, &mut run)?;
+        let df = self.run_kernel(kind, (y_addr, y_bytes), None, &mut run)?;
         self.collect(n, y, y_addr, Layout::Chw, out.elem)?;
         Ok((kind, Some(df), work, shape))
     }
