@@ -94,6 +94,7 @@ fn attrs(op: &Op) -> String {
             .join(" "),
         Op::Pad { pads, mode, value } => format!("pads={pads:?} mode={mode:?} value={value}"),
         Op::Tile { repeats } => format!("repeats={repeats:?}"),
+        Op::Range { count } => format!("count={count}"),
         Op::Lstm(a) | Op::Gru(a) => format!(
             "hidden={} dir={:?} lbr={} batch_first={}",
             a.hidden_size, a.direction, a.linear_before_reset, a.batch_first

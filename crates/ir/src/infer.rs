@@ -753,6 +753,19 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
                     .collect::<Vec<usize>>(),
             ))
         }
+        Op::Range { count } => {
+            let t = c.get(0)?;
+            for i in 0..3 {
+                let ti = c.get(i)?;
+                if ti.numel() != 1 || ti.dtype != t.dtype {
+                    return Err(c.shape_err(i, format!("a scalar of {}", t.dtype)));
+                }
+            }
+            if t.dtype == DType::Bool {
+                return Err(c.dtype_err(0, "a number"));
+            }
+            one(TensorType::new(t.dtype, vec![*count]))
+        }
         Op::Lstm(a) => rnn_types(&c, a, 4, 3),
         Op::Gru(a) => rnn_types(&c, a, 3, 2),
         Op::QuantizeLinear { axis, to } => {

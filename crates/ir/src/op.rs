@@ -457,6 +457,13 @@ pub enum Op {
     Tile {
         repeats: Vec<usize>,
     },
+    /// 0: start, 1: limit, 2: delta (scalars of one dtype); `count` elements
+    /// `start, start + delta, ...` (accumulated in the dtype, as onnxruntime does). The
+    /// count depends on the operands' values, so the importer only creates it when they
+    /// are constants (and then folds it).
+    Range {
+        count: usize,
+    },
     /// 0: x, 1: w, 2: r, 3: b?, 4: sequence_lens? (unsupported), 5: initial_h?, 6: initial_c?
     /// outputs: y, y_h, y_c
     Lstm(RnnAttrs),
@@ -571,6 +578,7 @@ impl Op {
             Op::Expand { .. } => "Expand",
             Op::Pad { .. } => "Pad",
             Op::Tile { .. } => "Tile",
+            Op::Range { .. } => "Range",
             Op::Lstm(_) => "LSTM",
             Op::Gru(_) => "GRU",
             Op::QuantizeLinear { .. } => "QuantizeLinear",

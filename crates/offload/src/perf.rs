@@ -221,14 +221,16 @@ mod tests {
         const SPIN_NS: u64 = 20_000_000;
         let busy = g
             .measure(|| {
-                let t = std::time::Instant::now();
-                while t.elapsed().as_nanos() < SPIN_NS as u128 {
+                // Spin until this thread has had SPIN_NS of CPU time (not wall time: on a
+                // loaded machine a wall-clock spin is descheduled for most of it).
+                let start = thread_cpu_ns();
+                while thread_cpu_ns() - start < SPIN_NS {
                     std::hint::spin_loop();
                 }
             })
             .unwrap();
-        // Clocks count nanoseconds on the CPU; a descheduled spin counts less than wall
-        // time, so ask for half of it.
+        // Clocks count nanoseconds on the CPU; ask for half of the spin (the two clocks
+        // sample at ticks).
         assert!(
             busy[0] >= SPIN_NS / 2 && busy[2] >= SPIN_NS / 2,
             "clocks counted the spin: {busy:?}"
@@ -271,5 +273,16 @@ mod tests {
                 assert!(e.contains(&first) || e.contains("perf_event_open: "), "{e}");
             }
         }
+    }
+
+    /// CPU time this thread has used, in nanoseconds.
+    fn thread_cpu_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec through the valid pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     }
 }

@@ -373,6 +373,8 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
                 inputs.push(e.ints("shape", shape.iter().map(|&d| d as i64)));
             }
             Op::Expand { shape } => inputs.push(e.ints("shape", shape.iter().map(|&d| d as i64))),
+            // The operands are already inputs; the count follows from their values.
+            Op::Range { .. } => {}
             Op::Tile { repeats } => {
                 inputs.push(e.ints("repeats", repeats.iter().map(|&d| d as i64)))
             }

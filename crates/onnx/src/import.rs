@@ -207,6 +207,7 @@ fn load_model_inner(
         const_order: HashMap::new(),
         init_index: HashMap::new(),
         notes: opset_notes,
+        fold_failures: HashMap::new(),
     };
     if !gp.sparse_initializer.is_empty() {
         return Err(OnnxError::Model(
@@ -289,18 +290,17 @@ fn load_model_inner(
                 .collect(),
             outputs: np.output.iter().map(|s| s.as_str()).collect(),
         };
-        if n.domain.is_empty() && crate::fold::try_fold(&mut ctx, &n)? {
+        let conv = reg.get(&(domain, n.op_type)).copied();
+        if crate::fold::try_fold(&mut ctx, &n, conv)? {
             continue;
         }
-        let conv = reg
-            .get(&(domain, n.op_type))
-            .ok_or_else(|| OnnxError::UnsupportedOp {
-                op: n.op_type.to_string(),
-                domain: np.domain().to_string(),
-                opset,
-                node: name.clone(),
-                supported: supported_in(&reg, domain),
-            })?;
+        let conv = conv.ok_or_else(|| OnnxError::UnsupportedOp {
+            op: n.op_type.to_string(),
+            domain: np.domain().to_string(),
+            opset,
+            node: name.clone(),
+            supported: supported_in(&reg, domain),
+        })?;
         let first = ctx.g.nodes.len();
         conv(&mut ctx, &n)?;
         // Nodes from one framework call, or from one ONNX node that pimkit expands into

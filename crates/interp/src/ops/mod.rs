@@ -89,6 +89,7 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
         Op::Expand { .. } => one(shape::expand(c.input(0)?, c.out_ty(0))),
         Op::Pad { pads, mode, value } => one(shape::pad(c.input(0)?, pads, *mode, *value)?),
         Op::Tile { repeats } => one(shape::tile(c.input(0)?, repeats)),
+        Op::Range { count } => one(shape::range(c.input(0)?, c.input(2)?, *count)?),
         Op::Lstm(a) => rnn::lstm(c, a),
         Op::Gru(a) => rnn::gru(c, a),
         Op::QuantizeLinear { axis, to } => one(quant::quantize_linear(c, *axis, *to)?),

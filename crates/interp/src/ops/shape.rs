@@ -247,3 +247,59 @@ pub(crate) fn argmax(x: &Tensor, axis: usize, last: bool, out_ty: &TensorType) -
     }
     Ok(Tensor::from_i64(out_ty.shape.clone(), out))
 }
+
+/// ONNX Range as onnxruntime computes it: the value is accumulated (`v += delta`) in the
+/// element type, not recomputed as `start + i * delta`.
+pub(crate) fn range(start: &Tensor, delta: &Tensor, count: usize) -> OpResult<Tensor> {
+    fn acc<T: Copy + std::ops::Add<Output = T>>(s: T, d: T, n: usize) -> Vec<T> {
+        let mut v = s;
+        (0..n)
+            .map(|_| {
+                let cur = v;
+                v = v + d;
+                cur
+            })
+            .collect()
+    }
+    let shape = vec![count];
+    Ok(match (&start.data, &delta.data) {
+        (TensorData::F32(s), TensorData::F32(d)) => Tensor::from_f32(shape, acc(s[0], d[0], count)),
+        // No onnxruntime kernel: accumulate in f32 and round each value (the ONNX
+        // reference's numpy arange agrees on the node tests).
+        (TensorData::F16(s), TensorData::F16(d)) => Tensor::from_f16(
+            shape,
+            acc(s[0].to_f32(), d[0].to_f32(), count)
+                .into_iter()
+                .map(half::f16::from_f32)
+                .collect(),
+        ),
+        (TensorData::I64(s), TensorData::I64(d)) => {
+            let mut v = s[0];
+            let out = (0..count)
+                .map(|_| {
+                    let cur = v;
+                    v = v.wrapping_add(d[0]);
+                    cur
+                })
+                .collect();
+            Tensor::from_i64(shape, out)
+        }
+        (TensorData::I32(s), TensorData::I32(d)) => {
+            let mut v = s[0];
+            let out = (0..count)
+                .map(|_| {
+                    let cur = v;
+                    v = v.wrapping_add(d[0]);
+                    cur
+                })
+                .collect();
+            Tensor::from_i32(shape, out)
+        }
+        _ => {
+            return unsupported(format!(
+                "Range on {} (supported: f32, f16, i64, i32)",
+                start.dtype()
+            ));
+        }
+    })
+}

@@ -62,6 +62,10 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
         Expand { .. } => one(shape::expand(l, node)?),
         Pad { pads, mode, value } => one(shape::pad_node(l, node, pads, *mode, *value)?),
         Tile { repeats } => one(shape::tile(l, node, repeats)?),
+        // Its operands are always constants, so the importer folds it.
+        Range { .. } => Err(l.unsupported(
+            "Range with operands computed at run time (the importer folds constant ones)",
+        )),
         Reduce {
             kind,
             axes,

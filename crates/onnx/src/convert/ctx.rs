@@ -30,6 +30,9 @@ pub(crate) struct Ctx<'m> {
     pub const_order: HashMap<ValueId, usize>,
     pub init_index: HashMap<String, usize>,
     pub notes: Vec<String>,
+    /// Why an ONNX value with constant inputs could not be folded (quoted when a later
+    /// converter needs it as a constant).
+    pub fold_failures: HashMap<String, String>,
 }
 
 impl<'m> Ctx<'m> {
@@ -103,11 +106,16 @@ impl<'m> Ctx<'m> {
         };
         if !self.is_const(name) {
             if self.values.contains_key(name) {
+                let why = match self.fold_failures.get(name) {
+                    Some(r) => format!(" (its constant inputs could not be folded: {r})"),
+                    None => String::new(),
+                };
                 return Err(self.err(
                     n,
                     format!(
-                        "input {i} ('{name}', the {what}) is computed at run time; pimkit needs it \
-                         to be a constant (export with static shapes, or simplify the model)"
+                        "input {i} ('{name}', the {what}) is computed at run time{why}; pimkit \
+                         needs it to be a constant: bind the inputs it depends on (--shape, \
+                         --dim, --bind) or export the model with static shapes"
                     ),
                 ));
             }

@@ -21,8 +21,10 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
     r.insert(("", "Expand"), expand);
     r.insert(("", "Pad"), pad);
     r.insert(("", "Tile"), tile);
-    // Always folded when their operands are constant; reaching the converter means not.
-    for op in ["ConstantOfShape", "Range", "Constant", "Shape", "Size"] {
+    r.insert(("", "ConstantOfShape"), constant_of_shape);
+    r.insert(("", "Range"), range);
+    // Always evaluated by the folder (they need only static types or attributes).
+    for op in ["Constant", "Shape", "Size"] {
         r.insert(("", op), needs_constants);
     }
 }
@@ -33,6 +35,64 @@ fn needs_constants(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         "is evaluated at import time and needs constant inputs, but an input is computed at \
          run time; export the model with static shapes",
     ))
+}
+
+/// ConstantOfShape: the `value` scalar (default f32 0) expanded to the constant shape
+/// operand. The shape operand is always constant after folding in a static graph.
+fn constant_of_shape(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let dims = ctx
+        .const_ints(n, 0, "output shape")?
+        .ok_or_else(|| ctx.err(n, "the shape input is missing"))?;
+    let shape = crate::tensor::checked_shape(&dims, &format!("node '{}' shape", n.name))?;
+    let value = match n.attrs.tensor("value")? {
+        Some(tp) => crate::tensor::decode(tp, None)?,
+        None => pimkit_ir::Tensor::from_f32(vec![1], vec![0.0]),
+    };
+    if value.numel() != 1 {
+        return Err(n.attrs.err("value", "must hold exactly one element"));
+    }
+    let value = value
+        .reshaped(vec![])
+        .ok_or_else(|| n.attrs.err("value", "must hold exactly one element"))?;
+    let v = ctx.new_const(format!("{}/value", n.name), value);
+    ctx.emit(n, Op::Expand { shape }, vec![Some(v)])?;
+    Ok(())
+}
+
+/// Range: the element count follows from the constant operands (ONNX:
+/// `max(ceil((limit - start) / delta), 0)`).
+fn range(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let scalar = |ctx: &mut Ctx, i: usize, what: &str| -> Result<f64> {
+        let t = ctx
+            .const_input(n, i, what)?
+            .ok_or_else(|| ctx.err(n, format!("the {what} input is missing")))?;
+        t.to_f64_vec()
+            .first()
+            .copied()
+            .filter(|_| t.numel() == 1)
+            .ok_or_else(|| ctx.err(n, format!("the {what} must be a scalar")))
+    };
+    let (start, limit, delta) = (
+        scalar(ctx, 0, "start")?,
+        scalar(ctx, 1, "limit")?,
+        scalar(ctx, 2, "delta")?,
+    );
+    if delta == 0.0 {
+        return Err(ctx.err(n, "delta is 0"));
+    }
+    let count = ((limit - start) / delta).ceil().max(0.0);
+    if !count.is_finite() || count > (1u64 << 40) as f64 {
+        return Err(ctx.err(n, format!("{count} elements is too many")));
+    }
+    let ins = ctx.all_values(n)?;
+    ctx.emit(
+        n,
+        Op::Range {
+            count: count as usize,
+        },
+        ins,
+    )?;
+    Ok(())
 }
 
 /// Axes from the attribute (before `input_from_opset`) or from input 1.
