@@ -1,7 +1,7 @@
-//! Element-type plumbing shared by the kernels: a trait over the seven storage types,
+//! Element-type plumbing shared by the kernels: a trait over the storage types,
 //! float views (f16 widened to f32), broadcasting index maps and an f32 GEMM wrapper.
 
-use half::f16;
+use half::{bf16, f16};
 use pimkit_ir::{DType, Tensor, TensorData};
 use std::borrow::Cow;
 
@@ -18,11 +18,16 @@ macro_rules! elem_num {
         }
     )*};
 }
-elem_num!(f32, i64, i32, i8, u8);
+elem_num!(f32, f64, i64, i32, i16, i8, u64, u32, u16, u8);
 
 impl Elem for f16 {
     fn from_f32(v: f32) -> Self {
         f16::from_f32(v)
+    }
+}
+impl Elem for bf16 {
+    fn from_f32(v: f32) -> Self {
+        bf16::from_f32(v)
     }
 }
 impl Elem for bool {
@@ -31,22 +36,31 @@ impl Elem for bool {
     }
 }
 
-/// Apply a generic expression to the vector inside any `TensorData`, producing a new
-/// `TensorData` of the same variant. `$v` is bound to `&Vec<T>`.
-macro_rules! map_data {
-    ($data:expr, |$v:ident| $body:expr) => {
-        match $data {
-            pimkit_ir::TensorData::F32($v) => pimkit_ir::TensorData::F32($body),
-            pimkit_ir::TensorData::F16($v) => pimkit_ir::TensorData::F16($body),
-            pimkit_ir::TensorData::I64($v) => pimkit_ir::TensorData::I64($body),
-            pimkit_ir::TensorData::I32($v) => pimkit_ir::TensorData::I32($body),
-            pimkit_ir::TensorData::I8($v) => pimkit_ir::TensorData::I8($body),
-            pimkit_ir::TensorData::U8($v) => pimkit_ir::TensorData::U8($body),
-            pimkit_ir::TensorData::Bool($v) => pimkit_ir::TensorData::Bool($body),
-        }
+pub(crate) use pimkit_ir::map_data;
+
+/// The vector of `d` as the same element type as `like` (the caller checked the dtypes).
+pub(crate) fn same_variant<'a, T: 'static>(d: &'a TensorData, like: &[T]) -> &'a [T] {
+    let _ = like;
+    let any: &dyn std::any::Any = match d {
+        TensorData::F32(v) => v,
+        TensorData::F16(v) => v,
+        TensorData::I64(v) => v,
+        TensorData::I32(v) => v,
+        TensorData::I8(v) => v,
+        TensorData::U8(v) => v,
+        TensorData::Bool(v) => v,
+        TensorData::F64(v) => v,
+        TensorData::Bf16(v) => v,
+        TensorData::I16(v) => v,
+        TensorData::U16(v) => v,
+        TensorData::U32(v) => v,
+        TensorData::U64(v) => v,
+        TensorData::Codes(_, v) => v,
     };
+    any.downcast_ref::<Vec<T>>()
+        .map(|v| v.as_slice())
+        .unwrap_or(&[])
 }
-pub(crate) use map_data;
 
 /// The tensor's elements as f32 (borrowed for f32, widened for f16, converted otherwise).
 pub(crate) fn floats(t: &Tensor) -> Cow<'_, [f32]> {
@@ -56,10 +70,13 @@ pub(crate) fn floats(t: &Tensor) -> Cow<'_, [f32]> {
     }
 }
 
-/// Build a float tensor of `dtype` (f32, or f16 rounded to nearest-even) from f32 values.
+/// Build a float tensor of `dtype` from f32 values (f16 and bf16 rounded to
+/// nearest-even, f64 widened; any other dtype gets f32).
 pub(crate) fn float_tensor(dtype: DType, shape: Vec<usize>, v: Vec<f32>) -> Tensor {
     let data = match dtype {
         DType::F16 => TensorData::F16(v.into_iter().map(f16::from_f32).collect()),
+        DType::Bf16 => TensorData::Bf16(v.into_iter().map(bf16::from_f32).collect()),
+        DType::F64 => TensorData::F64(v.into_iter().map(f64::from).collect()),
         _ => TensorData::F32(v),
     };
     Tensor { shape, data }

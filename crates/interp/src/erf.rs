@@ -9,7 +9,7 @@ pub(crate) fn erf_f32(x: f32) -> f32 {
     erf_f64(x as f64) as f32
 }
 
-fn erf_f64(x: f64) -> f64 {
+pub(crate) fn erf_f64(x: f64) -> f64 {
     if x.is_nan() {
         return x;
     }

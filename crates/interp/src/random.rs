@@ -42,7 +42,8 @@ pub fn check_memory(g: &Graph) -> Result<(), crate::InterpError> {
 /// One tensor per graph input, deterministic in `seed` and the input's position:
 /// floats uniform in [-1, 1); u8 over [0, 255]; i8 over [-128, 127]; i32 in
 /// [-1000, 1000]; i64 in [0, 8) (i64 inputs are usually indices or token ids, so they
-/// stay small and non-negative); bool fair coin.
+/// stay small and non-negative); bool fair coin; i16 in [-1000, 1000], u16/u32 in
+/// [0, 1000], u64 in [0, 8); minifloat and sub-byte codes uniform.
 pub fn random_inputs(g: &Graph, seed: u64) -> HashMap<String, Tensor> {
     let mut out = HashMap::new();
     for (pos, &id) in g.inputs.iter().enumerate() {
@@ -70,6 +71,26 @@ pub fn random_inputs(g: &Graph, seed: u64) -> HashMap<String, Tensor> {
             DType::U8 => TensorData::U8((0..n).map(|_| rng.random_range(0u8..=255)).collect()),
             DType::Bool => {
                 TensorData::Bool((0..n).map(|_| rng.random_range(0u8..2) == 1).collect())
+            }
+            DType::F64 => TensorData::F64((0..n).map(|_| rng.random_range(-1.0f64..1.0)).collect()),
+            DType::Bf16 => TensorData::Bf16(
+                (0..n)
+                    .map(|_| half::bf16::from_f32(rng.random_range(-1.0f32..1.0)))
+                    .collect(),
+            ),
+            DType::I16 => {
+                TensorData::I16((0..n).map(|_| rng.random_range(-1000i16..=1000)).collect())
+            }
+            DType::U16 => TensorData::U16((0..n).map(|_| rng.random_range(0u16..=1000)).collect()),
+            DType::U32 => TensorData::U32((0..n).map(|_| rng.random_range(0u32..=1000)).collect()),
+            DType::U64 => TensorData::U64((0..n).map(|_| rng.random_range(0u64..8)).collect()),
+            // Minifloats and sub-byte integers: uniform codes (a float8 NaN code may occur).
+            d => {
+                let codes = 1u16 << d.bits().min(8);
+                TensorData::Codes(
+                    d,
+                    (0..n).map(|_| rng.random_range(0..codes) as u8).collect(),
+                )
             }
         };
         out.insert(

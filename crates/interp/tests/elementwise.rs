@@ -137,9 +137,9 @@ fn clip_and_cast() {
         vec![x.clone()],
     );
     assert_eq!(c.as_f32().unwrap(), &[0.0, 2.5, 6.0, 0.0]);
-    let i = run1(Op::Cast { to: DType::I32 }, vec![x.clone()]);
+    let i = run1(Op::cast(DType::I32), vec![x.clone()]);
     assert_eq!(i.as_i32().unwrap(), &[-1, 2, 7, -2]); // toward zero
-    let b = run1(Op::Cast { to: DType::Bool }, vec![f32t(&[2], &[0.0, 0.3])]);
+    let b = run1(Op::cast(DType::Bool), vec![f32t(&[2], &[0.0, 0.3])]);
     assert_eq!(b.as_bool().unwrap(), &[false, true]);
     let ci = run1(
         Op::Clip {

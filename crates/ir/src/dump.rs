@@ -27,7 +27,18 @@ fn attrs(op: &Op) -> String {
         | Op::MatMulInteger => String::new(),
         Op::QLinearAdd | Op::QLinearMul | Op::QLinearSigmoid => String::new(),
         Op::Clip { min, max } => format!("min={min:?} max={max:?}"),
-        Op::Cast { to } => format!("to={to}"),
+        Op::Cast {
+            to,
+            saturate,
+            e8m0_round,
+        } => {
+            let sat = if *saturate { "" } else { " saturate=false" };
+            let round = match e8m0_round {
+                crate::E8M0Round::Up => String::new(),
+                r => format!(" round={}", r.name()),
+            };
+            format!("to={to}{sat}{round}")
+        }
         Op::Conv(a) | Op::QLinearConv(a) | Op::ConvInteger(a) => conv(a),
         Op::ConvTranspose(a) => format!(
             "k={:?} s={:?} p={:?} d={:?} op={:?} g={}",

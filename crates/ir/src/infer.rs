@@ -422,8 +422,21 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
                     }
                     one(x.clone())
                 }
-                UnaryOp::IsNaN => one(TensorType::new(DType::Bool, x.shape.clone())),
-                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu => one(x.clone()),
+                UnaryOp::IsNaN | UnaryOp::IsInf { .. } => {
+                    one(TensorType::new(DType::Bool, x.shape.clone()))
+                }
+                UnaryOp::BitwiseNot => {
+                    if !x.dtype.is_int() {
+                        return Err(c.dtype_err(0, "an integer type"));
+                    }
+                    one(x.clone())
+                }
+                UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu => {
+                    if x.dtype == DType::Bool {
+                        return Err(c.dtype_err(0, "a numeric type"));
+                    }
+                    one(x.clone())
+                }
                 _ => {
                     c.want_float(0)?;
                     one(x.clone())
@@ -443,6 +456,12 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
                     return Err(c.dtype_err(0, "bool"));
                 }
                 B::Equal | B::And | B::Or | B::Xor => {}
+                B::BitwiseAnd | B::BitwiseOr | B::BitwiseXor if !x.dtype.is_int() => {
+                    return Err(c.dtype_err(0, "an integer type"));
+                }
+                B::BitShift { .. } if !x.dtype.is_int() || x.dtype.is_signed_int() => {
+                    return Err(c.dtype_err(0, "an unsigned integer type"));
+                }
                 _ if x.dtype == DType::Bool => {
                     return Err(c.dtype_err(0, "a numeric type (the op has no bool form)"));
                 }
@@ -471,7 +490,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             one(TensorType::new(x.dtype, s))
         }
         Op::Clip { .. } | Op::Identity => one(c.get(0)?.clone()),
-        Op::Cast { to } => one(TensorType::new(*to, c.get(0)?.shape.clone())),
+        Op::Cast { to, .. } => one(TensorType::new(*to, c.get(0)?.shape.clone())),
         Op::Conv(a) => {
             let x = c.want_float(0)?;
             let w = c.want_float(1)?;

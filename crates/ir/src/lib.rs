@@ -12,6 +12,7 @@ mod error;
 mod graph;
 mod infer;
 pub mod memory;
+pub mod minifloat;
 pub mod npy;
 mod op;
 mod resize;
@@ -30,6 +31,7 @@ pub use resize::{
 };
 pub use stats::{GraphStats, NodeCost, node_cost};
 pub use tensor::{
-    MAX_TENSOR_BYTES, Tensor, TensorData, TensorType, checked_bytes, numel, too_large,
+    MAX_TENSOR_BYTES, Tensor, TensorData, TensorType, checked_bytes, code_to_f64, f64_to_code,
+    numel, too_large,
 };
 pub use verify::verify;

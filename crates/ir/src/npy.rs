@@ -14,7 +14,7 @@ pub enum NpyError {
         source: std::io::Error,
     },
     #[error(
-        "{path}: unsupported .npy dtype '{dtype}' (pimkit reads float32/16/64, int64/32/8, uint8 and bool)"
+        "{path}: unsupported .npy dtype '{dtype}' (pimkit reads float16/32/64, int8/16/32/64, uint8/16/32/64 and bool)"
     )]
     DType { path: String, dtype: String },
     #[error(
@@ -25,8 +25,8 @@ pub enum NpyError {
     Bad { path: String, msg: String },
 }
 
-/// Read a C-order `.npy` file. float64 arrays (numpy's default) are converted to float32,
-/// the precision every pimkit engine computes in.
+/// Read a C-order `.npy` file. Callers that bind it to a graph input convert a float64
+/// array (numpy's default) to the input's float type.
 pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
     let p = path.display().to_string();
     let io = |source| NpyError::Io {
@@ -90,17 +90,15 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
     // Endianness '<' or '|' (native little-endian machines); '>' is rejected by npyz reads below.
     let data = match descr.get(1..).unwrap_or("") {
         "f4" => TensorData::F32(npy.into_vec::<f32>().map_err(io)?),
-        "f8" => TensorData::F32(
-            npy.into_vec::<f64>()
-                .map_err(io)?
-                .into_iter()
-                .map(|x| x as f32)
-                .collect(),
-        ),
+        "f8" => TensorData::F64(npy.into_vec::<f64>().map_err(io)?),
         "f2" => TensorData::F16(npy.into_vec::<f16>().map_err(io)?),
         "i8" => TensorData::I64(npy.into_vec::<i64>().map_err(io)?),
         "i4" => TensorData::I32(npy.into_vec::<i32>().map_err(io)?),
+        "i2" => TensorData::I16(npy.into_vec::<i16>().map_err(io)?),
         "i1" => TensorData::I8(npy.into_vec::<i8>().map_err(io)?),
+        "u8" => TensorData::U64(npy.into_vec::<u64>().map_err(io)?),
+        "u4" => TensorData::U32(npy.into_vec::<u32>().map_err(io)?),
+        "u2" => TensorData::U16(npy.into_vec::<u16>().map_err(io)?),
         "u1" => TensorData::U8(npy.into_vec::<u8>().map_err(io)?),
         "b1" => TensorData::Bool(npy.into_vec::<bool>().map_err(io)?),
         _ => {
@@ -168,6 +166,23 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
         TensorData::I8(v) => write_typed(path, &t.shape, v),
         TensorData::U8(v) => write_typed(path, &t.shape, v),
         TensorData::Bool(v) => write_typed(path, &t.shape, v),
+        TensorData::F64(v) => write_typed(path, &t.shape, v),
+        TensorData::I16(v) => write_typed(path, &t.shape, v),
+        TensorData::U16(v) => write_typed(path, &t.shape, v),
+        TensorData::U32(v) => write_typed(path, &t.shape, v),
+        TensorData::U64(v) => write_typed(path, &t.shape, v),
+        // numpy has no bfloat16 or minifloat types: their values are written as float32
+        // (exact), the 4-/2-bit integers as int8/uint8.
+        TensorData::Bf16(_) => write_typed(path, &t.shape, &t.to_f32_vec()),
+        TensorData::Codes(d, _) if !d.is_subbyte_int() => {
+            write_typed(path, &t.shape, &t.to_f32_vec())
+        }
+        TensorData::Codes(d, _) if d.is_signed_int() => write_typed(
+            path,
+            &t.shape,
+            &t.to_i64_vec().iter().map(|&x| x as i8).collect::<Vec<_>>(),
+        ),
+        TensorData::Codes(_, v) => write_typed(path, &t.shape, v),
     };
     r.map_err(|source| NpyError::Io {
         path: path.display().to_string(),

@@ -43,6 +43,47 @@ pub enum UnaryOp {
         tanh: bool,
     },
     IsNaN,
+    Acos,
+    Acosh,
+    Asin,
+    Asinh,
+    Atan,
+    Atanh,
+    Cosh,
+    Sinh,
+    Tan,
+    /// x / (1 + |x|)
+    Softsign,
+    /// x * tanh(softplus(x))
+    Mish,
+    /// max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    Celu {
+        alpha: f32,
+    },
+    /// gamma * (x > 0 ? x : alpha * (exp(x) - 1))
+    Selu {
+        alpha: f32,
+        gamma: f32,
+    },
+    /// x > alpha ? x : 0
+    ThresholdedRelu {
+        alpha: f32,
+    },
+    /// x < -lambd ? x + bias : x > lambd ? x - bias : 0
+    Shrink {
+        bias: f32,
+        lambd: f32,
+    },
+    /// Which infinities IsInf detects (output bool).
+    IsInf {
+        pos: bool,
+        neg: bool,
+    },
+    BitwiseNot,
+    /// x * sigmoid(alpha * x)
+    Swish {
+        alpha: f32,
+    },
 }
 
 impl UnaryOp {
@@ -72,6 +113,54 @@ impl UnaryOp {
             UnaryOp::Elu { .. } => "Elu",
             UnaryOp::Gelu { .. } => "Gelu",
             UnaryOp::IsNaN => "IsNaN",
+            UnaryOp::Acos => "Acos",
+            UnaryOp::Acosh => "Acosh",
+            UnaryOp::Asin => "Asin",
+            UnaryOp::Asinh => "Asinh",
+            UnaryOp::Atan => "Atan",
+            UnaryOp::Atanh => "Atanh",
+            UnaryOp::Cosh => "Cosh",
+            UnaryOp::Sinh => "Sinh",
+            UnaryOp::Tan => "Tan",
+            UnaryOp::Softsign => "Softsign",
+            UnaryOp::Mish => "Mish",
+            UnaryOp::Celu { .. } => "Celu",
+            UnaryOp::Selu { .. } => "Selu",
+            UnaryOp::ThresholdedRelu { .. } => "ThresholdedRelu",
+            UnaryOp::Shrink { .. } => "Shrink",
+            UnaryOp::IsInf { .. } => "IsInf",
+            UnaryOp::BitwiseNot => "BitwiseNot",
+            UnaryOp::Swish { .. } => "Swish",
+        }
+    }
+}
+
+/// Rounding of a cast to float8 e8m0 (ONNX `round_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum E8M0Round {
+    #[default]
+    Up,
+    Down,
+    Nearest,
+}
+
+impl E8M0Round {
+    pub fn name(self) -> &'static str {
+        match self {
+            E8M0Round::Up => "up",
+            E8M0Round::Down => "down",
+            E8M0Round::Nearest => "nearest",
+        }
+    }
+}
+
+impl Op {
+    /// A plain saturating Cast to `to` (what every exporter writes).
+    pub fn cast(to: DType) -> Op {
+        Op::Cast {
+            to,
+            saturate: true,
+            e8m0_round: E8M0Round::Up,
         }
     }
 }
@@ -98,6 +187,13 @@ pub enum BinaryOp {
     And,
     Or,
     Xor,
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    /// ONNX BitShift: `left` shifts toward the most significant bit.
+    BitShift {
+        left: bool,
+    },
 }
 
 impl BinaryOp {
@@ -119,6 +215,10 @@ impl BinaryOp {
             BinaryOp::And => "And",
             BinaryOp::Or => "Or",
             BinaryOp::Xor => "Xor",
+            BinaryOp::BitwiseAnd => "BitwiseAnd",
+            BinaryOp::BitwiseOr => "BitwiseOr",
+            BinaryOp::BitwiseXor => "BitwiseXor",
+            BinaryOp::BitShift { .. } => "BitShift",
         }
     }
     /// Comparison and logic ops produce bool.
@@ -362,9 +462,13 @@ pub enum Op {
         min: Option<f32>,
         max: Option<f32>,
     },
-    /// 0: x
+    /// 0: x. `saturate` (ONNX 19+, float8 targets only): out-of-range values become the
+    /// largest finite value instead of infinity/NaN. `e8m0_round`: float8 e8m0's
+    /// rounding (ONNX 24+ `round_mode`).
     Cast {
         to: DType,
+        saturate: bool,
+        e8m0_round: E8M0Round,
     },
     Identity,
     /// 0: x, 1: w, 2: bias?

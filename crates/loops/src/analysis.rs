@@ -91,7 +91,7 @@ fn expr_cost(e: &Expr, loads: &mut f64, arith: &mut f64, affine: &mut bool) {
                 UFn::Log => cost::LOG,
                 UFn::Tanh => cost::TANH,
                 UFn::Erf => cost::ERF,
-                UFn::Sin | UFn::Cos => cost::SINCOS,
+                f if f.is_trig() => cost::SINCOS,
                 UFn::Rsqrt => cost::RSQRT,
                 _ => cost::ALU,
             }

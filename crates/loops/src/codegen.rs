@@ -19,6 +19,14 @@ pub(crate) fn c_type(dt: DType) -> &'static str {
         // Stored as IEEE binary16 (GCC's `_Float16`, x86-64 since GCC 12); every load
         // widens it to float, as the interpreter computes f16 in f32 (see `expr`).
         DType::F16 => "_Float16",
+        DType::I16 => "int16_t",
+        DType::U16 => "uint16_t",
+        DType::U32 => "uint32_t",
+        DType::U64 => "uint64_t",
+        // Not lowered (`lower_graph` refuses graphs that hold them); named for completeness.
+        DType::F64 => "double",
+        DType::Bf16 => "uint16_t",
+        _ => "uint8_t",
     }
 }
 
@@ -59,6 +67,7 @@ fn lit(v: f64, dt: DType) -> String {
             }
         }
         DType::Bool => format!("((uint8_t){})", u8::from(v != 0.0)),
+        DType::U64 => format!("((uint64_t){}ULL)", v as u64),
         _ => format!("(({}){})", c_type(dt), v as i64),
     }
 }
@@ -136,6 +145,16 @@ impl Ctx<'_> {
                     UFn::Round => format!("nearbyintf({x})"),
                     UFn::Not => format!("(!{x})"),
                     UFn::IsNaN => format!("((uint8_t)isnan({x}))"),
+                    UFn::Tan => format!("tanf({x})"),
+                    UFn::Asin => format!("asinf({x})"),
+                    UFn::Acos => format!("acosf({x})"),
+                    UFn::Atan => format!("atanf({x})"),
+                    UFn::Sinh => format!("sinhf({x})"),
+                    UFn::Cosh => format!("coshf({x})"),
+                    UFn::Asinh => format!("asinhf({x})"),
+                    UFn::Acosh => format!("acoshf({x})"),
+                    UFn::Atanh => format!("atanhf({x})"),
+                    UFn::BitNot => format!("(({})(~{x}))", c_type(dt)),
                 }
             }
             Expr::Binary(f, a, b) => {
@@ -172,6 +191,12 @@ impl Ctx<'_> {
                     BFn::And => format!("({x} && {y})"),
                     BFn::Or => format!("({x} || {y})"),
                     BFn::Xor => format!("((!!{x}) ^ (!!{y}))"),
+                    BFn::BitAnd => format!("({x} & {y})"),
+                    BFn::BitOr => format!("({x} | {y})"),
+                    BFn::BitXor => format!("({x} ^ {y})"),
+                    // Shifting by the width or more gives 0 (onnxruntime's kernels).
+                    BFn::Shl => format!("({y} >= 64 ? 0 : ({}){x} << {y})", c_type(adt)),
+                    BFn::Shr => format!("({y} >= 64 ? 0 : {x} >> {y})"),
                 }
             }
             Expr::Select(c, a, b) => {

@@ -119,6 +119,37 @@ pub enum UFn {
     Round,
     Not,
     IsNaN,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    /// Bitwise complement (integers).
+    BitNot,
+}
+
+impl UFn {
+    /// Transcendental functions that cost a polynomial evaluation (like sin/cos).
+    pub fn is_trig(self) -> bool {
+        matches!(
+            self,
+            UFn::Sin
+                | UFn::Cos
+                | UFn::Tan
+                | UFn::Asin
+                | UFn::Acos
+                | UFn::Atan
+                | UFn::Sinh
+                | UFn::Cosh
+                | UFn::Asinh
+                | UFn::Acosh
+                | UFn::Atanh
+        )
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -140,6 +171,12 @@ pub enum BFn {
     And,
     Or,
     Xor,
+    /// Bitwise ops and shifts (unsigned integers for the shifts).
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
 }
 
 impl BFn {

@@ -223,6 +223,13 @@ fn tensor_bytes(t: &Tensor) -> Vec<u8> {
         TensorData::I8(v) => v.iter().map(|&x| x as u8).collect(),
         TensorData::U8(v) => v.clone(),
         TensorData::Bool(v) => v.iter().map(|&x| x as u8).collect(),
+        TensorData::F64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        TensorData::Bf16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        TensorData::I16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        TensorData::U16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        TensorData::U32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        TensorData::U64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        TensorData::Codes(_, v) => v.clone(),
     }
 }
 
@@ -373,6 +380,37 @@ impl<'a> Runner<'a> {
             DType::I8 => TensorData::I8(flat.iter().map(|&o| get(o)[0] as i8).collect()),
             DType::U8 => TensorData::U8(flat.iter().map(|&o| get(o)[0]).collect()),
             DType::Bool => TensorData::Bool(flat.iter().map(|&o| get(o)[0] != 0).collect()),
+            DType::I16 => TensorData::I16(
+                flat.iter()
+                    .map(|&o| i16::from_ne_bytes(get(o).try_into().unwrap()))
+                    .collect(),
+            ),
+            DType::U16 => TensorData::U16(
+                flat.iter()
+                    .map(|&o| u16::from_ne_bytes(get(o).try_into().unwrap()))
+                    .collect(),
+            ),
+            DType::U32 => TensorData::U32(
+                flat.iter()
+                    .map(|&o| u32::from_ne_bytes(get(o).try_into().unwrap()))
+                    .collect(),
+            ),
+            DType::U64 => TensorData::U64(
+                flat.iter()
+                    .map(|&o| u64::from_ne_bytes(get(o).try_into().unwrap()))
+                    .collect(),
+            ),
+            DType::F64 => TensorData::F64(
+                flat.iter()
+                    .map(|&o| f64::from_ne_bytes(get(o).try_into().unwrap()))
+                    .collect(),
+            ),
+            DType::Bf16 => TensorData::Bf16(
+                flat.iter()
+                    .map(|&o| half::bf16::from_ne_bytes(get(o).try_into().unwrap()))
+                    .collect(),
+            ),
+            d => TensorData::Codes(d, flat.iter().map(|&o| get(o)[0]).collect()),
         };
         Tensor { shape, data }
     }

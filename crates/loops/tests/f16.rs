@@ -66,9 +66,9 @@ fn f16_elementwise_nests_round_once_like_the_interpreter() {
     let exp = g.op("exp", Op::Unary(UnaryOp::Exp), &[x]).unwrap();
     let relu = g.op("relu", Op::Unary(UnaryOp::Relu), &[add]).unwrap();
     // f16 -> f32 -> f16 through casts.
-    let up = g.op("up", Op::Cast { to: DType::F32 }, &[x]).unwrap();
+    let up = g.op("up", Op::cast(DType::F32), &[x]).unwrap();
     let twice = g.op("twice", Op::Binary(BinaryOp::Add), &[up, up]).unwrap();
-    let down = g.op("down", Op::Cast { to: DType::F16 }, &[twice]).unwrap();
+    let down = g.op("down", Op::cast(DType::F16), &[twice]).unwrap();
     g.outputs = vec![add, mul, sig, exp, relu, up, down];
     let Some((got, want)) = run_both(&g) else {
         return;

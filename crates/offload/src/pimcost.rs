@@ -95,9 +95,8 @@ pub fn vector_lanes(p: &Program, n: &Nest, a: &PimArch) -> f64 {
                 }
             }
             Expr::DimIndex(_) => widest = widest.max(8),
-            Expr::Unary(UFn::Exp | UFn::Log | UFn::Tanh | UFn::Erf | UFn::Sin | UFn::Cos, _) => {
-                ok = false
-            }
+            Expr::Unary(UFn::Exp | UFn::Log | UFn::Tanh | UFn::Erf, _) => ok = false,
+            Expr::Unary(f, _) if f.is_trig() => ok = false,
             Expr::Binary(BFn::Pow | BFn::Rem, ..) => ok = false,
             Expr::Binary(BFn::Div, x, _) if !x.dtype(&dts).is_float() => ok = false,
             _ => {}
@@ -171,7 +170,7 @@ fn expr_cycles(e: &Expr, cx: &Cx, a: &PimArch) -> f64 {
                 UFn::Log => cost::LOG * poly,
                 UFn::Tanh => cost::TANH * poly,
                 UFn::Erf => cost::ERF * poly,
-                UFn::Sin | UFn::Cos => cost::SINCOS * poly,
+                f if f.is_trig() => cost::SINCOS * poly,
                 // sqrt and a division: Sniper has no sqrt class, the divider serves both.
                 UFn::Rsqrt => cost::RSQRT * a.lat_fdiv,
                 UFn::Sqrt | UFn::Recip if fp => a.lat_fdiv,

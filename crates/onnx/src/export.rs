@@ -12,8 +12,8 @@ use crate::proto::{
 };
 use crate::tensor::{encode, onnx_code};
 use pimkit_ir::{
-    BinaryOp, ConvAttrs, CoordMode, DType, Graph, NearestMode, Op, PadMode, PoolKind, ResizeAttrs,
-    ResizeMode, RnnDirection, Tensor, TensorType, UnaryOp, ValueDef,
+    BinaryOp, ConvAttrs, CoordMode, DType, E8M0Round, Graph, NearestMode, Op, PadMode, PoolKind,
+    ResizeAttrs, ResizeMode, RnnDirection, Tensor, TensorType, UnaryOp, ValueDef,
 };
 use prost::Message;
 use std::collections::HashSet;
@@ -253,9 +253,27 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
                 UnaryOp::Gelu { tanh } => {
                     attrs = vec![a_str("approximate", if *tanh { "tanh" } else { "none" })]
                 }
+                UnaryOp::Celu { alpha }
+                | UnaryOp::ThresholdedRelu { alpha }
+                | UnaryOp::Swish { alpha } => attrs = vec![a_float("alpha", *alpha)],
+                UnaryOp::Selu { alpha, gamma } => {
+                    attrs = vec![a_float("alpha", *alpha), a_float("gamma", *gamma)]
+                }
+                UnaryOp::Shrink { bias, lambd } => {
+                    attrs = vec![a_float("bias", *bias), a_float("lambd", *lambd)]
+                }
+                UnaryOp::IsInf { pos, neg } => {
+                    attrs = vec![
+                        a_int("detect_positive", *pos as i64),
+                        a_int("detect_negative", *neg as i64),
+                    ]
+                }
                 _ => {}
             },
             Op::Binary(BinaryOp::Mod { fmod }) => attrs = vec![a_int("fmod", *fmod as i64)],
+            Op::Binary(BinaryOp::BitShift { left }) => {
+                attrs = vec![a_str("direction", if *left { "LEFT" } else { "RIGHT" })]
+            }
             Op::Binary(_) | Op::Where | Op::Identity | Op::MatMul | Op::GlobalPool(_) => {}
             Op::QLinearMatMul | Op::MatMulInteger => {}
             Op::Clip { min, max } => {
@@ -267,7 +285,19 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
                     inputs.push(name);
                 }
             }
-            Op::Cast { to } => attrs = vec![a_int("to", onnx_code(*to) as i64)],
+            Op::Cast {
+                to,
+                saturate,
+                e8m0_round,
+            } => {
+                attrs = vec![a_int("to", onnx_code(*to) as i64)];
+                if !saturate {
+                    attrs.push(a_int("saturate", 0));
+                }
+                if *e8m0_round != E8M0Round::Up {
+                    attrs.push(a_str("round_mode", e8m0_round.name()));
+                }
+            }
             Op::Conv(a) | Op::QLinearConv(a) | Op::ConvInteger(a) => attrs = conv_attrs(a),
             Op::ConvTranspose(a) => {
                 attrs = vec![

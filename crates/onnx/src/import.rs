@@ -4,7 +4,7 @@ use crate::attr::Attrs;
 use crate::convert::{ConstEntry, Ctx, NodeIn, registry, supported_in};
 use crate::error::{OnnxError, Result};
 use crate::proto::{ModelProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto};
-use crate::tensor::{DOUBLE, dtype_from_onnx, proto_type};
+use crate::tensor::{dtype_from_onnx, proto_type};
 use pimkit_ir::{Graph, Op, TensorType, ValueDef, ValueId, verify};
 use prost::Message;
 use std::collections::{HashMap, HashSet};
@@ -120,9 +120,6 @@ fn input_type(
         )));
     };
     let dtype = dtype_from_onnx(tt.elem_type(), &format!("graph input '{name}'"))?;
-    if tt.elem_type() == DOUBLE {
-        notes.push(format!("graph input '{name}': double imported as f32"));
-    }
     let shape = tt.shape.as_ref().ok_or_else(|| {
         OnnxError::Model(format!(
             "graph input '{name}' has no shape; pimkit needs static ranks"
@@ -219,12 +216,6 @@ fn load_model_inner(
             return Err(OnnxError::Model(format!("initializer #{i} has no name")));
         }
         let ty = proto_type(tp)?;
-        if tp.data_type() == DOUBLE {
-            ctx.notes.push(format!(
-                "initializer '{}': double converted to f32",
-                tp.name()
-            ));
-        }
         ctx.init_index.insert(tp.name().to_string(), i);
         ctx.consts.insert(
             tp.name().to_string(),

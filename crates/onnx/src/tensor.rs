@@ -2,7 +2,7 @@
 
 use crate::error::{OnnxError, Result};
 use crate::proto::{TensorProto, tensor_proto::DataLocation};
-use half::f16;
+use half::{bf16, f16};
 use pimkit_ir::{DType, Tensor, TensorData, TensorType};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
@@ -11,49 +11,79 @@ use std::path::{Component, Path, PathBuf};
 pub const FLOAT: i32 = 1;
 pub const UINT8: i32 = 2;
 pub const INT8: i32 = 3;
+pub const UINT16: i32 = 4;
+pub const INT16: i32 = 5;
 pub const INT32: i32 = 6;
 pub const INT64: i32 = 7;
 pub const BOOL: i32 = 9;
 pub const FLOAT16: i32 = 10;
 pub const DOUBLE: i32 = 11;
+pub const UINT32: i32 = 12;
+pub const UINT64: i32 = 13;
+pub const BFLOAT16: i32 = 16;
+pub const FLOAT8E4M3FN: i32 = 17;
+pub const FLOAT8E4M3FNUZ: i32 = 18;
+pub const FLOAT8E5M2: i32 = 19;
+pub const FLOAT8E5M2FNUZ: i32 = 20;
+pub const UINT4: i32 = 21;
+pub const INT4: i32 = 22;
+pub const FLOAT4E2M1: i32 = 23;
+pub const FLOAT8E8M0: i32 = 24;
+pub const UINT2: i32 = 25;
+pub const INT2: i32 = 26;
+
+/// (ONNX code, pimkit dtype) for every element type pimkit holds.
+const CODES: [(i32, DType); 23] = [
+    (FLOAT, DType::F32),
+    (UINT8, DType::U8),
+    (INT8, DType::I8),
+    (UINT16, DType::U16),
+    (INT16, DType::I16),
+    (INT32, DType::I32),
+    (INT64, DType::I64),
+    (BOOL, DType::Bool),
+    (FLOAT16, DType::F16),
+    (DOUBLE, DType::F64),
+    (UINT32, DType::U32),
+    (UINT64, DType::U64),
+    (BFLOAT16, DType::Bf16),
+    (FLOAT8E4M3FN, DType::F8E4M3Fn),
+    (FLOAT8E4M3FNUZ, DType::F8E4M3Fnuz),
+    (FLOAT8E5M2, DType::F8E5M2),
+    (FLOAT8E5M2FNUZ, DType::F8E5M2Fnuz),
+    (UINT4, DType::U4),
+    (INT4, DType::I4),
+    (FLOAT4E2M1, DType::F4E2M1),
+    (FLOAT8E8M0, DType::F8E8M0),
+    (UINT2, DType::U2),
+    (INT2, DType::I2),
+];
 
 /// Largest element count accepted for any tensor type read from a file (guards
 /// against overflow and absurd allocations from corrupt models).
 pub const MAX_ELEMS: usize = 1 << 40;
 
-/// Map an ONNX element type to a pimkit dtype. `double` maps to f32 (the caller notes
-/// the conversion); other types are rejected with a message naming `what`.
+/// Map an ONNX element type to a pimkit dtype; strings and complex numbers are rejected
+/// with a message naming `what`.
 pub fn dtype_from_onnx(code: i32, what: &str) -> Result<DType> {
-    Ok(match code {
-        FLOAT | DOUBLE => DType::F32,
-        UINT8 => DType::U8,
-        INT8 => DType::I8,
-        INT32 => DType::I32,
-        INT64 => DType::I64,
-        BOOL => DType::Bool,
-        FLOAT16 => DType::F16,
-        _ => {
-            let name = crate::proto::tensor_proto::DataType::try_from(code)
-                .map(|d| d.as_str_name().to_string())
-                .unwrap_or_else(|_| format!("code {code}"));
-            return Err(OnnxError::Model(format!(
-                "{what}: element type {name} is not supported \
-                 (pimkit handles float, float16, double (as float), int64, int32, int8, uint8, bool)"
-            )));
-        }
-    })
+    if let Some(&(_, d)) = CODES.iter().find(|(c, _)| *c == code) {
+        return Ok(d);
+    }
+    let name = crate::proto::tensor_proto::DataType::try_from(code)
+        .map(|d| d.as_str_name().to_string())
+        .unwrap_or_else(|_| format!("code {code}"));
+    Err(OnnxError::Model(format!(
+        "{what}: element type {name} is not supported (pimkit handles every numeric and bool \
+         type; not strings or complex numbers)"
+    )))
 }
 
 pub fn onnx_code(dt: DType) -> i32 {
-    match dt {
-        DType::F32 => FLOAT,
-        DType::F16 => FLOAT16,
-        DType::I64 => INT64,
-        DType::I32 => INT32,
-        DType::I8 => INT8,
-        DType::U8 => UINT8,
-        DType::Bool => BOOL,
-    }
+    CODES
+        .iter()
+        .find(|(_, d)| *d == dt)
+        .map(|&(c, _)| c)
+        .unwrap_or(FLOAT)
 }
 
 /// Convert ONNX dims to a checked static shape.
@@ -165,11 +195,35 @@ fn from_le<const N: usize, T>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
         .collect()
 }
 
+/// Unpack sub-byte elements (`bits` = 4 or 2, first element in the low bits) into one
+/// code per byte.
+fn unpack_bits(bytes: impl Iterator<Item = u8>, bits: usize, n: usize) -> Vec<u8> {
+    let per = 8 / bits;
+    let mask = ((1u16 << bits) - 1) as u8;
+    bytes
+        .flat_map(|b| (0..per).map(move |k| (b >> (k * bits)) & mask))
+        .take(n)
+        .collect()
+}
+
+fn pack_bits(codes: &[u8], bits: usize) -> Vec<u8> {
+    let per = 8 / bits;
+    let mask = ((1u16 << bits) - 1) as u8;
+    codes
+        .chunks(per)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .fold(0u8, |b, (k, &v)| b | ((v & mask) << (k * bits)))
+        })
+        .collect()
+}
+
 /// Decode the data of a TensorProto (raw_data, the typed fields, or external data).
 pub fn decode(tp: &TensorProto, base_dir: Option<&Path>) -> Result<Tensor> {
     let ty = proto_type(tp)?;
     let n = ty.numel();
-    let code = tp.data_type();
+    let dt = ty.dtype;
     let ext;
     let raw: Option<&[u8]> = if is_external(tp) {
         ext = read_external(tp, base_dir)?;
@@ -178,45 +232,64 @@ pub fn decode(tp: &TensorProto, base_dir: Option<&Path>) -> Result<Tensor> {
         tp.raw_data.as_deref()
     };
     let data = if let Some(raw) = raw {
-        let esize = if code == DOUBLE { 8 } else { ty.dtype.size() };
-        if raw.len() != n * esize {
+        let need = (n * dt.bits()).div_ceil(8);
+        if raw.len() != need {
             return Err(terr(
                 tp,
                 format!(
-                    "raw data holds {} bytes, shape {:?} of {} needs {}",
+                    "raw data holds {} bytes, shape {:?} of {} needs {need}",
                     raw.len(),
                     ty.shape,
-                    ty.dtype,
-                    n * esize
+                    dt,
                 ),
             ));
         }
-        match code {
-            DOUBLE => TensorData::F32(from_le(raw, |b| f64::from_le_bytes(b) as f32)),
-            FLOAT => TensorData::F32(from_le(raw, f32::from_le_bytes)),
-            FLOAT16 => TensorData::F16(from_le(raw, |b| f16::from_bits(u16::from_le_bytes(b)))),
-            INT64 => TensorData::I64(from_le(raw, i64::from_le_bytes)),
-            INT32 => TensorData::I32(from_le(raw, i32::from_le_bytes)),
-            INT8 => TensorData::I8(raw.iter().map(|&b| b as i8).collect()),
-            UINT8 => TensorData::U8(raw.to_vec()),
-            _ => TensorData::Bool(raw.iter().map(|&b| b != 0).collect()),
+        match dt {
+            DType::F32 => TensorData::F32(from_le(raw, f32::from_le_bytes)),
+            DType::F64 => TensorData::F64(from_le(raw, f64::from_le_bytes)),
+            DType::F16 => TensorData::F16(from_le(raw, |b| f16::from_bits(u16::from_le_bytes(b)))),
+            DType::Bf16 => {
+                TensorData::Bf16(from_le(raw, |b| bf16::from_bits(u16::from_le_bytes(b))))
+            }
+            DType::I64 => TensorData::I64(from_le(raw, i64::from_le_bytes)),
+            DType::I32 => TensorData::I32(from_le(raw, i32::from_le_bytes)),
+            DType::I16 => TensorData::I16(from_le(raw, i16::from_le_bytes)),
+            DType::U64 => TensorData::U64(from_le(raw, u64::from_le_bytes)),
+            DType::U32 => TensorData::U32(from_le(raw, u32::from_le_bytes)),
+            DType::U16 => TensorData::U16(from_le(raw, u16::from_le_bytes)),
+            DType::I8 => TensorData::I8(raw.iter().map(|&b| b as i8).collect()),
+            DType::U8 => TensorData::U8(raw.to_vec()),
+            DType::Bool => TensorData::Bool(raw.iter().map(|&b| b != 0).collect()),
+            d if d.bits() < 8 => {
+                TensorData::Codes(d, unpack_bits(raw.iter().copied(), d.bits(), n))
+            }
+            d => TensorData::Codes(d, raw.to_vec()),
         }
     } else {
-        // Typed fields: ONNX stores small integer types and f16 bits in int32_data.
-        let data = match code {
-            FLOAT => TensorData::F32(tp.float_data.clone()),
-            DOUBLE => TensorData::F32(tp.double_data.iter().map(|&x| x as f32).collect()),
-            INT64 => TensorData::I64(tp.int64_data.clone()),
-            INT32 => TensorData::I32(tp.int32_data.clone()),
-            INT8 => TensorData::I8(tp.int32_data.iter().map(|&x| x as i8).collect()),
-            UINT8 => TensorData::U8(tp.int32_data.iter().map(|&x| x as u8).collect()),
-            BOOL => TensorData::Bool(tp.int32_data.iter().map(|&x| x != 0).collect()),
-            _ => TensorData::F16(
-                tp.int32_data
-                    .iter()
-                    .map(|&x| f16::from_bits(x as u16))
-                    .collect(),
-            ),
+        // Typed fields: ONNX stores integer types up to 32 bits, f16/bf16 and the float8
+        // codes in int32_data (4-/2-bit types packed two/four per entry), u32/u64 in
+        // uint64_data.
+        let i32s = &tp.int32_data;
+        let data = match dt {
+            DType::F32 => TensorData::F32(tp.float_data.clone()),
+            DType::F64 => TensorData::F64(tp.double_data.clone()),
+            DType::I64 => TensorData::I64(tp.int64_data.clone()),
+            DType::U64 => TensorData::U64(tp.uint64_data.clone()),
+            DType::U32 => TensorData::U32(tp.uint64_data.iter().map(|&x| x as u32).collect()),
+            DType::I32 => TensorData::I32(i32s.clone()),
+            DType::I16 => TensorData::I16(i32s.iter().map(|&x| x as i16).collect()),
+            DType::U16 => TensorData::U16(i32s.iter().map(|&x| x as u16).collect()),
+            DType::I8 => TensorData::I8(i32s.iter().map(|&x| x as i8).collect()),
+            DType::U8 => TensorData::U8(i32s.iter().map(|&x| x as u8).collect()),
+            DType::Bool => TensorData::Bool(i32s.iter().map(|&x| x != 0).collect()),
+            DType::F16 => TensorData::F16(i32s.iter().map(|&x| f16::from_bits(x as u16)).collect()),
+            DType::Bf16 => {
+                TensorData::Bf16(i32s.iter().map(|&x| bf16::from_bits(x as u16)).collect())
+            }
+            d if d.bits() < 8 => {
+                TensorData::Codes(d, unpack_bits(i32s.iter().map(|&x| x as u8), d.bits(), n))
+            }
+            d => TensorData::Codes(d, i32s.iter().map(|&x| x as u8).collect()),
         };
         if data.len() != n {
             return Err(terr(
@@ -237,12 +310,20 @@ pub fn decode(tp: &TensorProto, base_dir: Option<&Path>) -> Result<Tensor> {
 pub fn encode(name: &str, t: &Tensor) -> TensorProto {
     let raw: Vec<u8> = match &t.data {
         TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        TensorData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::F16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+        TensorData::Bf16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
         TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        TensorData::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        TensorData::U64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        TensorData::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        TensorData::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::I8(v) => v.iter().map(|&x| x as u8).collect(),
         TensorData::U8(v) => v.clone(),
         TensorData::Bool(v) => v.iter().map(|&x| x as u8).collect(),
+        TensorData::Codes(d, v) if d.bits() < 8 => pack_bits(v, d.bits()),
+        TensorData::Codes(_, v) => v.clone(),
     };
     TensorProto {
         name: Some(name.to_string()),

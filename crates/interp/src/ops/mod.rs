@@ -26,7 +26,11 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
         Op::Binary(b) => one(elementwise::binary(*b, c.input(0)?, c.input(1)?)?),
         Op::Where => one(elementwise::where_(c.input(0)?, c.input(1)?, c.input(2)?)?),
         Op::Clip { min, max } => one(elementwise::clip(c.input(0)?, *min, *max)?),
-        Op::Cast { to } => one(elementwise::cast(c.input(0)?, *to)),
+        Op::Cast {
+            to,
+            saturate,
+            e8m0_round,
+        } => one(elementwise::cast(c.input(0)?, *to, *saturate, *e8m0_round)),
         Op::Identity => one(c.input(0)?.clone()),
         Op::Conv(a) => one(conv::conv(c.input(0)?, c.input(1)?, c.opt(2), a)?),
         Op::ConvTranspose(a) => one(upsample::conv_transpose(

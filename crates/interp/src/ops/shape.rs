@@ -4,7 +4,7 @@
 //! Most are expressed as an index map (output element -> input element, `usize::MAX`
 //! for a fill value) applied with one generic gather over every dtype.
 
-use crate::elem::{Elem, floats, map_data, strided_map, strides, take};
+use crate::elem::{Elem, floats, map_data, same_variant, strided_map, strides, take};
 use crate::error::{OpError, OpResult, invalid, unsupported};
 use pimkit_ir::{DType, PadMode, SliceAxis, Tensor, TensorData, TensorType};
 
@@ -60,33 +60,19 @@ pub(crate) fn concat(ins: &[&Tensor], axis: usize) -> OpResult<Tensor> {
     let chunks: Vec<usize> = ins.iter().map(|t| t.shape[axis] * inner).collect();
     let mut shape = first.shape.clone();
     shape[axis] = ins.iter().map(|t| t.shape[axis]).sum();
-    macro_rules! arm {
-        ($var:ident) => {{
-            let mut vs = Vec::with_capacity(ins.len());
-            for t in ins {
-                match &t.data {
-                    TensorData::$var(v) => vs.push(v),
-                    _ => return unsupported("Concat inputs have different dtypes"),
-                }
-            }
-            let mut out = Vec::with_capacity(vs.iter().map(|v| v.len()).sum());
-            for o in 0..outer {
-                for (v, &c) in vs.iter().zip(&chunks) {
-                    out.extend_from_slice(&v[o * c..(o + 1) * c]);
-                }
-            }
-            TensorData::$var(out)
-        }};
+    if ins.iter().any(|t| t.dtype() != first.dtype()) {
+        return unsupported("Concat inputs have different dtypes");
     }
-    let data = match first.dtype() {
-        DType::F32 => arm!(F32),
-        DType::F16 => arm!(F16),
-        DType::I64 => arm!(I64),
-        DType::I32 => arm!(I32),
-        DType::I8 => arm!(I8),
-        DType::U8 => arm!(U8),
-        DType::Bool => arm!(Bool),
-    };
+    let data = map_data!(&first.data, |v0| {
+        let vs: Vec<_> = ins.iter().map(|t| same_variant(&t.data, v0)).collect();
+        let mut out = Vec::with_capacity(vs.iter().map(|v| v.len()).sum());
+        for o in 0..outer {
+            for (v, &c) in vs.iter().zip(&chunks) {
+                out.extend_from_slice(&v[o * c..(o + 1) * c]);
+            }
+        }
+        out
+    });
     Ok(Tensor { shape, data })
 }
 

@@ -127,6 +127,59 @@ pub(crate) fn unary_expr(u: UnaryOp, x: Expr, dt: DType) -> Expr {
                 Expr::un(UFn::Erf, Expr::mul(x, k(std::f64::consts::FRAC_1_SQRT_2))),
             ),
         ),
+        UnaryOp::Tan => Expr::un(UFn::Tan, x),
+        UnaryOp::Asin => Expr::un(UFn::Asin, x),
+        UnaryOp::Acos => Expr::un(UFn::Acos, x),
+        UnaryOp::Atan => Expr::un(UFn::Atan, x),
+        UnaryOp::Sinh => Expr::un(UFn::Sinh, x),
+        UnaryOp::Cosh => Expr::un(UFn::Cosh, x),
+        UnaryOp::Asinh => Expr::un(UFn::Asinh, x),
+        UnaryOp::Acosh => Expr::un(UFn::Acosh, x),
+        UnaryOp::Atanh => Expr::un(UFn::Atanh, x),
+        UnaryOp::BitwiseNot => Expr::un(UFn::BitNot, x),
+        UnaryOp::Softsign => Expr::div(x.clone(), Expr::add(k(1.0), Expr::un(UFn::Abs, x))),
+        UnaryOp::Mish => {
+            let sp = Expr::un(UFn::Log, Expr::add(k(1.0), Expr::un(UFn::Exp, x.clone())));
+            Expr::mul(x, Expr::un(UFn::Tanh, sp))
+        }
+        UnaryOp::Celu { alpha } => {
+            let a = k(alpha as f64);
+            let e = Expr::sub(Expr::un(UFn::Exp, Expr::div(x.clone(), a.clone())), k(1.0));
+            Expr::add(Expr::max(x, k(0.0)), Expr::min(Expr::mul(a, e), k(0.0)))
+        }
+        UnaryOp::Selu { alpha, gamma } => {
+            let neg = Expr::mul(
+                k(alpha as f64),
+                Expr::sub(Expr::un(UFn::Exp, x.clone()), k(1.0)),
+            );
+            let pos = Expr::bin(BFn::Gt, x.clone(), k(0.0));
+            Expr::mul(k(gamma as f64), Expr::select(pos, x, neg))
+        }
+        UnaryOp::ThresholdedRelu { alpha } => {
+            Expr::select(Expr::bin(BFn::Gt, x.clone(), k(alpha as f64)), x, k(0.0))
+        }
+        UnaryOp::Shrink { bias, lambd } => Expr::select(
+            Expr::bin(BFn::Lt, x.clone(), k(-lambd as f64)),
+            Expr::add(x.clone(), k(bias as f64)),
+            Expr::select(
+                Expr::bin(BFn::Gt, x.clone(), k(lambd as f64)),
+                Expr::sub(x, k(bias as f64)),
+                k(0.0),
+            ),
+        ),
+        UnaryOp::IsInf { pos, neg } => {
+            let f = |v: bool, inf: f64| {
+                if v {
+                    Expr::bin(BFn::Eq, x.clone(), k(inf))
+                } else {
+                    Expr::k(0.0, DType::Bool)
+                }
+            };
+            Expr::bin(BFn::Or, f(pos, f64::INFINITY), f(neg, f64::NEG_INFINITY))
+        }
+        UnaryOp::Swish { alpha } => {
+            Expr::mul(x.clone(), sigmoid(Expr::mul(k(alpha as f64), x), dt))
+        }
         UnaryOp::Gelu { tanh: true } => {
             let inner = Expr::mul(
                 k((2.0 / std::f64::consts::PI).sqrt()),
@@ -192,6 +245,11 @@ pub(crate) fn binary_expr(b: BinaryOp, x: Expr, y: Expr, dt: DType) -> Expr {
         BinaryOp::And => BFn::And,
         BinaryOp::Or => BFn::Or,
         BinaryOp::Xor => BFn::Xor,
+        BinaryOp::BitwiseAnd => BFn::BitAnd,
+        BinaryOp::BitwiseOr => BFn::BitOr,
+        BinaryOp::BitwiseXor => BFn::BitXor,
+        BinaryOp::BitShift { left: true } => BFn::Shl,
+        BinaryOp::BitShift { left: false } => BFn::Shr,
     };
     Expr::bin(f, x, y)
 }

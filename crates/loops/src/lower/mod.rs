@@ -20,10 +20,11 @@ pub(crate) use builder::{Lowerer, NB};
 
 use crate::error::Result;
 use crate::ir::Program;
-use pimkit_ir::{Graph, Op};
+use pimkit_ir::{DType, Graph, Op};
 
 /// Lower a graph to a tensor-level loop program (not yet bufferized).
 pub(crate) fn lower_graph(g: &Graph) -> Result<Program> {
+    check_dtypes(g)?;
     let mut l = Lowerer::new(g);
     let fused = elementwise::find_rsqrt_pairs(g);
     for (ni, node) in g.nodes.iter().enumerate() {
@@ -43,6 +44,28 @@ pub(crate) fn lower_graph(g: &Graph) -> Result<Program> {
     l.finish()
 }
 
+/// The generated C computes floats in f32 (f16 stored as `_Float16`) and integers up
+/// to 64 bits; f64, bf16, the float8/float4 formats and 4-/2-bit integers are not
+/// lowered.
+fn check_dtypes(g: &Graph) -> Result<()> {
+    for n in &g.nodes {
+        for v in n.inputs.iter().flatten().chain(&n.outputs) {
+            let dt = g.ty(*v).dtype;
+            if matches!(dt, DType::F64 | DType::Bf16) || dt.is_minifloat() || dt.is_subbyte_int() {
+                return Err(crate::error::LoopsError::Unsupported {
+                    node: n.name.clone(),
+                    op: n.op.name().into(),
+                    msg: format!(
+                        "value '{}' is {dt}; loop nests compute f32/f16 and integers (cast the model to f32)",
+                        g.value(*v).name
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
     use Op::*;
     let one = |t: usize| Ok(vec![t]);
@@ -51,7 +74,7 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
         Binary(b) => one(elementwise::binary(l, node, *b)?),
         Where => one(elementwise::where_(l, node)?),
         Clip { min, max } => one(elementwise::clip(l, node, *min, *max)?),
-        Cast { to } => one(elementwise::cast(l, node, *to)?),
+        Cast { to, .. } => one(elementwise::cast(l, node, *to)?),
         Identity => one(shape::identity(l, node)?),
         Reshape { shape } => one(shape::reshape(l, node, Some(shape))?),
         Transpose { perm } => one(shape::transpose(l, node, perm)?),

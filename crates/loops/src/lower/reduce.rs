@@ -13,7 +13,10 @@ pub(crate) fn lowest(dt: DType) -> f64 {
         DType::I64 => i64::MIN as f64,
         DType::I32 => i32::MIN as f64,
         DType::I8 => -128.0,
-        DType::U8 | DType::Bool => 0.0,
+        DType::I16 => i16::MIN as f64,
+        DType::F64 | DType::Bf16 => f64::NEG_INFINITY,
+        // Unsigned types, bool, and codes (never lowered).
+        _ => 0.0,
     }
 }
 pub(crate) fn highest(dt: DType) -> f64 {
@@ -24,6 +27,13 @@ pub(crate) fn highest(dt: DType) -> f64 {
         DType::I8 => 127.0,
         DType::U8 => 255.0,
         DType::Bool => 1.0,
+        DType::I16 => i16::MAX as f64,
+        DType::U16 => u16::MAX as f64,
+        DType::U32 => u32::MAX as f64,
+        DType::U64 => u64::MAX as f64,
+        DType::F64 | DType::Bf16 => f64::INFINITY,
+        // Codes (never lowered).
+        _ => 255.0,
     }
 }
 

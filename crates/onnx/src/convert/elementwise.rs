@@ -4,7 +4,7 @@
 use super::{Converter, Ctx, MS, NodeIn};
 use crate::error::Result;
 use crate::tensor::dtype_from_onnx;
-use pimkit_ir::{BinaryOp, DType, Op, Tensor, UnaryOp};
+use pimkit_ir::{BinaryOp, DType, E8M0Round, Op, Tensor, UnaryOp};
 use std::collections::BTreeMap;
 
 pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>) {
@@ -33,6 +33,24 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
         "Elu",
         "Gelu",
         "IsNaN",
+        "Acos",
+        "Acosh",
+        "Asin",
+        "Asinh",
+        "Atan",
+        "Atanh",
+        "Cosh",
+        "Sinh",
+        "Tan",
+        "Softsign",
+        "Mish",
+        "Celu",
+        "Selu",
+        "ThresholdedRelu",
+        "Shrink",
+        "IsInf",
+        "BitwiseNot",
+        "Swish",
     ] {
         r.insert(("", op), unary);
     }
@@ -52,6 +70,10 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
         "And",
         "Or",
         "Xor",
+        "BitwiseAnd",
+        "BitwiseOr",
+        "BitwiseXor",
+        "BitShift",
     ] {
         r.insert(("", op), binary);
     }
@@ -61,6 +83,7 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
     r.insert(("", "Where"), where_);
     r.insert(("", "Clip"), clip);
     r.insert(("", "Cast"), cast);
+    r.insert(("", "CastLike"), cast);
 }
 
 fn unary(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
@@ -106,6 +129,39 @@ fn unary(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
             };
             UnaryOp::Gelu { tanh }
         }
+        "Acos" => UnaryOp::Acos,
+        "Acosh" => UnaryOp::Acosh,
+        "Asin" => UnaryOp::Asin,
+        "Asinh" => UnaryOp::Asinh,
+        "Atan" => UnaryOp::Atan,
+        "Atanh" => UnaryOp::Atanh,
+        "Cosh" => UnaryOp::Cosh,
+        "Sinh" => UnaryOp::Sinh,
+        "Tan" => UnaryOp::Tan,
+        "Softsign" => UnaryOp::Softsign,
+        "Mish" => UnaryOp::Mish,
+        "BitwiseNot" => UnaryOp::BitwiseNot,
+        "Celu" => UnaryOp::Celu {
+            alpha: a.float("alpha", 1.0)?,
+        },
+        "Selu" => UnaryOp::Selu {
+            alpha: a.float("alpha", 1.673_263_2)?,
+            gamma: a.float("gamma", 1.050_701)?,
+        },
+        "ThresholdedRelu" => UnaryOp::ThresholdedRelu {
+            alpha: a.float("alpha", 1.0)?,
+        },
+        "Shrink" => UnaryOp::Shrink {
+            bias: a.float("bias", 0.0)?,
+            lambd: a.float("lambd", 0.5)?,
+        },
+        "IsInf" => UnaryOp::IsInf {
+            pos: a.bool("detect_positive", true)?,
+            neg: a.bool("detect_negative", true)?,
+        },
+        "Swish" => UnaryOp::Swish {
+            alpha: a.float("alpha", 1.0)?,
+        },
         other => return Err(ctx.err(n, format!("no unary mapping for {other}"))),
     };
     let x = ctx.value(n, 0)?;
@@ -133,6 +189,20 @@ fn binary_op(ctx: &Ctx, n: &NodeIn) -> Result<BinaryOp> {
         "And" => BinaryOp::And,
         "Or" => BinaryOp::Or,
         "Xor" => BinaryOp::Xor,
+        "BitwiseAnd" => BinaryOp::BitwiseAnd,
+        "BitwiseOr" => BinaryOp::BitwiseOr,
+        "BitwiseXor" => BinaryOp::BitwiseXor,
+        "BitShift" => BinaryOp::BitShift {
+            left: match n.attrs.string("direction")?.as_deref() {
+                Some("LEFT") => true,
+                Some("RIGHT") => false,
+                d => {
+                    return Err(n
+                        .attrs
+                        .err("direction", format!("{d:?} is not LEFT or RIGHT")));
+                }
+            },
+        },
         other => return Err(ctx.err(n, format!("no binary mapping for {other}"))),
     })
 }
@@ -217,19 +287,36 @@ fn clip(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
 }
 
 fn cast(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
-    let code = n
-        .attrs
-        .opt_int("to")?
-        .ok_or_else(|| n.attrs.err("to", "is required"))?;
-    let to: DType = dtype_from_onnx(code as i32, &format!("node '{}' attribute 'to'", n.name))
-        .map_err(|e| n.attrs.err("to", e.to_string()))?;
-    if code as i32 == crate::tensor::DOUBLE {
-        ctx.notes.push(format!(
-            "node '{}': Cast to double imported as Cast to f32",
-            n.name
-        ));
-    }
+    let to: DType = if n.op_type == "CastLike" {
+        ctx.ty(n, 1)?.dtype
+    } else {
+        let code = n
+            .attrs
+            .opt_int("to")?
+            .ok_or_else(|| n.attrs.err("to", "is required"))?;
+        dtype_from_onnx(code as i32, &format!("node '{}' attribute 'to'", n.name))
+            .map_err(|e| n.attrs.err("to", e.to_string()))?
+    };
+    let saturate = n.attrs.bool("saturate", true)?;
+    let e8m0_round = match n.attrs.string("round_mode")?.as_deref().unwrap_or("up") {
+        "up" => E8M0Round::Up,
+        "down" => E8M0Round::Down,
+        "nearest" => E8M0Round::Nearest,
+        m => {
+            return Err(n
+                .attrs
+                .err("round_mode", format!("'{m}' is not up, down or nearest")));
+        }
+    };
     let x = ctx.value(n, 0)?;
-    ctx.emit(n, Op::Cast { to }, vec![Some(x)])?;
+    ctx.emit(
+        n,
+        Op::Cast {
+            to,
+            saturate,
+            e8m0_round,
+        },
+        vec![Some(x)],
+    )?;
     Ok(())
 }

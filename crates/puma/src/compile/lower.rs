@@ -629,6 +629,7 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
         | Op::Reshape { .. }
         | Op::Cast {
             to: DType::F32 | DType::F16,
+            ..
         } => {
             let x = lb.val(inp(0)?)?;
             let x = lb.as_lt(&x);
