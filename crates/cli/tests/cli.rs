@@ -400,3 +400,64 @@ fn vpu_run_on_a_qdq_model_says_to_quantize_as_qoperator() {
         "{e}"
     );
 }
+
+fn class_model(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../onnx/tests/fixtures/classes")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn symbolic_dims_bind_from_inputs_shape_and_dim_flags() {
+    let m = class_model("symbolic_cnn/model.onnx");
+    let x = class_model("symbolic_cnn/input_0.npy");
+    let o = pimkit(&["exec", &m, "--input", &x, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["outputs"][0]["shape"], serde_json::json!([1, 5]));
+    assert!(!stderr(&o).contains("note:"), "{}", stderr(&o));
+    let o = pimkit(&[
+        "exec",
+        &m,
+        "--random",
+        "0",
+        "--shape",
+        "x=2x3x32x40",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["outputs"][0]["shape"], serde_json::json!([2, 5]));
+    let o = pimkit(&[
+        "info", &m, "--dim", "batch=4", "--dim", "height=8", "--dim", "width=8", "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["inputs"][0]["shape"], serde_json::json!([4, 3, 8, 8]));
+    // Unbound dims: the notes come before the error they explain.
+    let o = pimkit(&["info", &m]);
+    assert_user_error(&o, &["MaxPool"]);
+    let e = stderr(&o);
+    let note = e.find("symbolic dim 'width' set to 1").expect("note");
+    assert!(note < e.find("pimkit: error").unwrap(), "{e}");
+    assert_user_error(&pimkit(&["info", &m, "--shape", "x=1x3"]), &["rank 4"]);
+    assert_user_error(&pimkit(&["info", &m, "--shape", "x=1by3"]), &["--shape"]);
+    assert_user_error(&pimkit(&["info", &m, "--bind", "y=3"]), &["no input 'y'"]);
+    assert_user_error(
+        &pimkit(&["info", "zoo:mlp", "--dim", "a=1"]),
+        &["zoo:NAME?k=v"],
+    );
+}
+
+#[test]
+fn bind_turns_an_input_into_a_constant() {
+    let m = class_model("paddle_minus1/model.onnx");
+    let x = class_model("paddle_minus1/input_0.npy");
+    let o = pimkit(&["info", &m, "--bind", &format!("x={x}"), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Everything folds: the graph has no inputs and one Identity.
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["inputs"], serde_json::json!([]));
+}

@@ -5,7 +5,7 @@ use crate::convert::{ConstEntry, Ctx, NodeIn, registry, supported_in};
 use crate::error::{OnnxError, Result};
 use crate::proto::{ModelProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto};
 use crate::tensor::{dtype_from_onnx, proto_type};
-use pimkit_ir::{Graph, Op, TensorType, ValueDef, ValueId, verify};
+use pimkit_ir::{DType, Graph, Op, Tensor, TensorType, ValueDef, ValueId, verify};
 use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -15,8 +15,16 @@ use std::path::Path;
 pub struct LoadOptions {
     /// Keep only constant types, not weight data (external data files are not read).
     pub shape_only: bool,
-    /// Values for symbolic input dims (`dim_param`); unnamed or unlisted ones become 1.
+    /// Values for symbolic input dims (`dim_param`, `--dim NAME=VALUE`).
     pub dims: HashMap<String, usize>,
+    /// Full shapes of graph inputs (`--shape INPUT=1x3x224x224`, or the shapes of the
+    /// `.npy` inputs a command was given): they bind the inputs' symbolic and unknown
+    /// dims, as onnxruntime binds them from the feeds. The key "" stands for the model's
+    /// only input. Dims still unknown after `dims` and these become 1, with a note.
+    pub input_shapes: HashMap<String, Vec<usize>>,
+    /// Graph inputs replaced by constants (`--bind NAME=VALUE`): every shape, `If`
+    /// condition and value that depends only on them folds at import.
+    pub bind: HashMap<String, Tensor>,
 }
 
 /// A loaded graph plus notes about lossy conversions (f64 -> f32, defaulted dims).
@@ -39,6 +47,18 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Graph> {
 
 /// Like [`load_with`], also returning import notes.
 pub fn load_file_notes(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
+    let mut notes = Vec::new();
+    let graph = load_file_collect(path, opts, &mut notes)?;
+    Ok(Loaded { graph, notes })
+}
+
+/// Like [`load_with`], appending import notes to `notes` whether or not the import
+/// succeeds (print them before the error: a dim set to 1 may explain it).
+pub fn load_file_collect(
+    path: &Path,
+    opts: &LoadOptions,
+    notes: &mut Vec<String>,
+) -> Result<Graph> {
     let io = |source| OnnxError::Io {
         path: path.to_path_buf(),
         source,
@@ -69,11 +89,11 @@ pub fn load_file_notes(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
             p
         }
     });
-    load_bytes_named(&bytes, dir, opts, &path.display().to_string())
+    load_bytes_named(&bytes, dir, opts, &path.display().to_string(), notes)
 }
 
 pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>, opts: &LoadOptions) -> Result<Graph> {
-    load_bytes_named(bytes, base_dir, opts, "<bytes>").map(|l| l.graph)
+    load_bytes_named(bytes, base_dir, opts, "<bytes>", &mut Vec::new())
 }
 
 fn load_bytes_named(
@@ -81,7 +101,8 @@ fn load_bytes_named(
     base_dir: Option<&Path>,
     opts: &LoadOptions,
     file: &str,
-) -> Result<Loaded> {
+    notes: &mut Vec<String>,
+) -> Result<Graph> {
     let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Parse {
         file: file.to_string(),
         msg: e.to_string(),
@@ -92,7 +113,7 @@ fn load_bytes_named(
             msg: "it contains no graph (truncated or not an ONNX file?)".into(),
         });
     }
-    load_model_notes(&model, base_dir, opts).map_err(|e| match e {
+    load_model_collect(&model, base_dir, opts, notes).map_err(|e| match e {
         OnnxError::Internal(m) => OnnxError::Internal(format!("{file}: {m}")),
         e => e,
     })
@@ -107,11 +128,9 @@ pub fn load_model(
     load_model_notes(model, base_dir, opts).map(|l| l.graph)
 }
 
-fn input_type(
-    vi: &ValueInfoProto,
-    opts: &LoadOptions,
-    notes: &mut Vec<String>,
-) -> Result<TensorType> {
+/// Element type and declared dims of a graph input (`None` = symbolic or unknown:
+/// `dim_param`, no value, or the old Paddle convention `dim_value: -1`).
+fn declared_input(vi: &ValueInfoProto) -> Result<(DType, Vec<Option<i64>>, Vec<Option<String>>)> {
     let name = vi.name();
     let Some(type_proto::Value::TensorType(tt)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref())
     else {
@@ -122,29 +141,154 @@ fn input_type(
     let dtype = dtype_from_onnx(tt.elem_type(), &format!("graph input '{name}'"))?;
     let shape = tt.shape.as_ref().ok_or_else(|| {
         OnnxError::Model(format!(
-            "graph input '{name}' has no shape; pimkit needs static ranks"
+            "graph input '{name}' has no shape (not even a rank); pimkit needs static ranks: \
+             give it with --shape {name}=D1xD2x..."
         ))
     })?;
     let mut dims = Vec::new();
-    for (i, d) in shape.dim.iter().enumerate() {
-        let v = match &d.value {
-            Some(dimension::Value::DimValue(v)) => *v,
-            Some(dimension::Value::DimParam(p)) => match opts.dims.get(p) {
-                Some(&v) => v as i64,
-                None => {
-                    notes.push(format!("graph input '{name}': symbolic dim '{p}' set to 1"));
-                    1
-                }
-            },
-            None => {
-                notes.push(format!("graph input '{name}': unknown dim {i} set to 1"));
-                1
+    let mut params = Vec::new();
+    for d in &shape.dim {
+        match &d.value {
+            Some(dimension::Value::DimValue(v)) if *v >= 0 => {
+                dims.push(Some(*v));
+                params.push(None);
             }
-        };
-        dims.push(v);
+            Some(dimension::Value::DimParam(p)) if !p.is_empty() => {
+                dims.push(None);
+                params.push(Some(p.clone()));
+            }
+            _ => {
+                dims.push(None);
+                params.push(None);
+            }
+        }
     }
-    let shape = crate::tensor::checked_shape(&dims, &format!("graph input '{name}'"))?;
-    Ok(TensorType::new(dtype, shape))
+    Ok((dtype, dims, params))
+}
+
+/// Resolve every graph input's type: declared static dims, then `--dim` values and the
+/// given input shapes (which also bind a symbolic dim's other uses), then 1 with a note.
+fn input_types(
+    inputs: &[&ValueInfoProto],
+    opts: &LoadOptions,
+    notes: &mut Vec<String>,
+) -> Result<Vec<TensorType>> {
+    let decl: Vec<_> = inputs
+        .iter()
+        .map(|vi| declared_input(vi))
+        .collect::<Result<_>>()?;
+    let names: Vec<&str> = inputs.iter().map(|vi| vi.name()).collect();
+    let mut given: HashMap<&str, &Vec<usize>> = HashMap::new();
+    for (k, shape) in &opts.input_shapes {
+        let key = if k.is_empty() {
+            match names.as_slice() {
+                [only] => *only,
+                _ => {
+                    return Err(OnnxError::Model(format!(
+                        "an input was given without a name, but the model has {} inputs ({}); \
+                         name it: NAME=...",
+                        names.len(),
+                        names.join(", ")
+                    )));
+                }
+            }
+        } else if names.contains(&k.as_str()) {
+            k.as_str()
+        } else {
+            return Err(OnnxError::Model(format!(
+                "an input or shape was given for '{k}', but the model has no such input \
+                 (inputs: {})",
+                names.join(", ")
+            )));
+        };
+        given.insert(key, shape);
+    }
+    // Symbolic dims take --dim values first, then what the given shapes say of them.
+    let mut params: HashMap<String, (i64, String)> = opts
+        .dims
+        .iter()
+        .map(|(k, &v)| (k.clone(), (v as i64, format!("--dim {k}={v}"))))
+        .collect();
+    for (i, (_, dims, ps)) in decl.iter().enumerate() {
+        let Some(shape) = given.get(names[i]) else {
+            continue;
+        };
+        if shape.len() != dims.len() {
+            return Err(OnnxError::Model(format!(
+                "input '{}' is declared with rank {} ({}), but the given shape {shape:?} has rank {}",
+                names[i],
+                dims.len(),
+                describe_dims(dims, ps),
+                shape.len()
+            )));
+        }
+        for (k, (&d, p)) in dims.iter().zip(ps).enumerate() {
+            let v = shape[k] as i64;
+            if let Some(d) = d
+                && d != v
+            {
+                return Err(OnnxError::Model(format!(
+                    "input '{}' is declared as {} but the given shape is {shape:?} (dim {k} must be {d})",
+                    names[i],
+                    describe_dims(dims, ps)
+                )));
+            }
+            if let Some(p) = p {
+                let from = format!("input '{}' dim {k}", names[i]);
+                match params.get(p) {
+                    Some((w, by)) if *w != v => {
+                        return Err(OnnxError::Model(format!(
+                            "symbolic dim '{p}' is {v} by {from} but {w} by {by}; give consistent shapes"
+                        )));
+                    }
+                    Some(_) => {}
+                    None => {
+                        params.insert(p.clone(), (v, from));
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(decl.len());
+    for (i, (dtype, dims, ps)) in decl.iter().enumerate() {
+        let name = names[i];
+        let mut shape = Vec::with_capacity(dims.len());
+        for (k, (&d, p)) in dims.iter().zip(ps).enumerate() {
+            let v = if let Some(v) = given.get(name).map(|s| s[k] as i64) {
+                v
+            } else if let Some(d) = d {
+                d
+            } else if let Some((v, _)) = p.as_ref().and_then(|p| params.get(p)) {
+                *v
+            } else {
+                let what = match p {
+                    Some(p) => format!("symbolic dim '{p}'"),
+                    None => format!("unknown dim {k}"),
+                };
+                notes.push(format!(
+                    "graph input '{name}': {what} set to 1 (give the input, or --shape {name}=... / --dim NAME=VALUE)"
+                ));
+                1
+            };
+            shape.push(v);
+        }
+        let shape = crate::tensor::checked_shape(&shape, &format!("graph input '{name}'"))?;
+        out.push(TensorType::new(*dtype, shape));
+    }
+    Ok(out)
+}
+
+fn describe_dims(dims: &[Option<i64>], params: &[Option<String>]) -> String {
+    let parts: Vec<String> = dims
+        .iter()
+        .zip(params)
+        .map(|(d, p)| match (d, p) {
+            (Some(v), _) => v.to_string(),
+            (None, Some(p)) => p.clone(),
+            (None, None) => "?".into(),
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
 }
 
 /// Like [`load_model`], also returning import notes. Never panics: IR helpers may index
@@ -155,8 +299,21 @@ pub fn load_model_notes(
     base_dir: Option<&Path>,
     opts: &LoadOptions,
 ) -> Result<Loaded> {
+    let mut notes = Vec::new();
+    let graph = load_model_collect(model, base_dir, opts, &mut notes)?;
+    Ok(Loaded { graph, notes })
+}
+
+/// Like [`load_model`], appending import notes to `notes` whether or not the import
+/// succeeds (a note such as "symbolic dim set to 1" may explain the error).
+pub fn load_model_collect(
+    model: &ModelProto,
+    base_dir: Option<&Path>,
+    opts: &LoadOptions,
+    notes: &mut Vec<String>,
+) -> Result<Graph> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        load_model_inner(model, base_dir, opts)
+        load_model_inner(model, base_dir, opts, notes)
     }))
     .unwrap_or_else(|p| {
         let msg = p
@@ -172,7 +329,8 @@ fn load_model_inner(
     model: &ModelProto,
     base_dir: Option<&Path>,
     opts: &LoadOptions,
-) -> Result<Loaded> {
+    notes: &mut Vec<String>,
+) -> Result<Graph> {
     let gp = model
         .graph
         .as_ref()
@@ -206,6 +364,22 @@ fn load_model_inner(
         notes: opset_notes,
         fold_failures: HashMap::new(),
     };
+    let r = convert_graph(&mut ctx, gp, &opsets);
+    // Notes (a dim set to 1) may explain an error: the caller gets them either way.
+    notes.append(&mut ctx.notes);
+    r?;
+    let mut g = ctx.g;
+    reorder_consts(&mut g, &ctx.const_order);
+    verify(&g).map_err(|e| OnnxError::Verify(Box::new(e)))?;
+    Ok(g)
+}
+
+/// Initializers, inputs, every node (folded or converted) and the outputs.
+fn convert_graph(
+    ctx: &mut Ctx,
+    gp: &crate::proto::GraphProto,
+    opsets: &HashMap<String, i64>,
+) -> Result<()> {
     if !gp.sparse_initializer.is_empty() {
         return Err(OnnxError::Model(
             "sparse initializers are not supported".into(),
@@ -226,21 +400,7 @@ fn load_model_inner(
             },
         );
     }
-    // Old exporters list initializers among the inputs too: those are constants.
-    for vi in &gp.input {
-        if ctx.consts.contains_key(vi.name()) {
-            continue;
-        }
-        if ctx.values.contains_key(vi.name()) {
-            return Err(OnnxError::Model(format!(
-                "graph input '{}' is listed twice",
-                vi.name()
-            )));
-        }
-        let ty = input_type(vi, opts, &mut ctx.notes)?;
-        let id = ctx.g.add_input(vi.name(), ty);
-        ctx.values.insert(vi.name().to_string(), id);
-    }
+    bind_inputs(ctx, gp)?;
     for n in &gp.node {
         ctx.used
             .extend(n.input.iter().filter(|s| !s.is_empty()).cloned());
@@ -282,7 +442,7 @@ fn load_model_inner(
             outputs: np.output.iter().map(|s| s.as_str()).collect(),
         };
         let conv = reg.get(&(domain, n.op_type)).copied();
-        if crate::fold::try_fold(&mut ctx, &n, conv)? {
+        if crate::fold::try_fold(ctx, &n, conv)? {
             continue;
         }
         let conv = conv.ok_or_else(|| OnnxError::UnsupportedOp {
@@ -293,7 +453,7 @@ fn load_model_inner(
             supported: supported_in(&reg, domain),
         })?;
         let first = ctx.g.nodes.len();
-        conv(&mut ctx, &n)?;
+        conv(ctx, &n)?;
         // Nodes from one framework call, or from one ONNX node that pimkit expands into
         // several IR nodes, form one operator.
         let expanded = ctx.g.nodes.len() - first > 1;
@@ -305,12 +465,8 @@ fn load_model_inner(
             }
         }
     }
-    bind_outputs(&mut ctx, gp)?;
-    let notes = std::mem::take(&mut ctx.notes);
-    let mut g = ctx.g;
-    reorder_consts(&mut g, &ctx.const_order);
-    verify(&g).map_err(|e| OnnxError::Verify(Box::new(e)))?;
-    Ok(Loaded { graph: g, notes })
+    bind_outputs(ctx, gp)?;
+    Ok(())
 }
 
 /// Graph outputs; an output that is a graph input or a constant gets an Identity node so
@@ -459,3 +615,71 @@ pub(crate) fn source_operator(props: &[crate::proto::StringStringEntryProto]) ->
 
 /// The metadata key of PyTorch's dynamo exporter that names a node's FX node.
 pub(crate) const FX_NODE_KEY: &str = "pkg.torch.onnx.fx_node";
+
+/// Graph inputs become IR inputs, or constants when bound (`LoadOptions::bind`). Old
+/// exporters list initializers among the inputs too: those are constants already.
+fn bind_inputs(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
+    let mut seen = HashSet::new();
+    let mut real: Vec<&ValueInfoProto> = Vec::new();
+    for vi in &gp.input {
+        if ctx.consts.contains_key(vi.name()) {
+            continue;
+        }
+        if !seen.insert(vi.name()) {
+            return Err(OnnxError::Model(format!(
+                "graph input '{}' is listed twice",
+                vi.name()
+            )));
+        }
+        real.push(vi);
+    }
+    let names: Vec<&str> = real.iter().map(|vi| vi.name()).collect();
+    if let Some(k) = ctx.opts.bind.keys().find(|k| !names.contains(&k.as_str())) {
+        return Err(OnnxError::Model(format!(
+            "--bind {k}: the model has no input '{k}' (inputs: {})",
+            names.join(", ")
+        )));
+    }
+    // A bound value's shape binds the input's symbolic dims like a given input's shape
+    // (a scalar bound to a one-element input takes the declared shape).
+    let mut opts = ctx.opts.clone();
+    for (k, t) in &ctx.opts.bind {
+        let vi = real.iter().find(|vi| vi.name() == k).copied();
+        let declared = vi.map(declared_input).transpose()?;
+        let shape = match declared {
+            Some((_, dims, _)) if t.numel() == 1 && dims.iter().all(|d| *d == Some(1)) => {
+                vec![1; dims.len()]
+            }
+            _ => t.shape.clone(),
+        };
+        opts.input_shapes.insert(k.clone(), shape);
+    }
+    let types = input_types(&real, &opts, &mut ctx.notes)?;
+    for (vi, ty) in real.iter().zip(types) {
+        let name = vi.name();
+        match ctx.opts.bind.get(name) {
+            Some(t) => {
+                if ty.numel() != t.numel() {
+                    return Err(OnnxError::Model(format!(
+                        "--bind {name}: {} values given, input '{name}' is {ty}",
+                        t.numel()
+                    )));
+                }
+                let v = Tensor::from_f64_as(ty.dtype, ty.shape.clone(), &t.to_f64_vec());
+                ctx.consts.insert(
+                    name.to_string(),
+                    ConstEntry {
+                        ty,
+                        data: Some(v),
+                        init: None,
+                    },
+                );
+            }
+            None => {
+                let id = ctx.g.add_input(name, ty);
+                ctx.values.insert(name.to_string(), id);
+            }
+        }
+    }
+    Ok(())
+}

@@ -23,7 +23,10 @@ pub mod proto {
 
 pub use error::{OnnxError, Result};
 pub use export::{export, save, to_model_proto};
-pub use import::{LoadOptions, Loaded, load, load_bytes, load_file_notes, load_model, load_with};
+pub use import::{
+    LoadOptions, Loaded, load, load_bytes, load_file_collect, load_file_notes, load_model,
+    load_model_collect, load_model_notes, load_with,
+};
 
 /// Every (domain, op type) the importer accepts; domain "" is ai.onnx.
 pub fn supported_ops() -> Vec<(&'static str, &'static str)> {

@@ -1,8 +1,7 @@
 use crate::error::user;
-use crate::model::{load_model, sanitize};
-use pimkit_ir::{Graph, Tensor};
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use crate::model::{LoadArgs, bind_inputs, load_model_full, read_inputs, sanitize};
+use pimkit_ir::Tensor;
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -20,66 +19,8 @@ pub struct Args {
     /// Print the output summary as JSON
     #[arg(long)]
     pub json: bool,
-}
-
-/// Resolve `--input` arguments against the graph's inputs.
-pub fn parse_inputs(
-    g: &Graph,
-    args: &[String],
-    random: Option<u64>,
-) -> anyhow::Result<HashMap<String, Tensor>> {
-    let names: Vec<String> = g.inputs.iter().map(|&v| g.value(v).name.clone()).collect();
-    let mut out = HashMap::new();
-    for a in args {
-        let (name, file) = match a.split_once('=') {
-            Some((n, f)) => (n.to_string(), f.to_string()),
-            None if names.len() == 1 => (names[0].clone(), a.clone()),
-            None => {
-                return Err(user(format!(
-                    "--input {a}: the model has {} inputs ({}); write NAME=FILE.npy",
-                    names.len(),
-                    names.join(", ")
-                )));
-            }
-        };
-        if !names.contains(&name) {
-            return Err(user(format!(
-                "--input {a}: the model has no input '{name}' (inputs: {})",
-                names.join(", ")
-            )));
-        }
-        if file.is_empty() {
-            return Err(user(format!(
-                "--input {a}: no file given; write NAME=FILE.npy"
-            )));
-        }
-        if out.contains_key(&name) {
-            return Err(user(format!(
-                "--input {a}: input '{name}' is given twice; pass each input once"
-            )));
-        }
-        let t = pimkit_ir::npy::read_npy(Path::new(&file)).map_err(user)?;
-        out.insert(name, t);
-    }
-    if let Some(seed) = random {
-        pimkit_interp::check_memory(g).map_err(user)?;
-        for (k, v) in pimkit_interp::random_inputs(g, seed) {
-            out.entry(k).or_insert(v);
-        }
-    }
-    let missing: Vec<String> = g
-        .inputs
-        .iter()
-        .filter(|&&v| !out.contains_key(&g.value(v).name))
-        .map(|&v| format!("{} ({})", g.value(v).name, g.ty(v)))
-        .collect();
-    if !missing.is_empty() {
-        return Err(user(format!(
-            "missing input(s): {}; pass --input NAME=FILE.npy or --random SEED",
-            missing.join(", ")
-        )));
-    }
-    Ok(out)
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// min, max, mean of a tensor as f64 (for summaries); NaN elements are skipped by min and
@@ -93,8 +34,9 @@ pub fn summary(t: &Tensor) -> (f64, f64, f64) {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let g = load_model(&a.model)?;
-    let inputs = parse_inputs(&g, &a.inputs, a.random)?;
+    let given = read_inputs(&a.inputs)?;
+    let g = load_model_full(&a.model, &[], &a.load, &given)?;
+    let inputs = bind_inputs(&g, given, a.random)?;
     let t0 = std::time::Instant::now();
     let outs = pimkit_interp::run(&g, &inputs).map_err(user)?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;

@@ -10,6 +10,8 @@ pub struct Args {
     /// Print JSON instead of tables
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub load: crate::model::LoadArgs,
 }
 
 #[derive(Serialize)]
@@ -77,7 +79,7 @@ pub fn tables(i: &Info) -> Vec<Table> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let (g, auto_shapes) = crate::model::load_model_shapes(&a.model)?;
+    let (g, auto_shapes) = crate::model::load_model_shapes(&a.model, &a.load)?;
     let i = info(&g);
     if a.json {
         return print_json(&i);

@@ -21,6 +21,8 @@ pub struct LowerArgs {
     /// linalg-fuse-elementwise-ops; Torch-PIM's pipeline does not fuse)
     #[arg(long)]
     pub fuse: bool,
+    #[command(flatten)]
+    pub load: crate::model::LoadArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -39,6 +41,8 @@ pub struct ProfileArgs {
     /// Fuse single-use elementwise producers into their consumers (as `lower --fuse`)
     #[arg(long)]
     pub fuse: bool,
+    #[command(flatten)]
+    pub load: crate::model::LoadArgs,
 }
 
 /// Unsupported ops, bad graphs and a missing compiler are the user's to fix (exit 2).
@@ -52,8 +56,8 @@ fn map_err(e: LoopsError) -> anyhow::Error {
     }
 }
 
-fn load(model: &str, fuse: bool) -> anyhow::Result<Program> {
-    let g = crate::model::load_model(model)?;
+fn load(model: &str, fuse: bool, la: &crate::model::LoadArgs) -> anyhow::Result<Program> {
+    let g = crate::model::load_model_full(model, &[], la, &[])?;
     let o = pimkit_loops::LowerOptions {
         fuse_elementwise: fuse,
     };
@@ -70,7 +74,7 @@ fn print_tables(p: &Program, prof: Option<&pimkit_loops::Profile>) {
 }
 
 pub fn run_lower(a: LowerArgs) -> anyhow::Result<()> {
-    let p = load(&a.model, a.fuse)?;
+    let p = load(&a.model, a.fuse, &a.load)?;
     if a.dump {
         print!("{}", p.dump());
         return Ok(());
@@ -98,7 +102,7 @@ pub fn run_profile(a: ProfileArgs) -> anyhow::Result<()> {
     if a.runs == 0 {
         return Err(user("--runs must be at least 1"));
     }
-    let p = load(&a.model, a.fuse)?;
+    let p = load(&a.model, a.fuse, &a.load)?;
     let o = pimkit_loops::ProfileOptions {
         runs: a.runs,
         warmup: a.warmup,

@@ -51,6 +51,8 @@ pub struct OffloadArgs {
     /// linalg-fuse-elementwise-ops; Torch-PIM's pipeline does not fuse)
     #[arg(long)]
     pub fuse: bool,
+    #[command(flatten)]
+    pub load: crate::model::LoadArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -153,7 +155,7 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
             Some((param, vals))
         }
     };
-    let g = load_model_with(&a.model, &[])?;
+    let g = crate::model::load_model_full(&a.model, &[], &a.load, &[])?;
     let prog = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
     let analysis = pimkit_offload::run_program(&prog, &hostc, &opts).map_err(conv)?;
     let mut emitted = None;

@@ -3,7 +3,7 @@
 //! depends on pimkit-puma.)
 
 use crate::error::user;
-use crate::model::load_model;
+use crate::model::load_model_full;
 use crate::output::print_json;
 use pimkit_puma::{Arch, CompileOptions, NumMode, SimOptions, run_graph, tool};
 use std::path::PathBuf;
@@ -51,6 +51,8 @@ pub enum PumaCmd {
         /// Keep convolutions fully unrolled.
         #[arg(long)]
         no_loops: bool,
+        #[command(flatten)]
+        load: crate::model::LoadArgs,
     },
     /// Simulate a compiled program directory.
     Sim {
@@ -92,6 +94,8 @@ pub enum PumaCmd {
         per_layer: bool,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        load: crate::model::LoadArgs,
     },
 }
 
@@ -110,9 +114,10 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             out,
             arch,
             no_loops,
+            load,
         } => {
             crate::output::create_out_dir(&out, "-o")?;
-            let g = load_model(&model)?;
+            let g = load_model_full(&model, &[], &load, &[])?;
             let a = arch.load()?;
             let opts = CompileOptions {
                 loops: !no_loops,
@@ -153,8 +158,9 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             max_cycles,
             per_layer,
             json,
+            load,
         } => {
-            let g = load_model(&model)?;
+            let g = load_model_full(&model, &[], &load, &[])?;
             let a = arch.load()?;
             let inputs = if input.is_empty() {
                 None

@@ -1,7 +1,7 @@
 //! `pimkit report`: every engine's section for a model in one HTML page + JSON + SVG/CSV.
 
 use crate::error::user;
-use crate::model::{load_model, model_label};
+use crate::model::model_label;
 use pimkit_ir::{Graph, node_cost};
 use pimkit_report::{Report, Section, Table, plot};
 use std::path::PathBuf;
@@ -13,6 +13,8 @@ pub struct Args {
     /// Output directory
     #[arg(short = 'o', long, default_value = "pimkit-report")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub load: crate::model::LoadArgs,
 }
 
 /// Which engine a report job runs.
@@ -277,7 +279,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     for (engine, spec) in &jobs {
         pb.set_message(format!("{engine:?}"));
         if !graphs.contains_key(spec) {
-            graphs.insert(spec.clone(), load_model(spec)?);
+            let la = if a.model.is_some() {
+                a.load.clone()
+            } else {
+                crate::model::LoadArgs::default()
+            };
+            graphs.insert(
+                spec.clone(),
+                crate::model::load_model_full(spec, &[], &la, &[])?,
+            );
         }
         let mut sec = engine_section(*engine, spec, &graphs[spec]);
         // Section ids must be unique within the report.

@@ -1,7 +1,7 @@
 //! `pimkit vpu`: the QUINN near-memory vector engine (crate pimkit-vpu).
 
 use crate::error::user;
-use crate::model::{load_model, model_label};
+use crate::model::model_label;
 use crate::output::print_json;
 use pimkit_vpu::Arch;
 use pimkit_vpu::network::{DataflowChoice, NetOptions, run_network_with};
@@ -14,9 +14,10 @@ pub enum VpuCmd {
     Run {
         /// model.onnx or zoo:NAME?k=v (QOperator quantized, e.g. zoo:q_mobilenet_v2)
         model: String,
-        /// Input tensor (.npy) for the first graph input (default: deterministic random)
-        #[arg(long)]
-        input: Option<PathBuf>,
+        /// Input tensor as NAME=FILE.npy, or FILE.npy for a model with one input
+        /// (repeatable; inputs not given get deterministic random data)
+        #[arg(long = "input")]
+        input: Vec<String>,
         /// Cooperating VPUs: 1 to 64 (the paper evaluates 1, 2 and 4)
         #[arg(long)]
         vpus: Option<usize>,
@@ -42,6 +43,8 @@ pub enum VpuCmd {
         /// Print the result as JSON (totals and per-layer costs)
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        load: crate::model::LoadArgs,
     },
     /// Roofline sweeps (quinn Figs. 5-10): CSV + SVG per sweep
     Roofline {
@@ -95,6 +98,7 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             arch,
             out,
             json,
+            load,
         } => {
             let mut a = arch_of(&arch)?;
             if let Some(v) = vpus {
@@ -123,18 +127,9 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 // Before the (possibly long) run, so a bad --out fails at once.
                 crate::output::create_out_dir(dir, "--out")?;
             }
-            let g = load_model(&model)?;
-            pimkit_interp::check_memory(&g).map_err(user)?;
-            let mut inputs = pimkit_interp::random_inputs(&g, 0);
-            if let Some(p) = input {
-                // The npy error already names the file.
-                let t = pimkit_ir::npy::read_npy(&p).map_err(|e| user(format!("--input: {e}")))?;
-                let first = g
-                    .inputs
-                    .first()
-                    .ok_or_else(|| user("the model has no inputs"))?;
-                inputs.insert(g.value(*first).name.clone(), t);
-            }
+            let given = crate::model::read_inputs(&input)?;
+            let g = crate::model::load_model_full(&model, &[], &load, &given)?;
+            let inputs = crate::model::bind_inputs(&g, given, Some(0))?;
             let pb = crate::output::progress(g.nodes.len() as u64, "layers");
             let r = run_network_with(
                 &g,

@@ -1,7 +1,7 @@
 //! `pimkit xbar`: RRAM crossbar compilation (RNC). Library: pimkit-xbar; docs/xbar.md.
 
 use crate::error::user;
-use crate::model::{load_model_with, model_label};
+use crate::model::model_label;
 use pimkit_xbar::sweep::{SweepSpec, sweep};
 use pimkit_xbar::{Arch, Budget, DepthwiseMapping, MapOptions, Mode, XbarError};
 use std::path::PathBuf;
@@ -38,6 +38,8 @@ pub struct CommonArgs {
     /// Do not duplicate layers (packing only, minimum crossbars).
     #[arg(long)]
     pub no_dup: bool,
+    #[command(flatten)]
+    pub load: crate::model::LoadArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -119,7 +121,12 @@ fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, MapOptions)>
     }
     opts.duplicate = !c.no_dup;
     // Shape-only weights suffice for mapping (ignored for .onnx files).
-    let g = load_model_with(&c.model, &[("weights".into(), "none".into())])?;
+    let g = crate::model::load_model_full(
+        &c.model,
+        &[("weights".into(), "none".into())],
+        &c.load,
+        &[],
+    )?;
     Ok((g, arch, opts))
 }
 
