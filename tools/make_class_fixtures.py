@@ -9,6 +9,10 @@
   of 8), exported with static shapes: the pads arrive through Shape/ConstantOfShape/
   Concat/Reshape/Slice/Transpose/Cast chains.
 - paddle_minus1: an input declared with dim_value -1 (old paddle2onnx), run at 2x6.
+- if_mode: a scripted module whose forward branches on a `mode` input (TorchScript
+  exporter: an If whose branches hold convolutions), run with mode = 0.
+- loop_scan: a Loop with a constant trip count (a carried accumulator and a scan output)
+  feeding a Scan (a running sum over the sequence), written with onnx.helper.
 Run: /work/venv/bin/python tools/make_class_fixtures.py   (torch 2.15, onnx 1.22, onnxruntime 1.32)
 """
 import os
@@ -70,6 +74,63 @@ class PadTo8(torch.nn.Module):
         return self.c(x)
 
 
+class IfMode(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.b = torch.nn.Conv2d(3, 4, 1)
+
+    def forward(self, x, mode):
+        if bool(mode.sum() > 0):
+            y = torch.relu(self.a(x))
+        else:
+            y = torch.sigmoid(self.b(x)) * 2.0
+        return y + 1.0
+
+
+def loop_scan_model():
+    f = TensorProto.FLOAT
+    # Loop body: (i, cond, acc) -> (cond, acc + x * (i+1), x * i)
+    body = helper.make_graph(
+        [
+            helper.make_node("Cast", ["i"], ["fi"], to=f),
+            helper.make_node("Add", ["fi", "one"], ["fi1"]),
+            helper.make_node("Mul", ["x", "fi1"], ["xs"]),
+            helper.make_node("Add", ["acc_in", "xs"], ["acc_out"]),
+            helper.make_node("Mul", ["x", "fi"], ["scan_out"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        "loop_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", f, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", f, [2, 3]),
+         helper.make_tensor_value_info("scan_out", f, [2, 3])],
+        [numpy_helper.from_array(np.array(1.0, np.float32), "one")],
+    )
+    # Scan body: running sum over axis 0 of the Loop's stacked output.
+    sbody = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "row"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["row_out"])],
+        "scan_body",
+        [helper.make_tensor_value_info("s_in", f, [2, 3]), helper.make_tensor_value_info("row", f, [2, 3])],
+        [helper.make_tensor_value_info("s_out", f, [2, 3]), helper.make_tensor_value_info("row_out", f, [2, 3])],
+    )
+    nodes = [
+        helper.make_node("Loop", ["M", "", "acc0"], ["acc", "stacked"], body=body),
+        helper.make_node("Scan", ["acc", "stacked"], ["total", "running"], body=sbody, num_scan_inputs=1),
+    ]
+    g = helper.make_graph(
+        nodes, "loop_scan",
+        [helper.make_tensor_value_info("x", f, [2, 3]), helper.make_tensor_value_info("acc0", f, [2, 3])],
+        [helper.make_tensor_value_info("total", f, [2, 3]), helper.make_tensor_value_info("running", f, [4, 2, 3])],
+        [numpy_helper.from_array(np.array(4, np.int64), "M")],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
+    m.ir_version = 8
+    return m
+
+
 def main():
     tmp = os.path.join(OUT, "_tmp.onnx")
     os.makedirs(OUT, exist_ok=True)
@@ -95,6 +156,14 @@ def main():
     model.graph.output[0].type.tensor_type.shape.dim[0].dim_value = -1
     onnx.save(model, tmp)
     save_case("paddle_minus1", tmp, [rng.standard_normal((2, 6)).astype(np.float32)])
+
+    m = torch.jit.script(IfMode().eval())
+    torch.onnx.export(m, (torch.randn(1, 3, 6, 6), torch.tensor([1])), tmp, dynamo=False, opset_version=17,
+                      input_names=["x", "mode"], output_names=["y"])
+    save_case("if_mode", tmp, [rng.standard_normal((1, 3, 6, 6)).astype(np.float32), np.array([0], np.int64)])
+
+    onnx.save(loop_scan_model(), tmp)
+    save_case("loop_scan", tmp, [rng.standard_normal((2, 3)).astype(np.float32), np.ones((2, 3), np.float32)])
     os.remove(tmp)
 
 

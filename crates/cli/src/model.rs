@@ -128,6 +128,19 @@ pub fn load_model_full(
     r.map_err(user)
 }
 
+/// Like [`load_model_full`] for the engines, which map a fixed dataflow graph: control
+/// flow is flattened (constant Ifs inlined, static Loops and Scans unrolled); what depends
+/// on run-time values is an error naming the node and the input to bind.
+pub fn load_static(
+    spec: &str,
+    extra: &[(String, String)],
+    load: &LoadArgs,
+    given: &[(String, Tensor)],
+) -> anyhow::Result<Graph> {
+    let g = load_model_full(spec, extra, load, given)?;
+    pimkit_ir::require_static(&g).map_err(|e| user(format!("{spec}: {e}")))
+}
+
 /// Like [`load_model`] for commands that need only shapes (`info`): a zoo model is built
 /// without weight data unless the spec sets `weights` (a 16 GiB layer then costs nothing).
 /// Returns the graph and whether the shapes-only build was chosen here.

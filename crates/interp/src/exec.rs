@@ -58,9 +58,6 @@ pub fn run_observed(
 ) -> Result<Vec<Tensor>, InterpError> {
     pimkit_ir::verify(g)?;
     crate::check_memory(g)?;
-    let n = g.values.len();
-    let mut vals: Vec<Option<Cow<'_, Tensor>>> = vec![None; n];
-
     for name in inputs.keys() {
         if !g.inputs.iter().any(|&i| &g.value(i).name == name) {
             return Err(InterpError::UnknownInput {
@@ -69,6 +66,7 @@ pub fn run_observed(
             });
         }
     }
+    let mut bound = Vec::with_capacity(g.inputs.len());
     for &id in &g.inputs {
         let v = g.value(id);
         let t = inputs
@@ -77,6 +75,36 @@ pub fn run_observed(
                 name: v.name.clone(),
                 expected: describe_inputs(g),
             })?;
+        bound.push(t);
+    }
+    execute(g, &bound, observe)
+}
+
+/// Run a verified graph on its inputs given in `g.inputs` order (subgraph bodies).
+pub(crate) fn run_positional(g: &Graph, inputs: &[&Tensor]) -> Result<Vec<Tensor>, InterpError> {
+    if inputs.len() != g.inputs.len() {
+        return Err(InterpError::Node {
+            node: g.name.clone(),
+            op: "subgraph".into(),
+            msg: format!(
+                "{} inputs given, the subgraph takes {}",
+                inputs.len(),
+                g.inputs.len()
+            ),
+        });
+    }
+    execute(g, inputs, &mut |_, _| {})
+}
+
+fn execute(
+    g: &Graph,
+    inputs: &[&Tensor],
+    observe: &mut dyn FnMut(NodeId, &[Tensor]),
+) -> Result<Vec<Tensor>, InterpError> {
+    let n = g.values.len();
+    let mut vals: Vec<Option<Cow<'_, Tensor>>> = vec![None; n];
+    for (&id, &t) in g.inputs.iter().zip(inputs) {
+        let v = g.value(id);
         if t.dtype() != v.ty.dtype || t.shape != v.ty.shape || t.numel() != v.ty.numel() {
             return Err(InterpError::InputMismatch {
                 name: v.name.clone(),

@@ -106,6 +106,19 @@ fn attrs(op: &Op) -> String {
         Op::Pad { pads, mode, value } => format!("pads={pads:?} mode={mode:?} value={value}"),
         Op::Tile { repeats } => format!("repeats={repeats:?}"),
         Op::Range { count } => format!("count={count}"),
+        Op::If { .. } => String::new(),
+        Op::Loop {
+            n_carried,
+            scan_len,
+            ..
+        } => match scan_len {
+            Some(n) => format!("carried={n_carried} scan_len={n}"),
+            None => format!("carried={n_carried}"),
+        },
+        Op::Scan { attrs: a, .. } => format!(
+            "states={} in_axes={:?} in_rev={:?} out_axes={:?} out_rev={:?}",
+            a.n_state, a.in_axes, a.in_reverse, a.out_axes, a.out_reverse
+        ),
         Op::Lstm(a) | Op::Gru(a) => format!(
             "hidden={} dir={:?} lbr={} batch_first={}",
             a.hidden_size, a.direction, a.linear_before_reset, a.batch_first
@@ -122,7 +135,20 @@ fn attrs(op: &Op) -> String {
     }
 }
 
-/// Stable text form of a graph: inputs, constants (type only), then one line per node.
+/// The subgraphs of a control-flow op, labelled.
+pub fn subgraphs(op: &Op) -> Vec<(&'static str, &Graph)> {
+    match op {
+        Op::If {
+            then_branch,
+            else_branch,
+        } => vec![("then", then_branch.graph()), ("else", else_branch.graph())],
+        Op::Loop { body, .. } | Op::Scan { body, .. } => vec![("body", body.graph())],
+        _ => vec![],
+    }
+}
+
+/// Stable text form of a graph: inputs, constants (type only), then one line per node;
+/// a control-flow node's subgraphs follow it, indented.
 /// Used by `pimkit dump` and by snapshot tests, so its format changes only on purpose.
 pub fn dump(g: &Graph) -> String {
     let mut s = String::new();
@@ -174,6 +200,12 @@ pub fn dump(g: &Graph) -> String {
                 .map(|src| format!("  # from {src}"))
                 .unwrap_or_default()
         );
+        for (label, sub) in subgraphs(&n.op) {
+            let _ = writeln!(s, "    {label}:");
+            for line in dump(sub).lines() {
+                let _ = writeln!(s, "      {line}");
+            }
+        }
     }
     let outs: Vec<String> = g
         .outputs

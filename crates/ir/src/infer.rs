@@ -785,6 +785,16 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             }
             one(TensorType::new(t.dtype, vec![*count]))
         }
+        Op::If {
+            then_branch,
+            else_branch,
+        } => crate::control::infer_if(node, then_branch, else_branch, inputs),
+        Op::Loop {
+            body,
+            n_carried,
+            scan_len,
+        } => crate::control::infer_loop(node, body, *n_carried, *scan_len, inputs),
+        Op::Scan { body, attrs } => crate::control::infer_scan(node, body, attrs, inputs),
         Op::Lstm(a) => rnn_types(&c, a, 4, 3),
         Op::Gru(a) => rnn_types(&c, a, 3, 2),
         Op::QuantizeLinear { axis, to } => {

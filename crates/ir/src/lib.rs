@@ -6,9 +6,11 @@
 //! Shapes are static; constants may be shape-only (no data) so that huge models can be
 //! mapped without allocating their weights.
 
+mod control;
 mod dtype;
 mod dump;
 mod error;
+mod flatten;
 mod graph;
 mod infer;
 pub mod memory;
@@ -21,8 +23,9 @@ mod tensor;
 mod verify;
 
 pub use dtype::DType;
-pub use dump::dump;
+pub use dump::{dump, subgraphs};
 pub use error::{IrError, Result};
+pub use flatten::{MAX_FLAT_NODES, flatten_control_flow, has_control_flow, require_static};
 pub use graph::{Graph, Node, NodeId, Value, ValueDef, ValueId};
 pub use infer::{broadcast_shapes, conv_output_hw, conv_transpose_output_hw, infer_types};
 pub use op::*;

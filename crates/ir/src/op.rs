@@ -3,6 +3,7 @@
 //! remaining input is a tensor that flows through the graph.
 
 use crate::DType;
+pub use crate::control::{ScanAttrs, Subgraph};
 use serde::{Deserialize, Serialize};
 
 /// Elementwise one-input math.
@@ -561,6 +562,27 @@ pub enum Op {
     Tile {
         repeats: Vec<usize>,
     },
+    /// ONNX If. 0: cond (one bool), then the values both branches capture from the
+    /// enclosing graph (each branch graph's inputs, in order). Outputs: the branch's.
+    If {
+        then_branch: Subgraph,
+        else_branch: Subgraph,
+    },
+    /// ONNX Loop. 0: M (one i64)?, 1: cond (one bool)?, then `n_carried` initial values,
+    /// then captures. Body: (iteration, cond, carried..., captures...) -> (cond,
+    /// carried..., scan slices...). Outputs: final carried values, then each scan output
+    /// stacked along a new axis 0 of `scan_len` iterations (a constant trip count).
+    Loop {
+        body: Subgraph,
+        n_carried: usize,
+        scan_len: Option<usize>,
+    },
+    /// ONNX Scan (opset 9+). Inputs: states, scan inputs, captures. Body: (states, one
+    /// slice of each scan input, captures) -> (states, scan output slices).
+    Scan {
+        body: Subgraph,
+        attrs: ScanAttrs,
+    },
     /// 0: start, 1: limit, 2: delta (scalars of one dtype); `count` elements
     /// `start, start + delta, ...` (accumulated in the dtype, as onnxruntime does). The
     /// count depends on the operands' values, so the importer only creates it when they
@@ -683,6 +705,9 @@ impl Op {
             Op::Pad { .. } => "Pad",
             Op::Tile { .. } => "Tile",
             Op::Range { .. } => "Range",
+            Op::If { .. } => "If",
+            Op::Loop { .. } => "Loop",
+            Op::Scan { .. } => "Scan",
             Op::Lstm(_) => "LSTM",
             Op::Gru(_) => "GRU",
             Op::QuantizeLinear { .. } => "QuantizeLinear",
@@ -704,6 +729,9 @@ impl Op {
     /// Number of outputs the op produces given its attributes.
     pub fn num_outputs(&self) -> usize {
         match self {
+            Op::If { then_branch, .. } => then_branch.graph().outputs.len(),
+            Op::Loop { body, .. } => body.graph().outputs.len().saturating_sub(1),
+            Op::Scan { body, .. } => body.graph().outputs.len(),
             Op::Split { sizes, .. } => sizes.len(),
             Op::Lstm(_) => 3,
             Op::Gru(_) => 2,

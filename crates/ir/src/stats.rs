@@ -73,6 +73,25 @@ pub fn node_cost(g: &Graph, n: &Node) -> NodeCost {
             };
             mul(numel(w) + numel(r), seq).saturating_mul(batch as u64)
         }
+        // A branch's or body's MACs, times the iterations where the count is static.
+        Op::If { .. } => crate::subgraphs(&n.op)
+            .iter()
+            .map(|(_, b)| GraphStats::of(b).macs)
+            .max()
+            .unwrap_or(0),
+        Op::Loop { body, scan_len, .. } => GraphStats::of(body.graph())
+            .macs
+            .saturating_mul(scan_len.unwrap_or(1) as u64),
+        Op::Scan { body, attrs } => {
+            let len = n
+                .inputs
+                .get(attrs.n_state)
+                .copied()
+                .flatten()
+                .map(|v| g.ty(v).shape.get(attrs.in_axes[0]).copied().unwrap_or(1))
+                .unwrap_or(1);
+            GraphStats::of(body.graph()).macs.saturating_mul(len as u64)
+        }
         _ => 0,
     };
     c

@@ -66,6 +66,19 @@ pub fn verify(g: &Graph) -> Result<()> {
         }
     }
     for n in &g.nodes {
+        for (label, sub) in crate::subgraphs(&n.op) {
+            if let Err(e) = verify(sub) {
+                let inner = match e {
+                    IrError::Verify(p) => p.join("; "),
+                    e => e.to_string(),
+                };
+                problems.push(format!(
+                    "node '{}' ({}): {label} subgraph: {inner}",
+                    n.name,
+                    n.op.name()
+                ));
+            }
+        }
         let mut ok = true;
         for (k, inp) in n.inputs.iter().enumerate() {
             if let Some(v) = inp {

@@ -47,6 +47,8 @@ impl<'a> Attrs<'a> {
                     AttributeType::Ints
                 } else if !a.strings.is_empty() {
                     AttributeType::Strings
+                } else if a.g.is_some() {
+                    AttributeType::Graph
                 } else {
                     AttributeType::Undefined
                 }
@@ -162,6 +164,15 @@ impl<'a> Attrs<'a> {
                 Ok(a.t.as_ref())
             }
         }
+    }
+
+    /// A graph attribute (the body of If, Loop or Scan).
+    pub fn graph(&self, name: &str) -> Result<&'a crate::proto::GraphProto> {
+        let a = self
+            .get(name)
+            .ok_or_else(|| self.err(name, "is required"))?;
+        self.want(a, AttributeType::Graph)?;
+        a.g.as_ref().ok_or_else(|| self.err(name, "holds no graph"))
     }
 
     /// A non-negative int that fits in usize (sizes, counts, kernel extents).

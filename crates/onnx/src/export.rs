@@ -62,6 +62,12 @@ fn a_ints(name: &str, v: &[usize]) -> AttributeProto {
         ..attr(name, AttributeType::Ints)
     }
 }
+fn a_graph(name: &str, g: GraphProto) -> AttributeProto {
+    AttributeProto {
+        g: Some(g),
+        ..attr(name, AttributeType::Graph)
+    }
+}
 fn a_str(name: &str, v: &str) -> AttributeProto {
     AttributeProto {
         s: Some(v.as_bytes().to_vec()),
@@ -204,7 +210,42 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
         ));
     }
     let mut names: HashSet<String> = HashSet::new();
-    for v in &g.values {
+    let graph = graph_proto(g, &mut names, None)?;
+    Ok(ModelProto {
+        ir_version: Some(IR_VERSION),
+        producer_name: Some("pimkit".into()),
+        producer_version: Some(env!("CARGO_PKG_VERSION").into()),
+        opset_import: vec![
+            OperatorSetIdProto {
+                domain: Some(String::new()),
+                version: Some(OPSET),
+            },
+            OperatorSetIdProto {
+                domain: Some(crate::convert::MS.into()),
+                version: Some(MS_OPSET),
+            },
+        ],
+        graph: Some(graph),
+        ..Default::default()
+    })
+}
+
+/// One graph as a GraphProto. `formal`: for a subgraph, how many of its inputs are the
+/// op's formal parameters; the rest are captured outer values, which ONNX references by
+/// name instead of listing them as inputs.
+fn graph_proto(
+    g: &Graph,
+    names: &mut HashSet<String>,
+    formal: Option<usize>,
+) -> Result<GraphProto> {
+    let captured: HashSet<pimkit_ir::ValueId> = match formal {
+        Some(f) => g.inputs.iter().skip(f).copied().collect(),
+        None => HashSet::new(),
+    };
+    for (i, v) in g.values.iter().enumerate() {
+        if captured.contains(&pimkit_ir::ValueId(i as u32)) {
+            continue;
+        }
         if v.name.is_empty() || !names.insert(v.name.clone()) {
             return Err(OnnxError::Export(format!(
                 "value name '{}' is empty or used twice; ONNX needs unique value names",
@@ -223,7 +264,7 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
     let mut value_infos = Vec::new();
     for n in &g.nodes {
         let mut e = Emit {
-            names: &mut names,
+            names,
             inits: &mut inits,
             node: &n.name,
         };
@@ -405,6 +446,56 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
             Op::Expand { shape } => inputs.push(e.ints("shape", shape.iter().map(|&d| d as i64))),
             // The operands are already inputs; the count follows from their values.
             Op::Range { .. } => {}
+            Op::If {
+                then_branch,
+                else_branch,
+            } => {
+                // Inputs after the condition are captures, referenced by name in the bodies.
+                inputs.truncate(1);
+                attrs = vec![
+                    a_graph(
+                        "then_branch",
+                        graph_proto(then_branch.graph(), e.names, Some(0))?,
+                    ),
+                    a_graph(
+                        "else_branch",
+                        graph_proto(else_branch.graph(), e.names, Some(0))?,
+                    ),
+                ];
+            }
+            Op::Loop {
+                body, n_carried, ..
+            } => {
+                inputs.truncate(2 + n_carried);
+                attrs = vec![a_graph(
+                    "body",
+                    graph_proto(body.graph(), e.names, Some(2 + n_carried))?,
+                )];
+            }
+            Op::Scan { body, attrs: sa } => {
+                let formal = sa.n_state + sa.n_scan_in;
+                inputs.truncate(formal);
+                attrs = vec![
+                    a_graph("body", graph_proto(body.graph(), e.names, Some(formal))?),
+                    a_int("num_scan_inputs", sa.n_scan_in as i64),
+                    a_ints("scan_input_axes", &sa.in_axes),
+                    a_ints(
+                        "scan_input_directions",
+                        &sa.in_reverse
+                            .iter()
+                            .map(|&r| r as usize)
+                            .collect::<Vec<_>>(),
+                    ),
+                    a_ints("scan_output_axes", &sa.out_axes),
+                    a_ints(
+                        "scan_output_directions",
+                        &sa.out_reverse
+                            .iter()
+                            .map(|&r| r as usize)
+                            .collect::<Vec<_>>(),
+                    ),
+                ];
+            }
             Op::Tile { repeats } => {
                 inputs.push(e.ints("repeats", repeats.iter().map(|&d| d as i64)))
             }
@@ -516,13 +607,14 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
             ..Default::default()
         });
     }
-    let graph = GraphProto {
+    Ok(GraphProto {
         name: Some(g.name.clone()),
         node: nodes,
         initializer: inits,
         input: g
             .inputs
             .iter()
+            .filter(|i| !captured.contains(i))
             .map(|&i| value_info(&g.value(i).name, g.ty(i)))
             .collect(),
         output: g
@@ -531,23 +623,6 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
             .map(|&o| value_info(&g.value(o).name, g.ty(o)))
             .collect(),
         value_info: value_infos,
-        ..Default::default()
-    };
-    Ok(ModelProto {
-        ir_version: Some(IR_VERSION),
-        producer_name: Some("pimkit".into()),
-        producer_version: Some(env!("CARGO_PKG_VERSION").into()),
-        opset_import: vec![
-            OperatorSetIdProto {
-                domain: Some(String::new()),
-                version: Some(OPSET),
-            },
-            OperatorSetIdProto {
-                domain: Some(crate::convert::MS.into()),
-                version: Some(MS_OPSET),
-            },
-        ],
-        graph: Some(graph),
         ..Default::default()
     })
 }

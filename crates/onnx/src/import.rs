@@ -363,6 +363,9 @@ fn load_model_inner(
         init_index: HashMap::new(),
         notes: opset_notes,
         fold_failures: HashMap::new(),
+        opsets: opsets.clone(),
+        parent: None,
+        captures: Vec::new(),
     };
     let r = convert_graph(&mut ctx, gp, &opsets);
     // Notes (a dim set to 1) may explain an error: the caller gets them either way.
@@ -378,12 +381,27 @@ fn load_model_inner(
 fn convert_graph(
     ctx: &mut Ctx,
     gp: &crate::proto::GraphProto,
-    opsets: &HashMap<String, i64>,
+    _opsets: &HashMap<String, i64>,
 ) -> Result<()> {
-    if !gp.sparse_initializer.is_empty() {
-        return Err(OnnxError::Model(
-            "sparse initializers are not supported".into(),
-        ));
+    register_initializers(ctx, gp)?;
+    bind_inputs(ctx, gp)?;
+    collect_used(gp, &mut ctx.used);
+    convert_nodes(ctx, &gp.node, "")?;
+    bind_outputs(ctx, gp)?;
+    Ok(())
+}
+
+/// A graph's initializers become (lazily decoded) constants.
+pub(crate) fn register_initializers(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
+    if let Some(sp) = gp.sparse_initializer.first() {
+        let name = sp
+            .values
+            .as_ref()
+            .map(|v| v.name().to_string())
+            .unwrap_or_default();
+        return Err(OnnxError::Model(format!(
+            "sparse initializer '{name}' is not supported; store it dense (onnx.numpy_helper.to_array)"
+        )));
     }
     for (i, tp) in gp.initializer.iter().enumerate() {
         if tp.name().is_empty() {
@@ -400,30 +418,44 @@ fn convert_graph(
             },
         );
     }
-    bind_inputs(ctx, gp)?;
-    for n in &gp.node {
-        ctx.used
-            .extend(n.input.iter().filter(|s| !s.is_empty()).cloned());
-    }
-    ctx.used
-        .extend(gp.output.iter().map(|o| o.name().to_string()));
+    Ok(())
+}
 
+/// Every name some node reads (in this graph or any nested subgraph) or the graph
+/// outputs list.
+pub(crate) fn collect_used(gp: &crate::proto::GraphProto, used: &mut HashSet<String>) {
+    for n in &gp.node {
+        used.extend(n.input.iter().filter(|s| !s.is_empty()).cloned());
+        for a in &n.attribute {
+            for sub in a.g.iter().chain(&a.graphs) {
+                collect_used(sub, used);
+            }
+        }
+    }
+    used.extend(gp.output.iter().map(|o| o.name().to_string()));
+}
+
+/// Fold or convert each node in order. Unnamed nodes are called `<prefix><OpType>_<i>`.
+pub(crate) fn convert_nodes(
+    ctx: &mut Ctx,
+    nodes: &[crate::proto::NodeProto],
+    prefix: &str,
+) -> Result<()> {
     let reg = registry();
-    let names: Vec<String> = gp
-        .node
+    let names: Vec<String> = nodes
         .iter()
         .enumerate()
         .map(|(i, n)| match n.name() {
-            "" => format!("{}_{i}", n.op_type()),
+            "" => format!("{prefix}{}_{i}", n.op_type()),
             s => s.to_string(),
         })
         .collect();
-    for (np, name) in gp.node.iter().zip(&names) {
+    for (np, name) in nodes.iter().zip(&names) {
         let domain = match np.domain() {
             "ai.onnx" => "",
             d => d,
         };
-        let opset = opsets.get(domain).copied().unwrap_or(1);
+        let opset = ctx.opsets.get(domain).copied().unwrap_or(1);
         let n = NodeIn {
             name,
             op_type: np.op_type(),
@@ -441,6 +473,12 @@ fn convert_graph(
                 .collect(),
             outputs: np.output.iter().map(|s| s.as_str()).collect(),
         };
+        // Inside a subgraph, the enclosing graphs' constants fold like local ones.
+        if ctx.parent.is_some() {
+            for i in n.inputs.iter().flatten() {
+                ctx.pull_outer_const(i);
+            }
+        }
         let conv = reg.get(&(domain, n.op_type)).copied();
         if crate::fold::try_fold(ctx, &n, conv)? {
             continue;
@@ -465,13 +503,12 @@ fn convert_graph(
             }
         }
     }
-    bind_outputs(ctx, gp)?;
     Ok(())
 }
 
 /// Graph outputs; an output that is a graph input or a constant gets an Identity node so
 /// that every output is produced by a node.
-fn bind_outputs(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
+pub(crate) fn bind_outputs(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
     if gp.output.is_empty() {
         return Err(OnnxError::Model(
             "the graph declares no outputs, so nothing would be computed; list the result values in graph.output".into(),

@@ -125,3 +125,60 @@ fn dims_shapes_and_conflicts() {
         "{e}"
     );
 }
+
+#[test]
+fn if_on_an_input_runs_and_folds_when_bound() {
+    matches_onnxruntime("if_mode");
+    let path = case_dir("if_mode").join("model.onnx");
+    let g = load_file_collect(&path, &LoadOptions::default(), &mut vec![]).unwrap();
+    assert!(g.nodes.iter().any(|n| n.op.name() == "If"));
+    // Unbound, the engines are told which input to bind.
+    let e = pimkit_ir::require_static(&g).unwrap_err().to_string();
+    assert!(
+        e.contains("depends on input mode") && e.contains("--bind mode="),
+        "{e}"
+    );
+    // Bound, the If is gone and the chosen branch (mode 0: else, a 1x1 conv) remains.
+    let mut opts = LoadOptions::default();
+    opts.bind
+        .insert("mode".into(), Tensor::from_i64(vec![1], vec![0]));
+    let g = load_file_collect(&path, &opts, &mut vec![]).unwrap();
+    assert!(!pimkit_ir::has_control_flow(&g));
+    assert_eq!(g.inputs.len(), 1);
+    assert!(
+        g.nodes.iter().any(|n| n.op.name() == "Sigmoid"),
+        "{}",
+        pimkit_ir::dump(&g)
+    );
+}
+
+#[test]
+fn loop_and_scan_run_flatten_and_round_trip() {
+    matches_onnxruntime("loop_scan");
+    let dir = case_dir("loop_scan");
+    let g = load_file_collect(
+        &dir.join("model.onnx"),
+        &LoadOptions::default(),
+        &mut vec![],
+    )
+    .unwrap();
+    let feeds: HashMap<String, Tensor> = g
+        .inputs
+        .iter()
+        .zip(npys(&dir, "input"))
+        .map(|(&v, t)| (g.value(v).name.clone(), t))
+        .collect();
+    let want = pimkit_interp::run(&g, &feeds).unwrap();
+    // Unrolled for the engines: same numbers, no control flow left.
+    let flat = pimkit_ir::require_static(&g).unwrap();
+    assert!(!pimkit_ir::has_control_flow(&flat));
+    assert_eq!(pimkit_interp::run(&flat, &feeds).unwrap(), want);
+    // Export writes the bodies as ONNX subgraphs (captures by outer name) and reads back.
+    let back = pimkit_onnx::load_bytes(
+        &pimkit_onnx::export(&g).unwrap(),
+        None,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(pimkit_ir::dump(&back), pimkit_ir::dump(&g));
+}

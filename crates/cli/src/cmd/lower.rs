@@ -57,7 +57,7 @@ fn map_err(e: LoopsError) -> anyhow::Error {
 }
 
 fn load(model: &str, fuse: bool, la: &crate::model::LoadArgs) -> anyhow::Result<Program> {
-    let g = crate::model::load_model_full(model, &[], la, &[])?;
+    let g = crate::model::load_static(model, &[], la, &[])?;
     let o = pimkit_loops::LowerOptions {
         fuse_elementwise: fuse,
     };

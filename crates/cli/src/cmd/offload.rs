@@ -155,7 +155,7 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
             Some((param, vals))
         }
     };
-    let g = crate::model::load_model_full(&a.model, &[], &a.load, &[])?;
+    let g = crate::model::load_static(&a.model, &[], &a.load, &[])?;
     let prog = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
     let analysis = pimkit_offload::run_program(&prog, &hostc, &opts).map_err(conv)?;
     let mut emitted = None;

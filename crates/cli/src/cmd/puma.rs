@@ -3,7 +3,7 @@
 //! depends on pimkit-puma.)
 
 use crate::error::user;
-use crate::model::load_model_full;
+
 use crate::output::print_json;
 use pimkit_puma::{Arch, CompileOptions, NumMode, SimOptions, run_graph, tool};
 use std::path::PathBuf;
@@ -117,7 +117,7 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             load,
         } => {
             crate::output::create_out_dir(&out, "-o")?;
-            let g = load_model_full(&model, &[], &load, &[])?;
+            let g = crate::model::load_static(&model, &[], &load, &[])?;
             let a = arch.load()?;
             let opts = CompileOptions {
                 loops: !no_loops,
@@ -160,7 +160,7 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             json,
             load,
         } => {
-            let g = load_model_full(&model, &[], &load, &[])?;
+            let g = crate::model::load_static(&model, &[], &load, &[])?;
             let a = arch.load()?;
             let inputs = if input.is_empty() {
                 None

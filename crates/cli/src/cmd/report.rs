@@ -156,15 +156,15 @@ fn nas_section() -> anyhow::Result<Section> {
 
 /// Run one engine; an engine that cannot handle the model yields a note, not a failure.
 fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
-    let r = match engine {
-        Engine::Model => Ok(model_section(spec, g)),
-        Engine::Loops => loops_section(g),
-        Engine::Offload => offload_section(g),
-        Engine::Xbar => xbar_section(g),
-        Engine::Puma => puma_section(g),
-        Engine::Vpu => vpu_section(g),
-        Engine::Nas => nas_section(),
+    // The engines map a fixed dataflow graph: control flow must flatten first.
+    let flat = match engine {
+        Engine::Model | Engine::Nas => Ok(None),
+        _ => pimkit_ir::require_static(g).map(Some).map_err(user),
     };
+    let r = flat.and_then(|f| {
+        let g = f.as_ref().unwrap_or(g);
+        engine_result(engine, spec, g)
+    });
     r.unwrap_or_else(|e| {
         let mut s = Section::new(
             format!("{engine:?}").to_lowercase(),
@@ -173,6 +173,18 @@ fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
         s.note(format!("not run on {spec}: {e:#}"));
         s
     })
+}
+
+fn engine_result(engine: Engine, spec: &str, g: &Graph) -> anyhow::Result<Section> {
+    match engine {
+        Engine::Model => Ok(model_section(spec, g)),
+        Engine::Loops => loops_section(g),
+        Engine::Offload => offload_section(g),
+        Engine::Xbar => xbar_section(g),
+        Engine::Puma => puma_section(g),
+        Engine::Vpu => vpu_section(g),
+        Engine::Nas => nas_section(),
+    }
 }
 
 /// Graph summary, per-node MACs and bytes, and a reference-interpreter run.

@@ -128,7 +128,7 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 crate::output::create_out_dir(dir, "--out")?;
             }
             let given = crate::model::read_inputs(&input)?;
-            let g = crate::model::load_model_full(&model, &[], &load, &given)?;
+            let g = crate::model::load_static(&model, &[], &load, &given)?;
             let inputs = crate::model::bind_inputs(&g, given, Some(0))?;
             let pb = crate::output::progress(g.nodes.len() as u64, "layers");
             let r = run_network_with(

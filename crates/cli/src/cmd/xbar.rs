@@ -121,12 +121,8 @@ fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, MapOptions)>
     }
     opts.duplicate = !c.no_dup;
     // Shape-only weights suffice for mapping (ignored for .onnx files).
-    let g = crate::model::load_model_full(
-        &c.model,
-        &[("weights".into(), "none".into())],
-        &c.load,
-        &[],
-    )?;
+    let g =
+        crate::model::load_static(&c.model, &[("weights".into(), "none".into())], &c.load, &[])?;
     Ok((g, arch, opts))
 }
 

@@ -2,6 +2,7 @@
 //! `pimkit_ir::Op`: adding a variant to the IR fails to compile here until it is
 //! implemented.
 
+mod control;
 mod conv;
 pub(crate) mod elementwise;
 mod linalg;
@@ -93,6 +94,16 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
         Op::Expand { .. } => one(shape::expand(c.input(0)?, c.out_ty(0))),
         Op::Pad { pads, mode, value } => one(shape::pad(c.input(0)?, pads, *mode, *value)?),
         Op::Tile { repeats } => one(shape::tile(c.input(0)?, repeats)),
+        Op::If {
+            then_branch,
+            else_branch,
+        } => control::if_(c, then_branch.graph(), else_branch.graph()),
+        Op::Loop {
+            body,
+            n_carried,
+            scan_len,
+        } => control::loop_(c, body.graph(), *n_carried, *scan_len),
+        Op::Scan { body, attrs } => control::scan(c, body.graph(), attrs),
         Op::Range { count } => one(shape::range(c.input(0)?, c.input(2)?, *count)?),
         Op::Lstm(a) => rnn::lstm(c, a),
         Op::Gru(a) => rnn::gru(c, a),

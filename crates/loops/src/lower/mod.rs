@@ -85,6 +85,11 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
         Expand { .. } => one(shape::expand(l, node)?),
         Pad { pads, mode, value } => one(shape::pad_node(l, node, pads, *mode, *value)?),
         Tile { repeats } => one(shape::tile(l, node, repeats)?),
+        // Control flow reaches the lowering only when it could not be flattened
+        // (pimkit_ir::flatten_control_flow unrolls static Loops/Scans and folds Ifs).
+        If { .. } | Loop { .. } | Scan { .. } => Err(l.unsupported(
+            "control flow that depends on run-time values; bind the inputs it depends on (--bind NAME=VALUE)",
+        )),
         // Its operands are always constants, so the importer folds it.
         Range { .. } => Err(l.unsupported(
             "Range with operands computed at run time (the importer folds constant ones)",

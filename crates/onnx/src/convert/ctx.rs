@@ -33,6 +33,13 @@ pub(crate) struct Ctx<'m> {
     /// Why an ONNX value with constant inputs could not be folded (quoted when a later
     /// converter needs it as a constant).
     pub fold_failures: HashMap<String, String>,
+    /// Opset version per domain ("" = ai.onnx) of the model.
+    pub opsets: HashMap<String, i64>,
+    /// The enclosing graph's context while a subgraph (If branch, Loop/Scan body) is
+    /// converted: names the subgraph does not define are looked up there.
+    pub parent: Option<&'m Ctx<'m>>,
+    /// Outer values the subgraph reads (its captured inputs, in first-use order).
+    pub captures: Vec<String>,
 }
 
 impl<'m> Ctx<'m> {
@@ -61,12 +68,59 @@ impl<'m> Ctx<'m> {
         )
     }
 
-    /// Type of a named value or constant.
+    /// Type of a named value or constant (of this graph or an enclosing one).
     pub fn type_of(&self, name: &str) -> Option<TensorType> {
         if let Some(v) = self.values.get(name) {
             return Some(self.g.ty(*v).clone());
         }
-        self.consts.get(name).map(|c| c.ty.clone())
+        if let Some(c) = self.consts.get(name) {
+            return Some(c.ty.clone());
+        }
+        self.parent.and_then(|p| p.type_of(name))
+    }
+
+    /// The context (this one or an enclosing one) that defines constant `name`, unless a
+    /// value of an inner graph shadows it.
+    fn const_owner(&self, name: &str) -> Option<&Ctx<'m>> {
+        if self.values.contains_key(name) {
+            return None;
+        }
+        if self.consts.contains_key(name) {
+            return Some(self);
+        }
+        self.parent.and_then(|p| p.const_owner(name))
+    }
+
+    /// Copy an enclosing graph's constant into this subgraph (so folding and attribute
+    /// operands see it); true when `name` is now a local constant. An initializer of the
+    /// enclosing graph is decoded here (its index refers to that graph's list), except a
+    /// large one in shape-only mode, which comes over by type only.
+    pub fn pull_outer_const(&mut self, name: &str) -> bool {
+        if self.values.contains_key(name) {
+            return false;
+        }
+        if self.consts.contains_key(name) {
+            return true;
+        }
+        let Some(owner) = self.parent.and_then(|p| p.const_owner(name)) else {
+            return false;
+        };
+        let Some(e) = owner.consts.get(name) else {
+            return false;
+        };
+        let mut e = e.clone();
+        if let (None, Some(i)) = (&e.data, e.init) {
+            let small = e.ty.numel() <= 1 << 16;
+            if !self.opts.shape_only || small {
+                e.data = owner
+                    .inits
+                    .get(i)
+                    .and_then(|tp| crate::tensor::decode(tp, owner.base_dir).ok());
+            }
+            e.init = None;
+        }
+        self.consts.insert(name.to_string(), e);
+        true
     }
 
     /// Type of required input `i`.
@@ -78,11 +132,12 @@ impl<'m> Ctx<'m> {
     }
 
     pub fn is_const(&self, name: &str) -> bool {
-        self.consts.contains_key(name)
+        self.const_owner(name).is_some()
     }
 
     /// Data of a constant, decoding an initializer on first use.
     pub fn const_data(&mut self, name: &str) -> Result<Option<&Tensor>> {
+        self.pull_outer_const(name);
         let Some(entry) = self.consts.get(name) else {
             return Ok(None);
         };
@@ -137,8 +192,15 @@ impl<'m> Ctx<'m> {
         if let Some(v) = self.values.get(name) {
             return Ok(*v);
         }
-        if self.consts.contains_key(name) {
+        if self.pull_outer_const(name) {
             return self.materialize(name);
+        }
+        // A value of an enclosing graph: the subgraph captures it as an extra input.
+        if let Some(ty) = self.parent.and_then(|p| p.type_of(name)) {
+            let id = self.g.add_input(name, ty);
+            self.values.insert(name.to_string(), id);
+            self.captures.push(name.to_string());
+            return Ok(id);
         }
         Err(self.undefined(n, name))
     }

@@ -2,6 +2,7 @@
 //! converters. A converter receives the node (name, op type, domain, opset version of
 //! its domain, attributes, input and output names) and appends IR nodes to the graph.
 
+mod control;
 mod ctx;
 mod elementwise;
 mod nn;
@@ -53,6 +54,7 @@ pub(crate) fn registry() -> BTreeMap<(&'static str, &'static str), Converter> {
     quant::register(&mut r);
     rnn::register(&mut r);
     upsample::register(&mut r);
+    control::register(&mut r);
     r
 }
 

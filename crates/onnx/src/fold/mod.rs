@@ -18,9 +18,13 @@ use pimkit_ir::{Graph, Tensor};
 use std::collections::{HashMap, HashSet};
 
 /// Ops that are never folded: quantize/dequantize pairs on weights are the structure of a
-/// QDQ model (folding them would hide it from the engines), and random ops are not
-/// constant.
+/// QDQ model (folding them would hide it from the engines), random ops are not constant,
+/// and control flow reads outer values its inputs do not list (a constant If is inlined
+/// by its converter instead).
 const NEVER_FOLD: &[&str] = &[
+    "If",
+    "Loop",
+    "Scan",
     "QuantizeLinear",
     "DequantizeLinear",
     "RandomNormal",
@@ -158,6 +162,9 @@ fn fold_node(
         init_index: HashMap::new(),
         notes: Vec::new(),
         fold_failures: HashMap::new(),
+        opsets: ctx.opsets.clone(),
+        parent: None,
+        captures: Vec::new(),
     };
     // A converter error is the node's own problem (bad attribute, bad shape): report it
     // as the node's error, as converting it normally would.
