@@ -49,10 +49,7 @@ pub(crate) fn loop_(
     n_carried: usize,
     scan_len: Option<usize>,
 ) -> OpResult<Vec<Tensor>> {
-    let trip = match c.opt(0) {
-        Some(m) => Some(m.to_i64_vec()[0].max(0) as u64),
-        None => None,
-    };
+    let trip = c.opt(0).map(|m| m.to_i64_vec()[0].max(0) as u64);
     let mut cond = match c.opt(1) {
         Some(t) => truth(t)?,
         None => true,
