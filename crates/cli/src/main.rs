@@ -15,6 +15,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Command,
+    /// Which onnxruntime CPU kernels the interpreter reproduces bit for bit: auto (this
+    /// CPU's), sse2, avx2 (AVX2+FMA without VNNI), avx2-vnni, neon (see docs/interpreter.md)
+    #[arg(long, global = true, default_value = "auto", value_name = "VARIANT")]
+    ort_kernels: String,
 }
 
 #[derive(Subcommand, Debug)]
@@ -50,6 +54,13 @@ enum Command {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    let k = pimkit_interp::OrtKernels::parse(&cli.ort_kernels).ok_or_else(|| {
+        error::user(format!(
+            "--ort-kernels {}: use auto, sse2, avx2, avx2-vnni or neon",
+            cli.ort_kernels
+        ))
+    })?;
+    pimkit_interp::set_ort_kernels(k);
     match cli.cmd {
         Command::Info(a) => cmd::info::run(a),
         Command::Exec(a) => cmd::exec::run(a),

@@ -25,10 +25,12 @@ mod erf;
 mod error;
 mod exec;
 mod ops;
+mod ort_kernels;
 pub mod quant;
 mod random;
 
 pub use error::InterpError;
 pub use exec::{run, run_observed};
 pub use ops::elementwise::sigmoid_f32;
+pub use ort_kernels::{OrtKernels, ort_kernels, set_ort_kernels};
 pub use random::{check_memory, min_run_bytes, random_inputs};

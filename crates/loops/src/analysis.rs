@@ -103,7 +103,7 @@ fn expr_cost(e: &Expr, loads: &mut f64, arith: &mut f64, affine: &mut bool) {
                 _ => cost::ALU,
             }
         }
-        Expr::Select(..) | Expr::Cast(..) => *arith += cost::ALU,
+        Expr::Select(..) | Expr::Cast(..) | Expr::Fma(..) => *arith += cost::ALU,
     });
 }
 

@@ -199,6 +199,9 @@ impl Ctx<'_> {
                     BFn::Shr => format!("({y} >= 64 ? 0 : {x} >> {y})"),
                 }
             }
+            Expr::Fma(a, b, c) => {
+                format!("fmaf({}, {}, {})", self.expr(a), self.expr(b), self.expr(c))
+            }
             Expr::Select(c, a, b) => {
                 format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b))
             }

@@ -70,6 +70,7 @@ pub fn fmt_expr(e: &Expr) -> String {
             format!("select({}, {}, {})", fmt_expr(c), fmt_expr(a), fmt_expr(b))
         }
         Expr::Cast(dt, a) => format!("cast<{dt}>({})", fmt_expr(a)),
+        Expr::Fma(a, b, c) => format!("fma({}, {}, {})", fmt_expr(a), fmt_expr(b), fmt_expr(c)),
     }
 }
 

@@ -238,6 +238,11 @@ fn remap(e: &Expr, map: OperandMap, inline: Inline) -> Expr {
             Box::new(remap(a, map, inline)),
             Box::new(remap(b, map, inline)),
         ),
+        Expr::Fma(a, b, c) => Expr::fma(
+            remap(a, map, inline),
+            remap(b, map, inline),
+            remap(c, map, inline),
+        ),
     }
 }
 

@@ -206,6 +206,8 @@ pub enum Expr {
     Binary(BFn, Box<Expr>, Box<Expr>),
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     Cast(DType, Box<Expr>),
+    /// `a * b + c` rounded once (C `fmaf`): onnxruntime's FMA kernels (QLinearAdd on AVX2).
+    Fma(Box<Expr>, Box<Expr>, Box<Expr>),
 }
 
 #[allow(clippy::should_implement_trait)]
@@ -252,6 +254,9 @@ impl Expr {
     pub fn cast(dt: DType, a: Expr) -> Expr {
         Expr::Cast(dt, Box::new(a))
     }
+    pub fn fma(a: Expr, b: Expr, c: Expr) -> Expr {
+        Expr::Fma(Box::new(a), Box::new(b), Box::new(c))
+    }
 
     /// The dtype of the expression given the dtypes of the nest's operands.
     pub fn dtype(&self, operand_dtypes: &[DType]) -> DType {
@@ -268,7 +273,7 @@ impl Expr {
                     a.dtype(operand_dtypes)
                 }
             }
-            Expr::Select(_, a, _) => a.dtype(operand_dtypes),
+            Expr::Select(_, a, _) | Expr::Fma(a, _, _) => a.dtype(operand_dtypes),
             Expr::Cast(dt, _) => *dt,
         }
     }
@@ -290,7 +295,7 @@ impl Expr {
                 a.visit(f);
                 b.visit(f);
             }
-            Expr::Select(c, a, b) => {
+            Expr::Select(c, a, b) | Expr::Fma(c, a, b) => {
                 c.visit(f);
                 a.visit(f);
                 b.visit(f);

@@ -199,5 +199,8 @@ fn expr_cycles(e: &Expr, cx: &Cx, a: &PimArch) -> f64 {
             a.lat_int + expr_cycles(c, cx, a) + expr_cycles(x, cx, a) + expr_cycles(y, cx, a)
         }
         Expr::Cast(_, x) => a.lat_int + expr_cycles(x, cx, a),
+        Expr::Fma(x, y, z) => {
+            a.lat_fmul + expr_cycles(x, cx, a) + expr_cycles(y, cx, a) + expr_cycles(z, cx, a)
+        }
     }
 }

@@ -90,9 +90,15 @@ fn doubles_to(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Tensor {
 }
 
 /// Logistic function as onnxruntime computes it (MLAS `MlasComputeLogistic`, the Eigen
-/// rational approximation, in the fused-multiply-add form of its x86 FMA3 kernel).
-/// Shared by Sigmoid, the RNN gates and QLinearSigmoid's lookup table.
+/// rational approximation): with fused multiply-adds (x86 FMA3 kernel, NEON) or, on the
+/// SSE2 path, with every product and sum rounded (`crate::ort_kernels`). Shared by
+/// Sigmoid, the RNN gates and QLinearSigmoid's lookup table.
 pub fn sigmoid_f32(x: f32) -> f32 {
+    logistic(x, crate::ort_kernels().logistic_fma())
+}
+
+fn logistic(x: f32, fma: bool) -> f32 {
+    let madd = |a: f32, b: f32, c: f32| if fma { a.mul_add(b, c) } else { a * b + c };
     // MlasLogisticConstants, written exactly as in MLAS (rounded to f32 by the compiler).
     #[allow(clippy::excessive_precision)]
     const A: [f32; 5] = [
@@ -116,14 +122,14 @@ pub fn sigmoid_f32(x: f32) -> f32 {
     }
     let v = x.clamp(-18.0, 18.0);
     let v2 = v * v;
-    let mut p = v2.mul_add(A[0], A[1]);
+    let mut p = madd(v2, A[0], A[1]);
     for &a in &A[2..] {
-        p = p.mul_add(v2, a);
+        p = madd(p, v2, a);
     }
     p *= v;
-    let mut q = v2.mul_add(B[0], B[1]);
+    let mut q = madd(v2, B[0], B[1]);
     for &b in &B[2..] {
-        q = q.mul_add(v2, b);
+        q = madd(q, v2, b);
     }
     (p / q + 0.5).clamp(0.0, 1.0)
 }

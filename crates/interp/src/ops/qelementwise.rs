@@ -1,8 +1,9 @@
 //! com.microsoft QLinearAdd, QLinearMul, QLinearConcat, QLinearGlobalAveragePool and the
 //! lookup-table ops (QLinearSigmoid, QLinearLeakyRelu).
 //!
-//! Each formula mirrors the x86 (SSE2) MLAS kernel onnxruntime runs, operation by
-//! operation in f32, so the results are bit-exact. The formulas live in small functions
+//! Each formula mirrors the MLAS kernel onnxruntime runs on the selected CPU path
+//! (`crate::OrtKernels`: SSE2, AVX2/FMA, NEON), operation by operation in f32, so the
+//! results are bit-exact. The formulas live in small functions
 //! (`add_value`, `mul_value`, ...) so they are easy to adjust against golden vectors.
 //! See docs/interpreter.md for the exact assumptions.
 
@@ -32,18 +33,43 @@ struct AddParams {
     fixed: f32,
 }
 
-/// MLAS QLinearAdd (SSE2): `ra = a_s / y_s`, `rb = b_s / y_s`,
-/// `fixed = y_zp - (ra * a_zp + rb * b_zp)`, then per element
-/// `(fixed + a * ra) + b * rb` on the raw (not zero-point-subtracted) values. When `b`
-/// is a scalar within the innermost broadcast span, MLAS folds it first:
-/// `(fixed + b * rb) + a * ra`.
-fn add_params(a_s: f32, a_zp: i32, b_s: f32, b_zp: i32, y_s: f32, y_zp: i32) -> AddParams {
+/// MLAS QLinearAdd's folded constant: `ra = a_s / y_s`, `rb = b_s / y_s`, and
+/// `fixed = y_zp - (ra * a_zp + rb * b_zp)`, rounded step by step (SSE2) or with the two
+/// multiply-adds contracted the way the AVX2 kernel's compiler does
+/// (`y_zp - fma(ra, a_zp, rb * b_zp)`).
+fn add_params(
+    a_s: f32,
+    a_zp: i32,
+    b_s: f32,
+    b_zp: i32,
+    y_s: f32,
+    y_zp: i32,
+    fma: bool,
+) -> AddParams {
     let ra = a_s / y_s;
     let rb = b_s / y_s;
-    AddParams {
-        ra,
-        rb,
-        fixed: y_zp as f32 - (ra * a_zp as f32 + rb * b_zp as f32),
+    let fixed = if fma {
+        y_zp as f32 - ra.mul_add(a_zp as f32, rb * b_zp as f32)
+    } else {
+        y_zp as f32 - (ra * a_zp as f32 + rb * b_zp as f32)
+    };
+    AddParams { ra, rb, fixed }
+}
+
+impl AddParams {
+    /// One output of MLAS's float kernels on raw codes `x` (the vector operand, "A") and
+    /// `y` ("B"), before rounding. SSE2: `(fixed + x*ra) + y*rb`, or with a scalar B folded
+    /// first `(fixed + y*rb) + x*ra`. AVX2: `fma(x, ra, fma(y, rb, fixed))`; scalar B:
+    /// `fma(x, ra, fma(y, rb, fixed))` with the inner term computed once (same value).
+    fn value(&self, x: i32, y: i32, scalar_b: bool, fma: bool) -> f32 {
+        let (x, y) = (x as f32, y as f32);
+        if fma {
+            x.mul_add(self.ra, y.mul_add(self.rb, self.fixed))
+        } else if scalar_b {
+            (self.fixed + y * self.rb) + x * self.ra
+        } else {
+            (self.fixed + x * self.ra) + y * self.rb
+        }
     }
 }
 
@@ -115,36 +141,96 @@ fn broadcast_pairs(a: &Tensor, b: &Tensor) -> OpResult<(Vec<usize>, Vec<i32>, Ve
     Ok((out, av, bv))
 }
 
+/// MLAS's NEON fixed-point QLinearAdd parameters (`MlasCalcQLinearAddParameters`):
+/// a shift and two integer multipliers, or `None` when the ratios fall outside what it
+/// accepts (MLAS then uses its float "raw" helper).
+fn neon_fixed_params(ra: f32, rb: f32) -> Option<(u32, i64, i64)> {
+    let ok = |r: f32| (2f32.powi(-14)..2f32.powi(8)).contains(&r);
+    if !ok(ra) || !ok(rb) {
+        return None;
+    }
+    let e = ((ra.max(rb).to_bits() >> 23) & 0xFF) as i32 - 127;
+    let shift = 21 - e;
+    if !(13..=31).contains(&shift) {
+        return None;
+    }
+    let scale = 2f32.powi(shift);
+    let (ma, mb) = (
+        (ra * scale).round_ties_even() as i64,
+        (rb * scale).round_ties_even() as i64,
+    );
+    let (lo, hi) = (1i64 << 21, 1i64 << 22);
+    if ma >= hi || mb >= hi || ma.max(mb) < lo {
+        return None;
+    }
+    Some((shift as u32, ma, mb))
+}
+
+/// NEON QLinearAdd on one pair of codes (the fixed-point path or its float fallback).
+fn neon_add(p: &Binary, x: i32, y: i32, lo: i32, hi: i32) -> i32 {
+    let (ra, rb) = (p.a_s / p.y_s, p.b_s / p.y_s);
+    match neon_fixed_params(ra, rb) {
+        Some((shift, ma, mb)) => {
+            // int32 accumulation, then round half away from zero by the shift.
+            let acc = ((x - p.a_zp) as i64 * ma + (y - p.b_zp) as i64 * mb) as i32;
+            let acc = if acc < 0 { acc - 1 } else { acc };
+            let v = acc.wrapping_add(1 << (shift - 1)) >> shift;
+            let v16 = v.clamp(i16::MIN as i32, i16::MAX as i32);
+            let v16 = (v16 + p.y_zp).clamp(i16::MIN as i32, i16::MAX as i32);
+            v16.clamp(lo, hi)
+        }
+        None => {
+            // The "raw" helper: dequantize, add, divide, clamp, round.
+            let va = p.a_s * (x - p.a_zp) as f32;
+            let vb = p.b_s * (y - p.b_zp) as f32;
+            let vc = ((va + vb) / p.y_s).clamp((lo - p.y_zp) as f32, (hi - p.y_zp) as f32);
+            (vc + p.y_zp as f32).round_ties_even() as i32
+        }
+    }
+}
+
 pub(crate) fn qlinear_add(c: &Ctx) -> OpResult<Tensor> {
     let p = binary_inputs(c)?;
     let dt = c.out_ty(0).dtype;
     let (lo, hi) = qrange(dt)?;
     let (out, av, bv) = broadcast_pairs(p.a, p.b)?;
+    let k = crate::ort_kernels();
+    if k == crate::OrtKernels::Neon {
+        let vals = av
+            .iter()
+            .zip(&bv)
+            .map(|(&x, &y)| neon_add(&p, x, y, lo, hi))
+            .collect();
+        return Ok(q_tensor(dt, out, vals));
+    }
+    let fma = k.qladd_fma();
     let span = span_kind(&p.a.shape, &p.b.shape, &out);
-    let vals = match span {
-        Span::ScalarA => {
-            // onnxruntime passes B as MLAS's first operand and the scalar A second.
-            let q = add_params(p.b_s, p.b_zp, p.a_s, p.a_zp, p.y_s, p.y_zp);
-            av.iter()
-                .zip(&bv)
-                .map(|(&x, &y)| cvt_saturate((q.fixed + x as f32 * q.rb) + y as f32 * q.ra, lo, hi))
-                .collect()
-        }
-        Span::ScalarB => {
-            let q = add_params(p.a_s, p.a_zp, p.b_s, p.b_zp, p.y_s, p.y_zp);
-            av.iter()
-                .zip(&bv)
-                .map(|(&x, &y)| cvt_saturate((q.fixed + y as f32 * q.rb) + x as f32 * q.ra, lo, hi))
-                .collect()
-        }
-        Span::General => {
-            let q = add_params(p.a_s, p.a_zp, p.b_s, p.b_zp, p.y_s, p.y_zp);
-            av.iter()
-                .zip(&bv)
-                .map(|(&x, &y)| cvt_saturate((q.fixed + x as f32 * q.ra) + y as f32 * q.rb, lo, hi))
-                .collect()
-        }
+    // onnxruntime swaps the operands when A is the scalar side: the vector is MLAS's A.
+    let (q, scalar_b, swap) = match span {
+        Span::ScalarA => (
+            add_params(p.b_s, p.b_zp, p.a_s, p.a_zp, p.y_s, p.y_zp, fma),
+            true,
+            true,
+        ),
+        Span::ScalarB => (
+            add_params(p.a_s, p.a_zp, p.b_s, p.b_zp, p.y_s, p.y_zp, fma),
+            true,
+            false,
+        ),
+        Span::General => (
+            add_params(p.a_s, p.a_zp, p.b_s, p.b_zp, p.y_s, p.y_zp, fma),
+            false,
+            false,
+        ),
     };
+    let vals = av
+        .iter()
+        .zip(&bv)
+        .map(|(&x, &y)| {
+            let (x, y) = if swap { (y, x) } else { (x, y) };
+            cvt_saturate(q.value(x, y, scalar_b, fma), lo, hi)
+        })
+        .collect();
     Ok(q_tensor(dt, out, vals))
 }
 

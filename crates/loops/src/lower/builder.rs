@@ -429,7 +429,7 @@ fn remap_expr(e: &mut Expr, map: &[Option<usize>]) {
             remap_expr(a, map);
             remap_expr(b, map);
         }
-        Expr::Select(c, a, b) => {
+        Expr::Select(c, a, b) | Expr::Fma(c, a, b) => {
             remap_expr(c, map);
             remap_expr(a, map);
             remap_expr(b, map);

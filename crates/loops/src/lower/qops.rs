@@ -115,13 +115,14 @@ pub(crate) fn qgemm(
 
 /// Whether MLAS sees `b` as the scalar of the innermost broadcast span (then QLinearAdd
 /// folds `b` first); see pimkit-interp's `span_kind`.
-fn scalar_b_span(ash: &[usize], bsh: &[usize], out: &[usize]) -> bool {
+/// (scalar B span, scalar A span): which operand MLAS sees as the scalar.
+fn scalar_spans(ash: &[usize], bsh: &[usize], out: &[usize]) -> (bool, bool) {
     let numel = |s: &[usize]| s.iter().product::<usize>();
     if numel(ash) == 1 {
-        return false;
+        return (false, true);
     }
     if numel(bsh) == 1 {
-        return true;
+        return (true, false);
     }
     let r = out.len();
     let dim = |s: &[usize], i: usize| {
@@ -132,9 +133,9 @@ fn scalar_b_span(ash: &[usize], bsh: &[usize], out: &[usize]) -> bool {
         }
     };
     match (0..r).rev().find(|&i| out[i] > 1) {
-        Some(i) if dim(ash, i) == 1 => false,
-        Some(i) => dim(bsh, i) == 1,
-        None => false,
+        Some(i) if dim(ash, i) == 1 => (false, true),
+        Some(i) => (dim(bsh, i) == 1, false),
+        None => (false, false),
     }
 }
 
@@ -164,7 +165,14 @@ pub(crate) fn qlinear_binary(l: &mut Lowerer, _n: &Node, mul: bool) -> Result<Te
     for &t in &ins[5..] {
         check_scalar(l, t, "zero point")?;
     }
-    let span_b = scalar_b_span(&l.shape(a), &l.shape(b), &out);
+    let (span_b, span_a) = scalar_spans(&l.shape(a), &l.shape(b), &out);
+    let kernels = pimkit_interp::ort_kernels();
+    if !mul && kernels == pimkit_interp::OrtKernels::Neon {
+        return Err(l.unsupported(
+            "QLinearAdd with onnxruntime's NEON fixed-point kernel (--ort-kernels neon) is run by the interpreter only",
+        ));
+    }
+    let fma = kernels.qladd_fma();
     let label = if mul { "qmul" } else { "qadd" };
     l.map_to(label, NestKind::Elementwise, &ins, dt, &out, |v| {
         let f = |e: &Expr| Expr::cast(DType::F32, e.clone());
@@ -182,6 +190,21 @@ pub(crate) fn qlinear_binary(l: &mut Lowerer, _n: &Node, mul: bool) -> Result<Te
         }
         let ra = Expr::div(v[2].clone(), v[4].clone());
         let rb = Expr::div(v[3].clone(), v[4].clone());
+        if fma {
+            // AVX2: the vector operand is MLAS's A (onnxruntime swaps a scalar A to B);
+            // fixed = zc - fma(rA, zA, rB*zB); value = fma(a, rA, fma(b, rB, fixed)).
+            let (xa, ra, za, xb, rb, zb) = if span_a {
+                (y, rb, bz, x, ra, az)
+            } else {
+                (x, ra, az, y, rb, bz)
+            };
+            let fixed = Expr::sub(
+                f(&yz),
+                Expr::fma(ra.clone(), f(&za), Expr::mul(rb.clone(), f(&zb))),
+            );
+            let val = Expr::fma(f(&xa), ra, Expr::fma(f(&xb), rb, fixed));
+            return cvt_saturate(val, dt, lo, hi);
+        }
         let fixed = Expr::sub(
             f(&yz),
             Expr::add(Expr::mul(ra.clone(), f(&az)), Expr::mul(rb.clone(), f(&bz))),
