@@ -132,6 +132,14 @@ fn attrs(op: &Op) -> String {
             trans_b,
         } => format!("alpha={alpha} ta={trans_a} tb={trans_b}"),
         Op::QLinearLeakyRelu { alpha } => format!("alpha={alpha}"),
+        Op::QLinearAveragePool(p) => format!(
+            "k={:?} s={:?} p={:?} d={:?} ceil={} include_pad={}",
+            p.kernel, p.strides, p.pads, p.dilations, p.ceil_mode, p.count_include_pad
+        ),
+        Op::QLinearSoftmax { axis, flatten } => {
+            format!("axis={axis}{}", if *flatten { " flatten" } else { "" })
+        }
+        Op::QLinearWhere => String::new(),
     }
 }
 

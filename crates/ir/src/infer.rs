@@ -905,6 +905,31 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             }
             one(TensorType::new(yz.dtype, s))
         }
+        Op::QLinearAveragePool(p) => {
+            let x = c.want_q8(0)?;
+            let yz = c.opt(4).map(|t| t.dtype).unwrap_or(x.dtype);
+            one(TensorType::new(yz, pool_shape(&c, x, p)?))
+        }
+        Op::QLinearSoftmax { axis, .. } => {
+            let x = c.want_q8(0)?;
+            if *axis >= x.rank().max(1) {
+                return Err(c.err(format!("axis {axis} out of range for rank {}", x.rank())));
+            }
+            let yz = c.opt(4).map(|t| t.dtype).unwrap_or(x.dtype);
+            one(TensorType::new(yz, x.shape.clone()))
+        }
+        Op::QLinearWhere => {
+            let cond = c.get(0)?;
+            if cond.dtype != DType::Bool {
+                return Err(c.dtype_err(0, "bool"));
+            }
+            let (x, y) = (c.want_q8(1)?, c.want_q8(4)?);
+            let s = broadcast_shapes(&cond.shape, &x.shape)
+                .and_then(|s| broadcast_shapes(&s, &y.shape))
+                .ok_or_else(|| c.err("cond, x and y are not broadcastable"))?;
+            let zz = c.opt(8).map(|t| t.dtype).unwrap_or(x.dtype);
+            one(TensorType::new(zz, s))
+        }
         Op::QLinearGlobalAveragePool { channels_last } => {
             let x = c.want_q8(0)?;
             if x.rank() < 3 {

@@ -638,6 +638,19 @@ pub enum Op {
     QLinearLeakyRelu {
         alpha: f32,
     },
+    /// com.microsoft: 0: x, 1: x_scale, 2: x_zp, 3: y_scale, 4: y_zp; NCHW average
+    /// pooling (kind Avg) computed as onnxruntime does (dequantize, f32 window sums).
+    QLinearAveragePool(PoolAttrs),
+    /// com.microsoft: 0: x, 1: x_scale, 2: x_zp, 3: y_scale, 4: y_zp; softmax over
+    /// `axis` (opset >= 13) or over the flattened axes [axis, rank) (`flatten`), by
+    /// onnxruntime's 256-entry exp table.
+    QLinearSoftmax {
+        axis: usize,
+        flatten: bool,
+    },
+    /// com.microsoft: 0: cond (bool), 1: x, 2: x_scale, 3: x_zp, 4: y, 5: y_scale,
+    /// 6: y_zp, 7: z_scale, 8: z_zp (numpy broadcasting).
+    QLinearWhere,
 }
 
 impl Op {
@@ -652,7 +665,10 @@ impl Op {
             Op::QGemm { .. } => vec![1, 4, 7],
             Op::QLinearGlobalAveragePool { .. }
             | Op::QLinearSigmoid
-            | Op::QLinearLeakyRelu { .. } => vec![1, 3],
+            | Op::QLinearLeakyRelu { .. }
+            | Op::QLinearAveragePool(_)
+            | Op::QLinearSoftmax { .. } => vec![1, 3],
+            Op::QLinearWhere => vec![2, 5, 7],
             Op::QLinearConcat { .. } => std::iter::once(0)
                 .chain((2..n_inputs).step_by(3).map(|x| x + 1))
                 .collect(),
@@ -723,6 +739,9 @@ impl Op {
             Op::QGemm { .. } => "QGemm",
             Op::QLinearSigmoid => "QLinearSigmoid",
             Op::QLinearLeakyRelu { .. } => "QLinearLeakyRelu",
+            Op::QLinearAveragePool(_) => "QLinearAveragePool",
+            Op::QLinearSoftmax { .. } => "QLinearSoftmax",
+            Op::QLinearWhere => "QLinearWhere",
         }
     }
 

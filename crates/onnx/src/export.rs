@@ -560,6 +560,25 @@ fn graph_proto(
                 domain = crate::convert::MS;
                 attrs = vec![a_float("alpha", *alpha)];
             }
+            Op::QLinearAveragePool(p) => {
+                domain = crate::convert::MS;
+                attrs = vec![
+                    a_ints("kernel_shape", &p.kernel),
+                    a_ints("strides", &p.strides),
+                    a_ints("pads", &p.pads),
+                    a_ints("dilations", &p.dilations),
+                    a_int("ceil_mode", p.ceil_mode as i64),
+                    a_int("count_include_pad", p.count_include_pad as i64),
+                ];
+            }
+            Op::QLinearSoftmax { axis, flatten } => {
+                domain = crate::convert::MS;
+                attrs = vec![
+                    a_int("axis", *axis as i64),
+                    a_int("opset", if *flatten { 12 } else { OPSET }),
+                ];
+            }
+            Op::QLinearWhere => domain = crate::convert::MS,
             Op::QLinearGlobalAveragePool { channels_last } => {
                 domain = crate::convert::MS;
                 attrs = vec![a_int("channels_last", *channels_last as i64)];

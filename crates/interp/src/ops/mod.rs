@@ -10,6 +10,7 @@ mod norm;
 mod pool;
 mod qconv;
 mod qelementwise;
+mod qpool_softmax;
 mod quant;
 mod reduce;
 mod rnn;
@@ -124,6 +125,11 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
             trans_a,
             trans_b,
         } => one(quant::qgemm(c, *alpha, *trans_a, *trans_b)?),
+        Op::QLinearAveragePool(p) => one(qpool_softmax::qlinear_avg_pool(c, p)?),
+        Op::QLinearSoftmax { axis, flatten } => {
+            one(qpool_softmax::qlinear_softmax(c, *axis, *flatten)?)
+        }
+        Op::QLinearWhere => one(qpool_softmax::qlinear_where(c)?),
         Op::QLinearSigmoid => one(qelementwise::qlinear_lookup(c, |x| {
             elementwise::sigmoid_f32(x)
         })?),

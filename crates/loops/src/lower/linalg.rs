@@ -274,6 +274,18 @@ pub(crate) fn conv(l: &mut Lowerer, _node: &Node, a: &ConvAttrs) -> Result<Tenso
 pub(crate) fn pool(l: &mut Lowerer, _node: &Node, p: &PoolAttrs) -> Result<TensorId> {
     let x = l.input(0)?;
     let (dt, out) = l.out_ty(0);
+    pool_of(l, x, p, dt, &out)
+}
+
+/// Max or average pooling of `x` into a result of `dt` and shape `out`.
+pub(crate) fn pool_of(
+    l: &mut Lowerer,
+    x: TensorId,
+    p: &PoolAttrs,
+    dt: DType,
+    out: &[usize],
+) -> Result<TensorId> {
+    let out = out.to_vec();
     let xs = l.shape(x);
     let r = p.kernel.len();
     let is_max = p.kind == PoolKind::Max;

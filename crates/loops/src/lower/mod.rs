@@ -10,6 +10,7 @@ mod linalg;
 mod norm;
 mod qcommon;
 mod qops;
+mod qpool;
 mod quant;
 mod reduce;
 mod rnn;
@@ -139,6 +140,9 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
             trans_b,
         } => one(quant::qgemm(l, node, *alpha, *trans_a, *trans_b)?),
         QLinearSigmoid => one(quant::qlinear_unary(l, node, None)?),
+        QLinearAveragePool(p) => one(qpool::qlinear_avg_pool(l, node, p)?),
+        QLinearSoftmax { axis, flatten } => one(qpool::qlinear_softmax(l, node, *axis, *flatten)?),
+        QLinearWhere => one(qpool::qlinear_where(l, node)?),
         QLinearLeakyRelu { alpha } => one(quant::qlinear_unary(l, node, Some(*alpha))?),
         Lstm(a) => rnn::lstm(l, node, a),
         Gru(a) => rnn::gru(l, node, a),

@@ -24,9 +24,74 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
         "QLinearConcat",
         "QLinearGlobalAveragePool",
         "QGemm",
+        "QLinearWhere",
     ] {
         r.insert((MS, op), passthrough);
     }
+    r.insert((MS, "QLinearAveragePool"), qlinear_avg_pool);
+    r.insert((MS, "QLinearSoftmax"), qlinear_softmax);
+}
+
+/// com.microsoft QLinearAveragePool: AveragePool's attributes (NCHW only).
+fn qlinear_avg_pool(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let a = n.attrs;
+    if a.bool("channels_last", false)? {
+        return Err(a.err(
+            "channels_last",
+            "NHWC input (channels_last = 1) is not supported; onnxruntime's quantizer writes NCHW",
+        ));
+    }
+    let x = ctx.ty(n, 0)?;
+    if x.rank() < 3 {
+        return Err(ctx.err(
+            n,
+            format!("input has rank {}, expected N, C, spatial", x.rank()),
+        ));
+    }
+    let kernel = a
+        .usize_list("kernel_shape")?
+        .ok_or_else(|| a.err("kernel_shape", "is required"))?;
+    let (strides, dilations, pads) = super::nn::window(&a, kernel.clone(), &x.shape[2..])?;
+    let p = pimkit_ir::PoolAttrs {
+        kind: pimkit_ir::PoolKind::Avg,
+        kernel,
+        strides,
+        pads,
+        dilations,
+        ceil_mode: a.bool("ceil_mode", false)?,
+        count_include_pad: a.bool("count_include_pad", false)?,
+    };
+    let ins = ctx.all_values(n)?;
+    ctx.emit(n, Op::QLinearAveragePool(p), ins)?;
+    Ok(())
+}
+
+/// com.microsoft QLinearSoftmax: `opset` (the model's ai.onnx opset, written by the
+/// quantizer) picks the semantics: before 13, softmax over the flattened axes
+/// [axis, rank) with axis defaulting to 1; from 13, over one axis, default -1.
+fn qlinear_softmax(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let a = n.attrs;
+    let opset = a.opt_int("opset")?.ok_or_else(|| {
+        a.err(
+            "opset",
+            "is required (the quantizer writes the model's opset)",
+        )
+    })?;
+    let r = ctx.ty(n, 0)?.rank();
+    let ax = a.int("axis", if opset < 13 { 1 } else { -1 })?;
+    let axis = norm_axis(ax, r)
+        .filter(|&v| v < r.max(1))
+        .ok_or_else(|| a.err("axis", format!("{ax} out of range for rank {r}")))?;
+    let ins = ctx.all_values(n)?;
+    ctx.emit(
+        n,
+        Op::QLinearSoftmax {
+            axis,
+            flatten: opset < 13,
+        },
+        ins,
+    )?;
+    Ok(())
 }
 
 fn qdq(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
@@ -106,6 +171,7 @@ fn passthrough(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         "QLinearGlobalAveragePool" => Op::QLinearGlobalAveragePool {
             channels_last: a.bool("channels_last", false)?,
         },
+        "QLinearWhere" => Op::QLinearWhere,
         "QGemm" => Op::QGemm {
             alpha: a.float("alpha", 1.0)?,
             trans_a: a.bool("transA", false)?,
