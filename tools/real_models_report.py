@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Turn the real-model harness's results into docs/real-models.md (model x engine table and
+the failure inventory) and, with --accept, into tools/known_fail.toml [real-models].
+
+  PIMKIT_REAL_MODELS_RESULTS=/tmp/rm.jsonl cargo test -p pimkit-conformance --test real_models
+  python3 tools/real_models_report.py /tmp/rm.jsonl [--accept] [--notes FILE]
+
+--accept: every failing cell becomes a known failure with its cause and exact first error
+line, every passing cell is removed from the known failures, then the manifest is
+rewritten (make_real_models.py --manifest-only). Results of cells not in the file (e.g. the
+#[ignore]d big cases when run without --ignored) keep their old entries.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import KNOWN_FAIL, ROOT, toml_str  # noqa: E402
+from real_models_common import ENGINES, SUITE  # noqa: E402
+
+DOC = os.path.join(ROOT, "docs", "real-models.md")
+
+# (cause id, regex on the error text, description). First match wins; order matters.
+# Import/interpreter causes; an engine's own errors are classified by ENGINE_CAUSES.
+CAUSES = [
+    ("panic", r"^PANIC", "a panic (always a bug: pimkit must return an error)"),
+    ("data", r"^test data", "test data missing (big case not generated)"),
+    ("control-flow", r"operator '(If|Loop|Scan)'", "control flow (If/Loop/Scan) not in the IR"),
+    ("unsupported-op", r"unsupported operator '([^']+)'", "operator not supported by the importer"),
+    ("symbolic-dim", r"the graph expects|symbolic|dim_param|set to 1|negative dimension", "symbolic/unknown dims not bound from the inputs"),
+    ("runtime-operand", r"computed at run time|must be (a )?constant", "operand computed at run time (not folded)"),
+    ("fold-limit", r"too large to fold", "constant folding size limit"),
+    ("dtype", r"dtype", "dtype not supported by the op"),
+    ("mismatch", r"^mismatch", "runs but differs from onnxruntime"),
+]
+ENGINE_CAUSES = [
+    (r"PUMA takes float inputs", "integer (token id) graph input"),
+    (r"(\w+) is not supported by the PUMA compiler", "op {0} not supported"),
+    (r"only 2-D convolutions", "1-D convolution"),
+    (r"shared memory overflows", "tile shared memory overflow (even per layer)"),
+    (r"unsupported op(?:erator)? '?(\w+)'?", "op {0} not supported"),
+    (r"no (weighted )?layers", "no mappable layers"),
+]
+
+
+def classify(err):
+    """-> (cause id, detail) for an error text of the harness."""
+    m = re.match(r"^([a-z]+) \(pimkit-[a-z]+\): (.*)", err, re.S)
+    if m and m.group(1) not in ("import", "run"):
+        eng, msg = m.group(1), m.group(2)
+        for rx, label in ENGINE_CAUSES:
+            mm = re.search(rx, msg)
+            if mm:
+                return f"{eng}: " + label.format(*mm.groups()), ""
+        for cid, rx, _ in CAUSES:
+            if cid not in ("data", "mismatch") and re.search(rx, msg, re.M):
+                return f"{eng}: {cid}", ""
+        return f"{eng}: other", ""
+    for cid, rx, _ in CAUSES:
+        m = re.search(rx, err, re.M)
+        if m:
+            detail = m.group(1) if m.groups() else ""
+            return cid, detail
+    return "other", ""
+
+
+def first_line(err):
+    """The error's first line, without the importer's list of supported ops."""
+    line = err.strip().splitlines()[0] if err.strip() else ""
+    return line.split(": pimkit supports")[0][:300]
+
+
+def load_results(path):
+    res = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                res[(r["case"], r["engine"])] = r
+    return res
+
+
+def load_manifest():
+    with open(os.path.join(SUITE, "manifest.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def cell_text(r):
+    if r is None:
+        return "n/a"
+    if r["ok"]:
+        return "pass"
+    cid, detail = classify(r["error"])
+    return f"FAIL {cid}" + (f" `{detail}`" if detail else "")
+
+
+def write_doc(m, res, path):
+    cases = m["case"]
+    prov = m.get("provenance", {})
+    fams = defaultdict(list)
+    for name, c in sorted(cases.items()):
+        fams[c.get("family", "?")].append(name)
+    out = []
+    out.append("# The real-model corpus\n")
+    out.append(
+        "Models as users bring them: torchvision CNNs and `transformers` architectures exported by\n"
+        "both torch.onnx exporters (`_ts`: TorchScript, `dynamo=False`, opset 17; `_dy`: the default\n"
+        "dynamo exporter, opset 18), PyTorch constructs that broke pimkit before (`pt_*`), the ONNX\n"
+        "package's nine `light` real models (`light_*`) and onnxruntime `quantize_static` QOperator\n"
+        "versions (`q_*`). All weights are random (fixed seeds); nothing is downloaded. Issue 16\n"
+        "item 7. The data is in `tests/data/real-models/` (generator: `tools/make_real_models.py`),\n"
+        "the harness in `crates/conformance/tests/real_models.rs`.\n")
+    out.append("## Regenerate and rerun\n")
+    out.append("```sh\n"
+               "/work/venv/bin/python tools/make_real_models.py            # committed cases (~5 min)\n"
+               "/work/venv/bin/python tools/make_real_models.py --big      # + stock nets at 224x224 in tools/out/real-models\n"
+               "cargo test -p pimkit-conformance --test real_models         # every committed cell\n"
+               "cargo test --release -p pimkit-conformance --test real_models -- --ignored big_   # big cases\n"
+               "PIMKIT_REAL_MODELS_RESULTS=/tmp/rm.jsonl cargo test -p pimkit-conformance --test real_models -- --include-ignored\n"
+               "/work/venv/bin/python tools/real_models_report.py /tmp/rm.jsonl [--accept]   # this page (+ known failures)\n"
+               "```\n")
+    out.append(f"References: onnxruntime {prov.get('onnxruntime')} {prov.get('provider')}, "
+               f"{prov.get('intra_op_num_threads')} intra-op thread, {prov.get('graph_optimization_level')}; "
+               f"torch {prov.get('torch')}, torchvision {prov.get('torchvision')}, transformers "
+               f"{prov.get('transformers')}, onnx {prov.get('onnx')}; CPU flags "
+               f"{', '.join(prov.get('cpu_flags', []))}. Light models: the ONNX package's own "
+               "`output_0.pb`. Floats compare with atol = rtol = 1e-3, quantized models bit-exactly.\n")
+    out.append("## Cells\n")
+    out.append("exec: pimkit-interp vs the reference outputs, symbolic dims given (as `--dim`); "
+               "bind: the same with no dims given (models with symbolic dims only); lower: loop nests compiled natively and run, "
+               "vs the reference; offload: Torch-PIM analysis; xbar: crossbar mapping; puma: per-layer "
+               "compile + simulation; vpu: network run vs the reference (quantized models only). "
+               "`pass`, `FAIL cause` (see the inventory), `n/a` (engine does not apply), `—` (not run).\n")
+    total = defaultdict(lambda: [0, 0])
+    for fam, names in fams.items():
+        out.append(f"\n### {fam}\n")
+        out.append("| model | " + " | ".join(ENGINES) + " | description |")
+        out.append("|---|" + "---|" * (len(ENGINES) + 1))
+        for n in names:
+            c = cases[n]
+            if c.get("export_error"):
+                out.append(f"| {n} | export failed: {c['export_error'][:120]} |" + " |" * len(ENGINES))
+                continue
+            cells = []
+            for e in ENGINES:
+                if e not in c:
+                    cells.append("n/a")
+                    continue
+                r = res.get((n, e))
+                cells.append(cell_text(r) if r else "—")
+                if r:
+                    total[e][0 if r["ok"] else 1] += 1
+            big = " (big, not committed)" if c.get("big") else ""
+            out.append(f"| {n} | " + " | ".join(cells) + f" | {c.get('desc', '')}{big} |")
+    out.append("\n## Totals (cells run)\n")
+    out.append("| engine | pass | fail |\n|---|---|---|")
+    for e in ENGINES:
+        out.append(f"| {e} | {total[e][0]} | {total[e][1]} |")
+    out.append("\n" + inventory(m, res))
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def inventory(m, res):
+    """Failures grouped by cause: models blocked, cells, the exact errors."""
+    by = defaultdict(lambda: {"cells": [], "models": set(), "errors": defaultdict(list)})
+    for (case, eng), r in sorted(res.items()):
+        if r["ok"]:
+            continue
+        cid, detail = classify(r["error"])
+        key = f"{cid}: {detail}" if detail else cid
+        b = by[key]
+        b["cells"].append(f"{case}/{eng}")
+        b["models"].add(case)
+        b["errors"][first_line(r["error"])].append(f"{case}/{eng}")
+    lines = ["## Failure inventory\n",
+             f"Generated by `tools/real_models_report.py` from one run of the harness. A model counts as "
+             f"blocked by a cause when at least one of its cells fails with it.\n",
+             "| cause | models blocked | cells |", "|---|---|---|"]
+    order = sorted(by.items(), key=lambda kv: (-len(kv[1]["models"]), kv[0]))
+    for key, b in order:
+        lines.append(f"| {key} | {len(b['models'])} | {len(b['cells'])} |")
+    for key, b in order:
+        lines.append(f"\n### {key}\n")
+        for err, cells in sorted(b["errors"].items(), key=lambda kv: -len(kv[1])):
+            shown = ", ".join(cells[:12]) + (f" and {len(cells) - 12} more" if len(cells) > 12 else "")
+            lines.append(f"- `{err}` ({len(cells)}): {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def accept(m, res):
+    """Rewrite tools/known_fail.toml [real-models] from the results."""
+    with open(KNOWN_FAIL, "rb") as f:
+        kf = tomllib.load(f).get("real-models", {})
+    for (case, eng), r in res.items():
+        key = f"{case}/{eng}"
+        if r["ok"]:
+            kf.pop(key, None)
+        else:
+            cid, detail = classify(r["error"])
+            kf[key] = f"{cid}{' ' + detail if detail else ''}: {first_line(r['error'])}"
+    kf = {k: v for k, v in kf.items() if k.split("/")[0] in m["case"]}
+    with open(KNOWN_FAIL) as f:
+        text = f.read()
+    head, sep, rest = text.partition("\n[real-models]\n")
+    tail = ""
+    if sep:
+        nxt = re.search(r"^\[", rest, re.M)
+        tail = rest[nxt.start():] if nxt else ""
+    body = "".join(f"{toml_str(k)} = {toml_str(v)}\n" for k, v in sorted(kf.items()))
+    with open(KNOWN_FAIL, "w") as f:
+        f.write(head.rstrip("\n") + "\n\n[real-models]\n" + body + ("\n" + tail if tail else ""))
+    subprocess.check_call([sys.executable, os.path.join(ROOT, "tools", "make_real_models.py"),
+                           "--manifest-only"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--accept", action="store_true")
+    ap.add_argument("--notes", help="also write the inventory (with the table) to this file")
+    a = ap.parse_args()
+    res = load_results(a.results)
+    m = load_manifest()
+    if a.accept:
+        accept(m, res)
+        m = load_manifest()
+    write_doc(m, res, DOC)
+    if a.notes:
+        with open(DOC) as f:
+            text = f.read()
+        with open(a.notes, "w") as f:
+            f.write("# Corpus failures (issue 16 item 7), for the lead\n\n"
+                    "Written by tools/real_models_report.py on branch `corpus`; the same content "
+                    "as docs/real-models.md there.\n\n" + text)
+    print(f"wrote {DOC}")
+
+
+if __name__ == "__main__":
+    main()
