@@ -74,7 +74,8 @@ class QOpsNet(nn.Module):
 
     def forward(self, x):
         x = F.max_pool2d(F.leaky_relu(self.conv1(x), 0.1), 2)           # 16x16
-        x = F.pad(x, (1, 1, 1, 1), value=0.0)                             # 18x18
+        # a non-zero value: onnxruntime fuses a zero Pad into the next Conv
+        x = F.pad(x, (1, 1, 1, 1), value=0.25)                            # 18x18
         x = torch.sigmoid(self.conv2(x))                                  # 16x16
         a, b = torch.split(x, 4, dim=1)
         x = torch.cat([F.hardsigmoid(b), a], dim=1)
