@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import tomllib
 
@@ -150,10 +151,20 @@ def write_case(name, model_path, feeds, meta, big=False, golden=None, arange=Fal
     return entry
 
 
-def write_failure(name, meta, err):
+def error_summary(exc):
+    """The root cause of an exception chain as 'Type: first line' (torch.onnx wraps the
+    real cause in pages of advice)."""
+    e = exc
+    while (e.__cause__ or e.__context__) is not None:
+        e = e.__cause__ or e.__context__
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:400]
+
+
+def write_failure(name, meta, exc):
     """An export or onnxruntime failure: no data, recorded in the manifest as `skipped`."""
     e = dict(meta)
-    e.update(name=name, export_error=str(err).strip().splitlines()[-1][:400] if str(err).strip() else repr(err))
+    e.update(name=name, export_error=error_summary(exc))
     print(f"  {name}: GENERATOR FAILED: {e['export_error']}", flush=True)
     return e
 
@@ -221,6 +232,14 @@ def write_manifest(entries):
                 else:
                     f.write(f'status = "known-fail"\nreason = {toml_str(reason)}\n')
     big = {e["name"]: e["sha256"] for e in entries if e.get("big") and "sha256" in e}
+    if os.path.exists(CHECKSUMS):
+        # a regenerated big case whose bytes changed: say so (exporter or version drift)
+        with open(CHECKSUMS, "rb") as f:
+            old = tomllib.load(f)
+        for name, files in big.items():
+            for fn, h in files.items():
+                if name in old and old[name].get(fn, h) != h:
+                    print(f"note: {name}/{fn}: checksum changed from the committed one")
     with open(CHECKSUMS, "w") as f:
         f.write("# sha256 of the big (not committed) real-model cases, written by\n"
                 "# tools/make_real_models.py --big; the #[ignore]d trials check them.\n")

@@ -154,7 +154,11 @@ def write_doc(m, res, path):
                     cells.append("n/a")
                     continue
                 r = res.get((n, e))
-                cells.append(cell_text(r) if r else "—")
+                if r and e != "exec" and not r["ok"] and re.match(r"^(import|run) \(", r["error"]) \
+                        and not res.get((n, "exec"), {}).get("ok", True) and e != "bind":
+                    cells.append("FAIL (import, as exec)")
+                else:
+                    cells.append(cell_text(r) if r else "—")
                 if r:
                     total[e][0 if r["ok"] else 1] += 1
             big = " (big, not committed)" if c.get("big") else ""
