@@ -10,7 +10,8 @@
 //! Run: `cargo test -p pimkit-conformance --test real_models [-- FILTER]`.
 //! Big models (stock torchvision nets at 224x224, not committed) are ignored trials:
 //! `python3 tools/make_real_models.py --big` then
-//! `cargo test --release -p pimkit-conformance --test real_models -- --ignored big_`.
+//! `cargo test -p pimkit-conformance --test real_models -- --ignored big_` (the test
+//! profile is optimized).
 //! Cells the manifest lists as `slow` (PUMA on the 224x224 `light` models, minutes each)
 //! are ignored too: `cargo test ... -- --ignored ::puma`.
 //! `PIMKIT_REAL_MODELS_RESULTS=FILE` appends one JSON line per trial (case, engine, ok,
