@@ -118,7 +118,8 @@ def write_doc(m, res, path):
         "`rapidocr-onnxruntime`) and onnxruntime `quantize_static` QOperator versions (`q_*`:\n"
         "u8/s8 activations, per-tensor `_pt` / per-channel `_pc` s8 weights). Exported models have\n"
         "random weights (fixed seeds); nothing is downloaded at test time. Issue 16 item 7.\n\n"
-        "Committed cases (small configs, 64x64 CNNs, about 24 MB in all) live in\n"
+        "Committed cases (small configs, 64x64 CNNs; about 24 MB in all, `du -sh\n"
+        "tests/data/real-models`) live in\n"
         "`tests/data/real-models/<case>/` (`model.onnx`, `input_<i>.npy`, `output_<i>.npy`; the\n"
         "`light_*` inputs are made by the harness, `arange(n)/n` as the ONNX backend runner feeds\n"
         "them). Big cases (`big_*`: the stock torchvision nets at 224x224, and the larger `pkg_*`)\n"
@@ -132,13 +133,20 @@ def write_doc(m, res, path):
         "to another stage fails the harness.\n")
     out.append("## Regenerate and rerun\n")
     out.append("```sh\n"
-               "/work/venv/bin/python tools/make_real_models.py            # committed cases (~5 min)\n"
+               "/work/venv/bin/python tools/make_real_models.py            # committed cases\n"
                "/work/venv/bin/python tools/make_real_models.py --big      # + stock nets at 224x224 in tools/out/real-models\n"
                "cargo test -p pimkit-conformance --test real_models         # every committed cell\n"
                "cargo test -p pimkit-conformance --test real_models -- --ignored big_   # big cases (and PUMA/offload on light_*: --ignored)\n"
                "PIMKIT_REAL_MODELS_RESULTS=/tmp/rm.jsonl cargo test -p pimkit-conformance --test real_models -- --include-ignored\n"
                "/work/venv/bin/python tools/real_models_report.py /tmp/rm.jsonl [--accept]   # this page (+ known failures)\n"
                "```\n")
+    out.append("Times on the 2-core development machine: the default harness run (committed cells, "
+               "big and slow ones ignored) takes about 35 s with a warm native-code cache and about 8 "
+               "minutes with a cold one (every lowered model is compiled with `cc` once; the cache is "
+               "`$PIMKIT_CACHE_DIR` or `~/.cache/pimkit`): `time cargo test -p pimkit-conformance "
+               "--test real_models`. PUMA's per-layer run of one 224x224 model takes 2 to 10 minutes, "
+               "so those cells are ignored and most big PUMA cells were not run for this page (`—`); "
+               "each cell's time is in the results file (`secs`).\n")
     out.append(f"References: onnxruntime {prov.get('onnxruntime')} {prov.get('provider')}, "
                f"{prov.get('intra_op_num_threads')} intra-op thread, {prov.get('graph_optimization_level')}; "
                f"torch {prov.get('torch')}, torchvision {prov.get('torchvision')}, transformers "

@@ -243,3 +243,34 @@ pub fn compare_outputs(
         Err(CaseError::Mismatch(errs.join("\n    ")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pimkit_ir::TensorData;
+
+    /// The ONNX runner divides in f64 and rounds once: 1/3 must be f32(1/3), not 1f32/3f32
+    /// computed some other way, and the shape must be kept.
+    #[test]
+    fn arange_as_the_onnx_runner_makes_it() {
+        let t = arange_input(&[1, 3]);
+        assert_eq!(t.shape, vec![1, 3]);
+        let TensorData::F32(v) = &t.data else {
+            panic!("not f32")
+        };
+        assert_eq!(v, &vec![0.0, (1.0f64 / 3.0) as f32, (2.0f64 / 3.0) as f32]);
+    }
+
+    /// The committed manifest parses and every committed, runnable case has its model.
+    #[test]
+    fn manifest_loads_and_committed_models_exist() {
+        let m = RealManifest::load().unwrap();
+        assert!(m.case.len() > 50, "{} cases", m.case.len());
+        for (name, c) in &m.case {
+            if c.status == "run" && !c.big {
+                assert!(c.dir(name).join("model.onnx").exists(), "{name}");
+                assert!(c.exec.is_some(), "{name} has no exec cell");
+            }
+        }
+    }
+}
