@@ -215,6 +215,9 @@ def inventory(m, res):
                 continue  # the exec cell already counts this model's blocker
         elif re.match(r"^(import|run|test data)\b", r["error"]):
             continue  # the same import failure as the exec cell
+        elif r["error"].startswith("mismatch") and \
+                res.get((case, "exec"), {}).get("error", "").startswith("mismatch"):
+            continue  # the engine agrees with the interpreter; exec counts the difference
         else:
             g = "engine"
         groups[g][key][first_line(r["error"])].append(case if g != "engine" else f"{case}/{eng}")

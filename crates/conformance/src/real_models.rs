@@ -51,6 +51,9 @@ pub struct RealCase {
     /// Values of the model's symbolic input dims, taken from the committed inputs.
     #[serde(default)]
     pub dims: BTreeMap<String, usize>,
+    /// Some input dim is symbolic, unnamed or -1 (the `bind` cell applies).
+    #[serde(default)]
+    pub dynamic: bool,
     pub export_error: Option<String>,
     /// `arange`: no input files; each input is arange(n)/n in its shape, as the ONNX
     /// backend runner feeds its `light` models (Runner.generate_dummy_data).
