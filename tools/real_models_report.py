@@ -152,7 +152,11 @@ def write_doc(m, res, path):
                f"torch {prov.get('torch')}, torchvision {prov.get('torchvision')}, transformers "
                f"{prov.get('transformers')}, onnx {prov.get('onnx')}; CPU flags "
                f"{', '.join(prov.get('cpu_flags', []))}. Light models: the ONNX package's own "
-               "`output_0.pb`. Floats compare with atol = rtol = 1e-3, quantized models bit-exactly.\n")
+               "`output_0.pb`. Floats compare with atol = rtol = 1e-3, quantized models bit-exactly. "
+               "The quantized models keep `quantize_static`'s defaults (full-range s8 weights, no "
+               "`reduce_range`), as users get them: on an x86 CPU without VNNI onnxruntime's u8 x s8 "
+               "kernels saturate pair sums (docs/testing.md) and would give other references; these "
+               "were made on a CPU with VNNI (flags above).\n")
     out.append("## Cells\n")
     out.append("exec: pimkit-interp vs the reference outputs, symbolic dims given (as `--dim`); "
                "bind: the same with no dims given (models with symbolic dims only); lower: loop nests compiled natively and run, "
