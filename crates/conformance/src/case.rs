@@ -18,6 +18,8 @@ pub enum CaseError {
     Run(String),
     /// Outputs differ from the golden ones.
     Mismatch(String),
+    /// An engine (named by its crate) returned an error.
+    Engine(&'static str, String),
     /// Something panicked (always a bug: pimkit must return errors).
     Panic(String),
 }
@@ -29,6 +31,7 @@ impl std::fmt::Display for CaseError {
             CaseError::Import(m) => write!(f, "import (pimkit-onnx): {m}"),
             CaseError::Run(m) => write!(f, "run (pimkit-interp): {m}"),
             CaseError::Mismatch(m) => write!(f, "mismatch: {m}"),
+            CaseError::Engine(c, m) => write!(f, "{c}: {m}"),
             CaseError::Panic(m) => write!(f, "PANIC: {m}"),
         }
     }

@@ -11,7 +11,9 @@
 
 pub mod case;
 pub mod compare;
+pub mod engines;
 pub mod manifest;
+pub mod real_models;
 pub mod suite;
 
 pub use case::{CaseError, run_case};
