@@ -12,7 +12,7 @@
 //! * vpu: the network run (`pimkit vpu run`), outputs vs the golden ones.
 
 use crate::case::CaseError;
-use crate::real_models::{RealCase, compare_outputs, load_case};
+use crate::real_models::{Loaded, RealCase, compare_outputs, load_case, load_case_with};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
@@ -20,8 +20,31 @@ fn eng(krate: &'static str) -> impl Fn(String) -> CaseError {
     move |m| CaseError::Engine(krate, m)
 }
 
+/// The graph the static engines see (as the CLI gives them): control flow flattened, and
+/// where it depends on inputs, those inputs bound to the case's values (`--bind`).
+fn engine_view(dir: &Path, case: &RealCase, l: Loaded) -> Result<Loaded, CaseError> {
+    let names =
+        pimkit_ir::control_inputs(&l.graph).map_err(|e| CaseError::Import(e.to_string()))?;
+    let mut l = if names.is_empty() {
+        l
+    } else {
+        let bind = names
+            .iter()
+            .filter_map(|n| l.feeds.get(n).map(|t| (n.clone(), t.clone())))
+            .collect();
+        load_case_with(dir, case, true, bind)?
+    };
+    l.graph = pimkit_ir::require_static(&l.graph).map_err(|e| CaseError::Import(e.to_string()))?;
+    Ok(l)
+}
+
 fn run_engine(engine: &str, dir: &Path, case: &RealCase) -> Result<(), CaseError> {
     let l = load_case(dir, case, engine != "bind")?;
+    let l = if matches!(engine, "exec" | "bind") {
+        l
+    } else {
+        engine_view(dir, case, l)?
+    };
     let g = &l.graph;
     match engine {
         "exec" | "bind" => {

@@ -153,6 +153,17 @@ fn numbered(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, CaseError> {
 /// Import the model with the case's symbolic dims bound (as `--dim NAME=VALUE` would),
 /// or with none given when `bind_dims` is false.
 pub fn load_case(dir: &Path, case: &RealCase, bind_dims: bool) -> Result<Loaded, CaseError> {
+    load_case_with(dir, case, bind_dims, Default::default())
+}
+
+/// Like [`load_case`], with graph inputs replaced by constants (`--bind`); the bound
+/// inputs leave the feeds.
+pub fn load_case_with(
+    dir: &Path,
+    case: &RealCase,
+    bind_dims: bool,
+    bind: std::collections::HashMap<String, pimkit_ir::Tensor>,
+) -> Result<Loaded, CaseError> {
     let model = dir.join("model.onnx");
     if !model.exists() {
         let hint = if case.big {
@@ -166,14 +177,23 @@ pub fn load_case(dir: &Path, case: &RealCase, bind_dims: bool) -> Result<Loaded,
         )));
     }
     let wants = numbered(dir, "output")?;
-    let opts = pimkit_onnx::LoadOptions {
-        dims: if bind_dims {
-            case.dims.iter().map(|(k, &v)| (k.clone(), v)).collect()
-        } else {
-            Default::default()
-        },
+    // exec gives the symbolic dims by name (as `--dim`); bind gives only the inputs,
+    // whose shapes pimkit must bind (as `pimkit exec --input`).
+    let files = match case.inputs.as_deref() {
+        Some(_) => vec![],
+        None => numbered(dir, "input")?,
+    };
+    let mut opts = pimkit_onnx::LoadOptions {
+        bind: bind.clone(),
         ..Default::default()
     };
+    if bind_dims {
+        opts.dims = case.dims.iter().map(|(k, &v)| (k.clone(), v)).collect();
+    } else {
+        for (name, t) in input_names(&model)?.into_iter().zip(&files) {
+            opts.input_shapes.insert(name, t.shape.clone());
+        }
+    }
     let graph =
         pimkit_onnx::load_with(&model, &opts).map_err(|e| CaseError::Import(e.to_string()))?;
     let inputs = match case.inputs.as_deref() {
@@ -183,7 +203,14 @@ pub fn load_case(dir: &Path, case: &RealCase, bind_dims: bool) -> Result<Loaded,
             .map(|&id| arange_input(&graph.value(id).ty.shape))
             .collect(),
         Some(other) => return Err(CaseError::Data(format!("unknown inputs = '{other}'"))),
-        None => numbered(dir, "input")?,
+        // Bound inputs are constants now: feed the others, in order.
+        None if !bind.is_empty() => input_names(&model)?
+            .into_iter()
+            .zip(files)
+            .filter(|(n, _)| !bind.contains_key(n))
+            .map(|(_, t)| t)
+            .collect(),
+        None => files,
     };
     if graph.inputs.len() != inputs.len() {
         return Err(CaseError::Import(format!(
@@ -276,4 +303,20 @@ mod tests {
             }
         }
     }
+}
+
+/// The model's graph inputs that are not initializers, in order (read from the file, so
+/// the bind cell can key the input shapes by name before pimkit imports it).
+fn input_names(model: &Path) -> Result<Vec<String>, CaseError> {
+    use pimkit_onnx::proto::ModelProto;
+    use prost::Message;
+    let bytes = std::fs::read(model).map_err(|e| CaseError::Data(e.to_string()))?;
+    let m = ModelProto::decode(bytes.as_slice()).map_err(|e| CaseError::Data(e.to_string()))?;
+    let g = m.graph.unwrap_or_default();
+    let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    Ok(g.input
+        .iter()
+        .map(|v| v.name().to_string())
+        .filter(|n| !inits.contains(n.as_str()))
+        .collect())
 }

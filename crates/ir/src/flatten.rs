@@ -88,6 +88,24 @@ pub fn require_static(g: &Graph) -> Result<Graph> {
     }
 }
 
+/// Names of the graph inputs that the control flow left after flattening depends on
+/// (what `--bind` must fix for the engines), sorted and deduplicated.
+pub fn control_inputs(g: &Graph) -> Result<Vec<String>> {
+    let f = flatten_control_flow(g)?;
+    let mut out: Vec<String> = f
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.op, Op::If { .. } | Op::Loop { .. } | Op::Scan { .. }))
+        .flat_map(|n| {
+            let k = if matches!(n.op, Op::If { .. }) { 1 } else { 2 };
+            inputs_feeding(&f, n.inputs.iter().take(k).flatten().copied())
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// Names of the graph inputs the given values depend on.
 fn inputs_feeding(g: &Graph, from: impl Iterator<Item = ValueId>) -> Vec<String> {
     let mut seen = vec![false; g.values.len()];

@@ -25,7 +25,9 @@ mod verify;
 pub use dtype::DType;
 pub use dump::{dump, subgraphs};
 pub use error::{IrError, Result};
-pub use flatten::{MAX_FLAT_NODES, flatten_control_flow, has_control_flow, require_static};
+pub use flatten::{
+    MAX_FLAT_NODES, control_inputs, flatten_control_flow, has_control_flow, require_static,
+};
 pub use graph::{Graph, Node, NodeId, Value, ValueDef, ValueId};
 pub use infer::{broadcast_shapes, conv_output_hw, conv_transpose_output_hw, infer_types};
 pub use op::*;
