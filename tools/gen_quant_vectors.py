@@ -470,6 +470,112 @@ def gen_ms():
     ms_unary("qlleaky_i8_all", "QLinearLeakyRelu", (4, 64), i8, full_range=True, alpha=0.01)
 
 
+def ms_avgpool(name, shape, dt, kernel, strides=None, pads=None, include_pad=0, ceil=0):
+    x = rand_q(dt, shape)
+    sx, zx = rand_scale(0.01, 0.1), zp_for(dt)
+    sy, zy = calib(real(x, sx, zx), dt)
+    init = {"x_scale": sx, "x_zp": zx, "y_scale": sy, "y_zp": zy}
+    attrs = {"kernel_shape": kernel, "count_include_pad": include_pad, "ceil_mode": ceil}
+    if strides:
+        attrs["strides"] = strides
+    if pads:
+        attrs["pads"] = pads
+    node = helper.make_node("QLinearAveragePool", ["x", "x_scale", "x_zp", "y_scale", "y_zp"], ["y"],
+                            domain="com.microsoft", **attrs)
+    model = make_model([node], {"x": x}, init, [("y", dt)], ms=True)
+    add(name, f"QLinearAveragePool {list(shape)} {np.dtype(dt)} {attrs}", model, [x])
+
+
+def ms_softmax(name, shape, dt, opset, axis=None):
+    x = rand_q(dt, shape)
+    sx, zx = rand_scale(0.02, 0.2), zp_for(dt)
+    sy = f32(1.0 / 256.0)
+    zy = np.array(0 if dt == np.uint8 else -128, dt)
+    init = {"x_scale": sx, "x_zp": zx, "y_scale": sy, "y_zp": zy}
+    attrs = {"opset": opset}
+    if axis is not None:
+        attrs["axis"] = axis
+    node = helper.make_node("QLinearSoftmax", ["x", "x_scale", "x_zp", "y_scale", "y_zp"], ["y"],
+                            domain="com.microsoft", **attrs)
+    model = make_model([node], {"x": x}, init, [("y", dt)], ms=True, opset=opset)
+    add(name, f"QLinearSoftmax {list(shape)} {np.dtype(dt)} {attrs}", model, [x])
+
+
+def ms_where(name, c_shape, x_shape, y_shape, dt):
+    c = rng.integers(0, 2, size=c_shape).astype(bool)
+    x, y = rand_q(dt, x_shape), rand_q(dt, y_shape)
+    sx, zx, sy, zy = rand_scale(0.01, 0.1), zp_for(dt), rand_scale(0.01, 0.1), zp_for(dt)
+    sz, zz = calib(np.concatenate([real(x, sx, zx).ravel(), real(y, sy, zy).ravel()]), dt)
+    init = {"xs": sx, "xz": zx, "ys": sy, "yz": zy, "zs": sz, "zz": zz}
+    node = helper.make_node("QLinearWhere", ["c", "x", "xs", "xz", "y", "ys", "yz", "zs", "zz"], ["z"],
+                            domain="com.microsoft")
+    model = make_model([node], {"c": c, "x": x, "y": y}, init, [("z", dt)], ms=True)
+    add(name, f"QLinearWhere {list(c_shape)} {list(x_shape)} {list(y_shape)} {np.dtype(dt)}", model, [c, x, y])
+
+
+def q8_resize(name, shape, dt, mode, coord, scales=None, sizes=None, nearest="round_prefer_floor"):
+    """Resize on 8-bit codes alone in a graph (onnxruntime's NCHW kernel)."""
+    x = rand_q(dt, shape)
+    init = {"roi": f32([])}
+    ins = ["x", "roi"]
+    if scales is not None:
+        init["scales"] = f32(scales)
+        ins.append("scales")
+    else:
+        init["scales"] = f32([])
+        init["sizes"] = np.array(sizes, np.int64)
+        ins += ["scales", "sizes"]
+    attrs = {"mode": mode, "coordinate_transformation_mode": coord}
+    if mode == "nearest":
+        attrs["nearest_mode"] = nearest
+    node = helper.make_node("Resize", ins, ["y"], **attrs)
+    model = make_model([node], {"x": x}, init, [("y", dt)])
+    add(name, f"Resize {list(shape)} {np.dtype(dt)} {attrs} scales={scales} sizes={sizes}", model, [x])
+
+
+def q8_plain(name, op, shape, dt, **attrs):
+    """MaxPool / Pad on 8-bit codes (exact data movement)."""
+    x = rand_q(dt, shape)
+    init = {}
+    ins = ["x"]
+    if op == "Pad":
+        init["pads"] = np.array(attrs.pop("pads"), np.int64)
+        init["value"] = np.array(attrs.pop("value"), dt)
+        ins += ["pads", "value"]
+    node = helper.make_node(op, ins, ["y"], **attrs)
+    model = make_model([node], {"x": x}, init, [("y", dt)])
+    add(name, f"{op} {list(shape)} {np.dtype(dt)} {attrs}", model, [x])
+
+
+def gen_qoperator_extra():
+    """QOperator ops onnxruntime's quantize_static emits beyond the first set, and the
+    plain ops it keeps on 8-bit tensors."""
+    u8, i8 = np.uint8, np.int8
+    ms_avgpool("qlavgpool_u8_3x3", (1, 4, 9, 9), u8, [3, 3])
+    ms_avgpool("qlavgpool_i8_s2_pad", (2, 3, 8, 7), i8, [3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    ms_avgpool("qlavgpool_u8_incl_pad", (1, 5, 6, 6), u8, [2, 2], strides=[2, 2], pads=[1, 1, 1, 1], include_pad=1)
+    ms_avgpool("qlavgpool_u8_ceil", (1, 3, 7, 7), u8, [2, 2], strides=[2, 2], ceil=1)
+    ms_avgpool("qlavgpool_u8_global_shape", (1, 6, 5, 5), u8, [5, 5])
+    ms_avgpool("qlavgpool_i8_1d", (2, 4, 11), i8, [3], strides=[2])
+    ms_softmax("qlsoftmax_u8_last", (4, 10), u8, 13)
+    ms_softmax("qlsoftmax_i8_last", (3, 2, 17), i8, 13)
+    ms_softmax("qlsoftmax_u8_axis1", (2, 6, 5), u8, 13, axis=1)
+    ms_softmax("qlsoftmax_u8_opset12", (2, 3, 4), u8, 12)
+    ms_softmax("qlsoftmax_i8_1000", (1, 1000), i8, 13)
+    ms_where("qlwhere_u8", (2, 5), (2, 5), (2, 5), u8)
+    ms_where("qlwhere_u8_bcast", (3, 1), (1, 6), (3, 6), u8)
+    q8_resize("resize_u8_nearest_x2", (1, 3, 4, 5), u8, "nearest", "asymmetric", scales=[1, 1, 2, 2], nearest="floor")
+    q8_resize("resize_i8_nearest_half_pixel", (1, 2, 5, 5), i8, "nearest", "half_pixel", sizes=[1, 2, 8, 7])
+    q8_resize("resize_u8_linear_half_pixel", (1, 3, 5, 6), u8, "linear", "half_pixel", scales=[1, 1, 2, 1.5])
+    q8_resize("resize_u8_linear_align", (2, 2, 4, 4), u8, "linear", "align_corners", sizes=[2, 2, 7, 9])
+    q8_resize("resize_i8_linear_asym_down", (1, 4, 9, 8), i8, "linear", "asymmetric", scales=[1, 1, 0.5, 0.75])
+    q8_resize("resize_u8_linear_pytorch", (1, 2, 3, 5), u8, "linear", "pytorch_half_pixel", sizes=[1, 2, 6, 11])
+    q8_plain("maxpool_u8_3x3", "MaxPool", (1, 4, 8, 8), u8, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    q8_plain("maxpool_i8_ceil", "MaxPool", (2, 3, 7, 7), i8, kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    q8_plain("pad_u8_constant", "Pad", (1, 2, 3, 4), u8, pads=[0, 0, 1, 2, 0, 0, 2, 1], value=37, mode="constant")
+    q8_plain("pad_i8_reflect", "Pad", (1, 2, 5, 5), i8, pads=[0, 0, 2, 2, 0, 0, 2, 2], value=0, mode="reflect")
+
+
 def main():
     gen_qlinear_matmul()
     gen_qlinear_conv()
@@ -477,6 +583,7 @@ def main():
     gen_integer()
     gen_qdq()
     gen_ms()
+    gen_qoperator_extra()
     reset_dir(SUITE)
     kf = known_fail("ort-quant")
     entries = []

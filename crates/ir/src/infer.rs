@@ -528,7 +528,11 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             one(x.clone())
         }
         Op::Resize(a) => {
-            let x = c.want_float(0)?;
+            // Float data, or 8-bit codes (a QOperator model resizes quantized tensors).
+            let x = c.get(0)?;
+            if !x.dtype.is_float() && !x.dtype.is_quant8() {
+                return Err(c.dtype_err(0, "a float type, u8 or i8"));
+            }
             one(TensorType::new(x.dtype, resize_shape(&c, x, a)?))
         }
         Op::Pool(p) => {

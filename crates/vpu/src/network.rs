@@ -626,6 +626,11 @@ impl Net<'_> {
                 n,
                 "QGemm without y_scale has a float output; the kernels requantize to 8 bits",
             ),
+            Op::QLinearAveragePool(_) | Op::QLinearSoftmax { .. } | Op::QLinearWhere => self
+                .host_with_note(
+                    n,
+                    "QUINN has no VPU kernel for it (the paper's kernels are convolutions and matrix products)",
+                ),
             _ => self.host_node(n),
         }
     }

@@ -52,6 +52,7 @@ fn options(p: &Params) -> Result<QuantOptions> {
     Ok(QuantOptions {
         per_channel: p.bool("per_channel")?,
         act,
+        ..Default::default()
     })
 }
 

@@ -11,6 +11,7 @@ mod pool;
 mod qconv;
 mod qelementwise;
 mod qpool_softmax;
+mod qresize;
 mod quant;
 mod reduce;
 mod rnn;
@@ -42,6 +43,9 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
             a,
         )?),
         Op::PRelu => one(upsample::prelu(c.input(0)?, c.input(1)?)?),
+        Op::Resize(a) if c.input(0)?.dtype().is_quant8() => {
+            one(qresize::resize_q8(c.input(0)?, a)?)
+        }
         Op::Resize(a) => one(upsample::resize(c.input(0)?, a)?),
         Op::Pool(p) => one(pool::pool(c.input(0)?, p, c.out_ty(0))?),
         Op::GlobalPool(kind) => one(pool::global_pool(c.input(0)?, *kind)?),

@@ -68,7 +68,9 @@ fn qlinear_avg_pool(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
 
 /// com.microsoft QLinearSoftmax: `opset` (the model's ai.onnx opset, written by the
 /// quantizer) picks the semantics: before 13, softmax over the flattened axes
-/// [axis, rank) with axis defaulting to 1; from 13, over one axis, default -1.
+/// [axis, rank); from 13, over one axis. The axis defaults to -1 in both cases: that is
+/// what onnxruntime 1.32 computes (tested: without `axis`, an opset-12 node reduces the
+/// last axis alone, not [1, rank)).
 fn qlinear_softmax(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let a = n.attrs;
     let opset = a.opt_int("opset")?.ok_or_else(|| {
@@ -78,7 +80,7 @@ fn qlinear_softmax(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         )
     })?;
     let r = ctx.ty(n, 0)?.rank();
-    let ax = a.int("axis", if opset < 13 { 1 } else { -1 })?;
+    let ax = a.int("axis", -1)?;
     let axis = norm_axis(ax, r)
         .filter(|&v| v < r.max(1))
         .ok_or_else(|| a.err("axis", format!("{ax} out of range for rank {r}")))?;

@@ -295,6 +295,9 @@ impl<'a> Emitter<'a> {
     pub(super) fn node(&mut self, _id: NodeId, n: &Node, foldable: bool) -> QResult<()> {
         let i0 = n.inputs.first().copied().flatten();
         let out = n.outputs[0];
+        if self.opts.exclude.iter().any(|e| e == n.op.name()) {
+            return self.float_node(n);
+        }
         match &n.op {
             Op::Conv(a) if self.is_const(n.inputs.get(1).copied().flatten()) => {
                 let x = self.quant_of(i0.expect("conv input"))?;
@@ -429,6 +432,69 @@ impl<'a> Emitter<'a> {
                 }
                 self.emit_q(n, Op::QLinearConcat { axis: *axis }, ins, out, y)
             }
+            Op::Pool(p) if p.kind == PoolKind::Avg => {
+                let x = self.quant_of(i0.expect("x"))?;
+                let y = self.act_params(out);
+                let ins = [x.q, x.scale, x.zp, y.0, y.1].map(Some).to_vec();
+                self.emit_q(n, Op::QLinearAveragePool(p.clone()), ins, out, y)
+            }
+            Op::Softmax { axis } => {
+                // ORT's quantizer fixes the output range: scale 1/256, zero point 0 (u8)
+                // or -128 (i8) (operators/softmax.py).
+                let x = self.quant_of(i0.expect("x"))?;
+                let z = if self.opts.act == DType::I8 { -128 } else { 0 };
+                let name = self.name(out);
+                let act = self.opts.act;
+                let s = 1.0f32 / 256.0;
+                let sid = self.konst(format!("{name}_scale"), scale_ty(None), || {
+                    Tensor::scalar_f32(s)
+                });
+                let zid = self.konst(
+                    format!("{name}_zero_point"),
+                    TensorType::new(act, vec![]),
+                    || Self::zp_tensor(act, vec![], z),
+                );
+                let ins = [x.q, x.scale, x.zp, sid, zid].map(Some).to_vec();
+                let op = Op::QLinearSoftmax {
+                    axis: *axis,
+                    flatten: false,
+                };
+                self.emit_q(n, op, ins, out, (sid, zid, s, z))
+            }
+            Op::Where if n.inputs[1..].iter().flatten().all(|v| !self.g.is_const(*v)) => {
+                let c = self.float_of(i0.expect("cond"))?;
+                let x = self.quant_of(n.inputs[1].expect("x"))?;
+                let yv = self.quant_of(n.inputs[2].expect("y"))?;
+                let z = self.act_params(out);
+                let ins = [c, x.q, x.scale, x.zp, yv.q, yv.scale, yv.zp, z.0, z.1]
+                    .map(Some)
+                    .to_vec();
+                self.emit_q(n, Op::QLinearWhere, ins, out, z)
+            }
+            Op::Pad { pads, mode, value } if i0.is_some_and(|v| self.qmap.contains_key(&v)) => {
+                // The pad value is quantized with the input's parameters (QPad).
+                let x = self.qmap[&i0.expect("checked")];
+                let (qlo, qhi) = self.opts.act.quant_range().unwrap_or((0, 255));
+                let zp = self
+                    .ng
+                    .const_data(x.zp)
+                    .map(|t| t.to_i64_vec()[0] as i32)
+                    .unwrap_or(0);
+                let code = ((value / x.s).round_ties_even() as i32 + zp).clamp(qlo, qhi);
+                let name = self.name(out);
+                let q = self.ng.add_node_named(
+                    n.name.clone(),
+                    Op::Pad {
+                        pads: pads.clone(),
+                        mode: *mode,
+                        value: code as f32,
+                    },
+                    vec![Some(x.q)],
+                    vec![format!("{name}_quantized")],
+                )?[0];
+                self.qmap.insert(out, QVal { q, ..x });
+                Ok(())
+            }
             Op::Unary(u @ (UnaryOp::Sigmoid | UnaryOp::LeakyRelu { .. })) => {
                 let x = self.quant_of(i0.expect("x"))?;
                 let y = self.act_params(out);
@@ -441,14 +507,25 @@ impl<'a> Emitter<'a> {
             }
             op if passes_through(op) && i0.is_some_and(|v| self.qmap.contains_key(&v)) => {
                 let x = self.qmap[&i0.expect("checked")];
-                let name = self.name(out);
-                let q = self.ng.add_node_named(
-                    n.name.clone(),
-                    op.clone(),
-                    vec![Some(x.q)],
-                    vec![format!("{name}_quantized")],
-                )?[0];
-                self.qmap.insert(out, QVal { q, ..x });
+                // Extra inputs (Gather's indices) stay as they are.
+                let mut ins = vec![Some(x.q)];
+                for v in &n.inputs[1..] {
+                    ins.push(match v {
+                        Some(v) => Some(self.float_of(*v)?),
+                        None => None,
+                    });
+                }
+                let names = n
+                    .outputs
+                    .iter()
+                    .map(|&o| format!("{}_quantized", self.name(o)))
+                    .collect();
+                let qs = self
+                    .ng
+                    .add_node_named(n.name.clone(), op.clone(), ins, names)?;
+                for (&o, q) in n.outputs.iter().zip(qs) {
+                    self.qmap.insert(o, QVal { q, ..x });
+                }
                 Ok(())
             }
             _ => self.float_node(n),

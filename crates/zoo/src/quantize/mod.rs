@@ -55,12 +55,15 @@ type QResult<T> = std::result::Result<T, QuantError>;
 pub type Ranges = HashMap<ValueId, (f32, f32)>;
 
 /// Options of [`quantize`], mirroring quantize_static's arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuantOptions {
     /// Per-output-channel weight scales (`per_channel=True`).
     pub per_channel: bool,
     /// Activation type: U8 (QUInt8, the default) or I8 (QInt8, still asymmetric).
     pub act: DType,
+    /// Op types (ONNX names, e.g. "Softmax") left in float (`op_types_to_quantize`'s
+    /// complement).
+    pub exclude: Vec<String>,
 }
 
 impl Default for QuantOptions {
@@ -68,6 +71,7 @@ impl Default for QuantOptions {
         QuantOptions {
             per_channel: false,
             act: DType::U8,
+            exclude: Vec::new(),
         }
     }
 }
@@ -167,7 +171,7 @@ pub fn fold_batchnorm(g: &Graph) -> QResult<Graph> {
 pub fn quantize(g: &Graph, ranges: Option<&Ranges>, opts: &QuantOptions) -> QResult<Graph> {
     let mut ranges = ranges.cloned().unwrap_or_default();
     let foldable = adjust_ranges(g, &mut ranges);
-    let mut q = emit::Emitter::new(g, ranges, *opts);
+    let mut q = emit::Emitter::new(g, ranges, opts.clone());
     for (i, n) in g.nodes.iter().enumerate() {
         q.node(NodeId(i as u32), n, foldable.contains(&NodeId(i as u32)))?;
     }
@@ -189,11 +193,31 @@ pub fn quantize_static(g: &Graph, opts: &QuantOptions, calib: usize, seed: u64) 
     quantize(&f, ranges.as_ref(), opts)
 }
 
-/// Ops that run unchanged on 8-bit data with their input's parameters (ORT Direct8BitOp,
-/// QMaxPool).
+/// quantize_static with the user's calibration input sets (MinMax over all of them):
+/// fold BN, calibrate, quantize.
+pub fn quantize_calibrated(
+    g: &Graph,
+    opts: &QuantOptions,
+    sets: &[HashMap<String, Tensor>],
+) -> QResult<Graph> {
+    let f = fold_batchnorm(g)?;
+    let ranges = calibrate(&f, sets)?;
+    quantize(&f, Some(&ranges), opts)
+}
+
+/// Ops that run unchanged on 8-bit data with their input's parameters (ORT Direct8BitOp
+/// for Reshape/Squeeze/Unsqueeze/Flatten/Transpose, QMaxPool, QResize, QSplit, QGather
+/// on its data input).
 pub(crate) fn passes_through(op: &Op) -> bool {
-    matches!(op, Op::Reshape { .. } | Op::Transpose { .. } | Op::Identity)
-        || matches!(op, Op::Pool(p) if p.kind == PoolKind::Max)
+    matches!(
+        op,
+        Op::Reshape { .. }
+            | Op::Transpose { .. }
+            | Op::Identity
+            | Op::Split { .. }
+            | Op::Gather { .. }
+            | Op::Resize(_)
+    ) || matches!(op, Op::Pool(p) if p.kind == PoolKind::Max)
 }
 
 /// Binary ops with a QLinear form (both operands activations).
