@@ -27,6 +27,8 @@ enum Command {
     Info(cmd::info::Args),
     /// Run the reference interpreter on a model
     Exec(cmd::exec::Args),
+    /// Quantize a float model to onnxruntime's QOperator format (the VPU engine's input)
+    Quantize(cmd::quantize::Args),
     /// Print the graph IR in its stable text form
     Dump(cmd::dump::Args),
     /// The built-in model zoo
@@ -64,6 +66,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Command::Info(a) => cmd::info::run(a),
         Command::Exec(a) => cmd::exec::run(a),
+        Command::Quantize(a) => cmd::quantize::run(a),
         Command::Dump(a) => cmd::dump::run(a),
         Command::Zoo(c) => cmd::zoo::run(c),
         Command::Report(a) => cmd::report::run(a),

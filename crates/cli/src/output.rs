@@ -68,3 +68,28 @@ pub fn spinner(msg: &str) -> indicatif::ProgressBar {
 pub fn create_out_dir(dir: &std::path::Path, option: &str) -> anyhow::Result<()> {
     pimkit_report::create_out_dir(dir).map_err(|e| crate::error::user(format!("{option}: {e}")))
 }
+
+/// Write `bytes` to `path` through a temporary file in the same directory that is
+/// renamed into place, so an interrupted or failed write never leaves a partial file
+/// under the final name.
+pub fn write_file_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| crate::error::user(format!("{}: not a file name", path.display())))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let io =
+        |e: std::io::Error| crate::error::user(format!("cannot write {}: {e}", path.display()));
+    if let Err(e) = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
+    Ok(())
+}

@@ -562,11 +562,11 @@ fn graph_proto(
             }
             Op::QLinearAveragePool(p) => {
                 domain = crate::convert::MS;
+                // The com.microsoft schema has no dilations (the importer reads them as 1).
                 attrs = vec![
                     a_ints("kernel_shape", &p.kernel),
                     a_ints("strides", &p.strides),
                     a_ints("pads", &p.pads),
-                    a_ints("dilations", &p.dilations),
                     a_int("ceil_mode", p.ceil_mode as i64),
                     a_int("count_include_pad", p.count_include_pad as i64),
                 ];

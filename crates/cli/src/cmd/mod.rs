@@ -5,6 +5,7 @@ pub mod lower;
 pub mod nas;
 pub mod offload;
 pub mod puma;
+pub mod quantize;
 pub mod report;
 pub mod vpu;
 pub mod xbar;
