@@ -56,10 +56,23 @@ fn options(p: &Params) -> Result<QuantOptions> {
     })
 }
 
+/// The most calibration samples a zoo entry takes.
+const MAX_CALIB: usize = 4096;
+
 /// Quantize a float graph for entry `name`.
 fn finish(name: &str, p: &Params, g: Graph) -> Result<Graph> {
     let opts = options(p)?;
+    // Each calibration sample is a full interpreter run: a count past a few thousand is
+    // work no user wants (onnxruntime's recipes use 4-100), not a bigger model.
     let calib = p.size("calib")?;
+    if calib > MAX_CALIB {
+        return Err(crate::ZooError::BadValue {
+            entry: name.to_string(),
+            param: "calib".into(),
+            value: calib.to_string(),
+            expected: format!("at most {MAX_CALIB} calibration samples"),
+        });
+    }
     let mut q = quantize_static(&g, &opts, calib, p.seed()?.wrapping_add(1000)).map_err(|e| {
         ZooError::Quantize {
             entry: name.to_string(),

@@ -107,6 +107,15 @@ pub fn quantize_weight_value(w: f32, scale: f32) -> i8 {
 /// Run the float graph through the reference interpreter on each input set and record
 /// every f32 value's [min, max] (graph inputs and node outputs).
 pub fn calibrate(g: &Graph, inputs: &[HashMap<String, Tensor>]) -> QResult<Ranges> {
+    calibrate_iter(g, inputs.iter().cloned())
+}
+
+/// [`calibrate`] over samples made one at a time (a large sample count never holds more
+/// than one sample in memory).
+pub fn calibrate_iter(
+    g: &Graph,
+    inputs: impl IntoIterator<Item = HashMap<String, Tensor>>,
+) -> QResult<Ranges> {
     let mut r: Ranges = HashMap::new();
     let mut note = |v: ValueId, t: &Tensor| {
         if let Some(d) = t.as_f32() {
@@ -125,7 +134,7 @@ pub fn calibrate(g: &Graph, inputs: &[HashMap<String, Tensor>]) -> QResult<Range
                 note(i, t);
             }
         }
-        pimkit_interp::run_observed(g, set, &mut |n: NodeId, outs: &[Tensor]| {
+        pimkit_interp::run_observed(g, &set, &mut |n: NodeId, outs: &[Tensor]| {
             for (o, t) in g.node(n).outputs.iter().zip(outs) {
                 note(*o, t);
             }
@@ -185,10 +194,9 @@ pub fn quantize_static(g: &Graph, opts: &QuantOptions, calib: usize, seed: u64) 
     let ranges = if f.is_shape_only() {
         None
     } else {
-        let sets: Vec<_> = (0..calib as u64)
-            .map(|i| pimkit_interp::random_inputs(&f, seed.wrapping_add(i)))
-            .collect();
-        Some(calibrate(&f, &sets)?)
+        pimkit_interp::check_memory(&f).map_err(|e| QuantError::Calibration(e.to_string()))?;
+        let sets = (0..calib as u64).map(|i| pimkit_interp::random_inputs(&f, seed.wrapping_add(i)));
+        Some(calibrate_iter(&f, sets)?)
     };
     quantize(&f, ranges.as_ref(), opts)
 }
