@@ -60,3 +60,11 @@ nodes = [
 ]
 g = helper.make_graph(nodes, "qdq_mlp", [x], [yq], initializer=[xs, xz, wq, ws, wz, ys, yz])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "qdq_matmul.onnx")
+
+# Two outputs whose names sanitize to the same file name ('a/b' and 'a_b'): exec --out
+# must write both (the second as a_b-2.npy), never overwrite one with the other.
+ab = helper.make_tensor_value_info("a/b", TensorProto.FLOAT, [1, 4])
+a_b = helper.make_tensor_value_info("a_b", TensorProto.FLOAT, [1, 4])
+nodes = [helper.make_node("Relu", ["x"], ["a/b"], name="relu"), helper.make_node("Neg", ["x"], ["a_b"], name="neg")]
+g = helper.make_graph(nodes, "colliding", [x], [ab, a_b])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "colliding_outputs.onnx")

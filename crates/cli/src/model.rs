@@ -254,13 +254,5 @@ pub fn model_label(spec: &str) -> String {
 
 /// Characters other than [A-Za-z0-9_.-] become '_' (output file names).
 pub fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    pimkit_ir::fsio::sanitize(name)
 }

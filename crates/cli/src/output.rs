@@ -69,27 +69,31 @@ pub fn create_out_dir(dir: &std::path::Path, option: &str) -> anyhow::Result<()>
     pimkit_report::create_out_dir(dir).map_err(|e| crate::error::user(format!("{option}: {e}")))
 }
 
-/// Write `bytes` to `path` through a temporary file in the same directory that is
-/// renamed into place, so an interrupted or failed write never leaves a partial file
-/// under the final name.
+/// Write `bytes` to `path` atomically (a temporary file renamed into place), the error
+/// naming the file.
 pub fn write_file_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| crate::error::user(format!("{}: not a file name", path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let io =
-        |e: std::io::Error| crate::error::user(format!("cannot write {}: {e}", path.display()));
-    if let Err(e) = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io(e));
+    pimkit_ir::fsio::write_atomic(path, bytes)
+        .map_err(|e| crate::error::user(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Write each tensor as `DIR/<sanitized output name>.npy`; names that collide after
+/// sanitizing get `-2`, `-3`, ... (a note says which). Returns the file of each output.
+pub fn write_outputs(
+    dir: &std::path::Path,
+    names: &[String],
+    tensors: &[pimkit_ir::Tensor],
+) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let stems = pimkit_ir::fsio::output_file_stems(names);
+    let mut files = Vec::with_capacity(names.len());
+    for ((name, stem), t) in names.iter().zip(&stems).zip(tensors) {
+        if *stem != pimkit_ir::fsio::sanitize(name) {
+            eprintln!(
+                "note: output '{name}' written as {stem}.npy (another output's name sanitizes to the same file)"
+            );
+        }
+        let p = dir.join(format!("{stem}.npy"));
+        pimkit_ir::npy::write_npy(&p, t).map_err(crate::error::user)?;
+        files.push(p);
     }
-    Ok(())
+    Ok(files)
 }

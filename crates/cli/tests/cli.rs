@@ -355,7 +355,7 @@ fn vpu_run_writes_outputs_and_json() {
         assert!(conv.get(k).is_some(), "layer JSON lacks {k}");
     }
     assert_eq!(j["vpus"], 2);
-    let y = pimkit_ir::npy::read_npy(&out.join("output_0.npy")).unwrap();
+    let y = pimkit_ir::npy::read_npy(&out.join("classifier.1.npy")).unwrap();
     assert_eq!(y.shape, vec![1, 1000]);
     assert!(out.join("result.json").exists() && out.join("layers.csv").exists());
     let svg = std::fs::read_to_string(out.join("layers.svg")).unwrap();
@@ -460,4 +460,29 @@ fn bind_turns_an_input_into_a_constant() {
     // Everything folds: the graph has no inputs and one Identity.
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(j["inputs"], serde_json::json!([]));
+}
+
+#[test]
+fn outputs_whose_names_sanitize_alike_are_all_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.npy");
+    let t = pimkit_ir::Tensor::from_f32(vec![1, 4], vec![1.0, -2.0, 0.5, -3.0]);
+    pimkit_ir::npy::write_npy(&x, &t).unwrap();
+    let out = dir.path().join("out");
+    let o = pimkit(&[
+        "exec",
+        &fixture("colliding_outputs.onnx"),
+        "--input",
+        x.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a_b-2.npy"), "{}", stderr(&o));
+    let relu = pimkit_ir::npy::read_npy(&out.join("a_b.npy")).unwrap();
+    let neg = pimkit_ir::npy::read_npy(&out.join("a_b-2.npy")).unwrap();
+    assert_eq!(relu.as_f32().unwrap(), &[1.0, 0.0, 0.5, 0.0]);
+    assert_eq!(neg.as_f32().unwrap(), &[-1.0, 2.0, -0.5, 3.0]);
+    let names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 2, "no temporary files left: {names:?}");
 }

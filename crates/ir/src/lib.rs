@@ -11,6 +11,7 @@ mod dtype;
 mod dump;
 mod error;
 mod flatten;
+pub mod fsio;
 mod graph;
 mod infer;
 pub mod memory;

@@ -3,7 +3,7 @@
 use crate::{Tensor, TensorData};
 use half::f16;
 use npyz::WriterBuilder;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -145,15 +145,17 @@ fn write_typed<T: npyz::AutoSerialize + Copy>(
     shape: &[usize],
     data: &[T],
 ) -> std::io::Result<()> {
-    let file = BufWriter::new(std::fs::File::create(path)?);
+    // Written to a temporary file and renamed into place: never a partial .npy.
+    let mut file = crate::fsio::AtomicFile::create(path)?;
     let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
     let mut w = npyz::WriteOptions::new()
         .default_dtype()
         .shape(&shape)
-        .writer(file)
+        .writer(&mut file)
         .begin_nd()?;
     w.extend(data.iter().copied())?;
-    w.finish()
+    w.finish()?;
+    file.commit()
 }
 
 /// Write a tensor as a C-order little-endian `.npy` file.

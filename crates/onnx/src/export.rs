@@ -31,7 +31,7 @@ pub fn export(g: &Graph) -> Result<Vec<u8>> {
 /// Write a graph to an .onnx file.
 pub fn save(g: &Graph, path: &Path) -> Result<()> {
     let bytes = export(g)?;
-    std::fs::write(path, bytes).map_err(|source| OnnxError::Write {
+    pimkit_ir::fsio::write_atomic(path, &bytes).map_err(|source| OnnxError::Write {
         path: path.to_path_buf(),
         source,
     })

@@ -122,10 +122,12 @@ impl Report {
     /// (`<section>-<n>.csv`).
     pub fn write_dir(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join("index.html"), html::render(self))?;
-        std::fs::write(
-            dir.join("report.json"),
-            serde_json::to_string_pretty(&self.json())? + "\n",
+        // Every file is renamed into place when complete (never a half-written report).
+        let write = pimkit_ir::fsio::write_atomic;
+        write(&dir.join("index.html"), html::render(self).as_bytes())?;
+        write(
+            &dir.join("report.json"),
+            (serde_json::to_string_pretty(&self.json())? + "\n").as_bytes(),
         )?;
         let mut used = std::collections::HashSet::new();
         for s in &self.sections {
@@ -139,11 +141,11 @@ impl Report {
                         } else {
                             format!("{}-{file}", s.id)
                         };
-                        std::fs::write(dir.join(name), svg)?
+                        write(&dir.join(name), svg.as_bytes())?
                     }
                     Block::Table(t) => {
                         n += 1;
-                        std::fs::write(dir.join(format!("{}-{n}.csv", s.id)), t.to_csv())?;
+                        write(&dir.join(format!("{}-{n}.csv", s.id)), t.to_csv().as_bytes())?;
                     }
                     Block::Text(_) | Block::Note(_) => {}
                 }

@@ -77,9 +77,10 @@ pub fn write_roofline_dir(points: &[Point], dir: &Path) -> std::io::Result<Vec<S
 
 pub use pimkit_report::create_out_dir;
 
-/// `fs::write`, with an error that names the file.
+/// Write a file atomically (renamed into place when complete), with an error that names
+/// the file.
 pub fn write_file(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
-    std::fs::write(path, data).map_err(|e| {
+    pimkit_ir::fsio::write_atomic(path, data.as_ref()).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot write '{}': {e}", path.display()))
     })
 }

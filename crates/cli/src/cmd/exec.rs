@@ -1,5 +1,5 @@
 use crate::error::user;
-use crate::model::{LoadArgs, bind_inputs, load_model_full, read_inputs, sanitize};
+use crate::model::{LoadArgs, bind_inputs, load_model_full, read_inputs};
 use pimkit_ir::Tensor;
 use std::path::PathBuf;
 
@@ -48,16 +48,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         "outputs",
         &["name", "dtype", "shape", "min", "max", "mean", "file"],
     );
-    for (&id, t) in g.outputs.iter().zip(&outs) {
-        let name = &g.value(id).name;
-        let file = match &a.out {
-            Some(dir) => {
-                let p = dir.join(format!("{}.npy", sanitize(name)));
-                pimkit_ir::npy::write_npy(&p, t).map_err(user)?;
-                p.display().to_string()
-            }
-            None => String::new(),
-        };
+    let names: Vec<String> = g.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
+    let files = match &a.out {
+        Some(dir) => crate::output::write_outputs(dir, &names, &outs)?,
+        None => vec![],
+    };
+    for (k, (name, t)) in names.iter().zip(&outs).enumerate() {
+        let file = files
+            .get(k)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         let (lo, hi, mean) = summary(t);
         table.push(vec![
             name.clone(),

@@ -163,11 +163,9 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             }
             if let Some(dir) = &out {
                 use pimkit_vpu::report::write_file;
-                for (i, t) in r.outputs.iter().enumerate() {
-                    // The npy error names the file.
-                    pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t)
-                        .map_err(|e| user(format!("--out: cannot write output {i}: {e}")))?;
-                }
+                let names: Vec<String> =
+                    g.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
+                crate::output::write_outputs(dir, &names, &r.outputs)?;
                 let out_err = |e: std::io::Error| user(format!("--out: {e}"));
                 write_file(&dir.join("result.json"), serde_json::to_string_pretty(&r)?)
                     .map_err(out_err)?;

@@ -128,9 +128,7 @@ fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, MapOptions)>
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> anyhow::Result<()> {
     crate::output::create_out_dir(dir, "-o")?;
-    let path = dir.join(name);
-    std::fs::write(&path, text)
-        .map_err(|e| crate::error::user(format!("cannot write {}: {e}", path.display())))
+    crate::output::write_file_atomic(&dir.join(name), text.as_bytes())
 }
 
 pub fn run(c: XbarCmd) -> anyhow::Result<()> {
