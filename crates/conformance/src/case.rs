@@ -1,7 +1,7 @@
 //! Run one case directory: model.onnx + input_<i>.npy -> compare with output_<i>.npy.
 
-use crate::compare::{Tolerance, compare};
-use pimkit_ir::{DType, Tensor, npy::read_npy};
+use crate::compare::{Tolerance, compare, stored_as};
+use pimkit_ir::{DType, Tensor, TensorData, minifloat, npy::read_npy};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -45,11 +45,36 @@ fn read_numbered(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, CaseError> {
     }
 }
 
-fn run_inner(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseError> {
-    let inputs = read_numbered(dir, "input")?;
-    let wants = read_numbered(dir, "output")?;
-    let g =
-        pimkit_onnx::load(&dir.join("model.onnx")).map_err(|e| CaseError::Import(e.to_string()))?;
+/// A graph input's test value in the input's dtype: bf16/float8/float4 values stored as
+/// f32 and int4/int2 stored as i8/u8 are converted back (they are exact in that dtype).
+fn to_input_dtype(t: Tensor, want: DType, name: &str) -> Result<Tensor, CaseError> {
+    let have = t.dtype();
+    if have == want {
+        return Ok(t);
+    }
+    if stored_as(want) != have {
+        return Err(CaseError::Data(format!(
+            "input '{name}' is {have} in the .npy file, the graph expects {want}"
+        )));
+    }
+    let v = t.to_f64_vec();
+    if want.is_minifloat() {
+        // Not saturating: infinities stay infinities where the format has them.
+        let codes = v
+            .iter()
+            .map(|&x| minifloat::from_f32(want, x as f32, false, "nearest"))
+            .collect();
+        return Tensor::new(t.shape, TensorData::Codes(want, codes))
+            .ok_or_else(|| CaseError::Data(format!("input '{name}': bad element count")));
+    }
+    Ok(Tensor::from_f64_as(want, t.shape, &v))
+}
+
+fn run_inner(dir: &Path, data: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseError> {
+    let inputs = read_numbered(data, "input")?;
+    let wants = read_numbered(data, "output")?;
+    let model = dir.join("model.onnx");
+    let mut g = pimkit_onnx::load(&model).map_err(|e| CaseError::Import(e.to_string()))?;
     if g.inputs.len() != inputs.len() {
         return Err(CaseError::Import(format!(
             "graph has {} inputs but the case has {} input files",
@@ -57,12 +82,32 @@ fn run_inner(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseErr
             inputs.len()
         )));
     }
-    let feeds: HashMap<String, Tensor> = g
+    // Symbolic or unknown input dims are bound from the test inputs' shapes, as
+    // onnxruntime binds them from its feeds.
+    let names: Vec<String> = g
         .inputs
         .iter()
         .map(|&id| g.value(id).name.clone())
-        .zip(inputs)
         .collect();
+    if g.inputs
+        .iter()
+        .zip(&inputs)
+        .any(|(&id, t)| g.ty(id).shape != t.shape)
+    {
+        let opts = pimkit_onnx::LoadOptions {
+            input_shapes: names
+                .iter()
+                .cloned()
+                .zip(inputs.iter().map(|t| t.shape.clone()))
+                .collect(),
+            ..Default::default()
+        };
+        g = pimkit_onnx::load_with(&model, &opts).map_err(|e| CaseError::Import(e.to_string()))?;
+    }
+    let mut feeds = HashMap::new();
+    for ((name, &id), t) in names.iter().zip(&g.inputs).zip(inputs) {
+        feeds.insert(name.clone(), to_input_dtype(t, g.ty(id).dtype, name)?);
+    }
     let gots = pimkit_interp::run(&g, &feeds).map_err(|e| CaseError::Run(e.to_string()))?;
     if gots.len() != wants.len() {
         return Err(CaseError::Mismatch(format!(
@@ -74,7 +119,7 @@ fn run_inner(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseErr
     let mut errs = Vec::new();
     for (i, (got, want)) in gots.iter().zip(&wants).enumerate() {
         let name = &g.value(g.outputs[i]).name;
-        if let Err(e) = compare(got, want, tol(want.dtype())) {
+        if let Err(e) = compare(got, want, tol(got.dtype())) {
             errs.push(format!("output {i} '{name}': {e}"));
         }
     }
@@ -87,7 +132,16 @@ fn run_inner(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseErr
 
 /// Load, run and compare one case. `tol` picks the tolerance per output dtype.
 pub fn run_case(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseError> {
-    match catch_unwind(AssertUnwindSafe(|| run_inner(dir, tol))) {
+    run_case_with_data(dir, dir, tol)
+}
+
+/// [`run_case`] with the `.npy` files read from `data` (a case sharing another's data).
+pub fn run_case_with_data(
+    dir: &Path,
+    data: &Path,
+    tol: &dyn Fn(DType) -> Tolerance,
+) -> Result<(), CaseError> {
+    match catch_unwind(AssertUnwindSafe(|| run_inner(dir, data, tol))) {
         Ok(r) => r,
         Err(p) => {
             let msg = p
@@ -104,7 +158,7 @@ pub fn run_case(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), Case
 mod tests {
     use super::*;
     use crate::suite::data_dir;
-    use pimkit_ir::{TensorData, npy::write_npy};
+    use pimkit_ir::npy::write_npy;
 
     /// The harness must notice a wrong golden value, a missing model and a bad input.
     #[test]

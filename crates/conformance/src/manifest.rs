@@ -36,6 +36,9 @@ pub struct CaseEntry {
     /// onnx-node: training-only outputs removed from the model.
     #[serde(default)]
     pub trimmed: Vec<String>,
+    /// onnx-node: the case whose `.npy` files this case shares (its directory holds only
+    /// model.onnx; the `_expanded` twins have their base case's data).
+    pub data: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -1,6 +1,6 @@
 //! A suite = tests/data/<suite>/manifest.toml + case directories -> libtest-mimic trials.
 
-use crate::case::run_case;
+use crate::case::run_case_with_data;
 use crate::compare::Tolerance;
 use crate::manifest::{CaseEntry, Manifest, Status};
 use libtest_mimic::{Failed, Trial};
@@ -31,6 +31,7 @@ pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
             continue;
         }
         let dir = root.join(name);
+        let data = root.join(entry.data.as_deref().unwrap_or(name));
         let entry = entry.clone();
         let kind = if entry.status == Status::KnownFail {
             "known-fail"
@@ -40,7 +41,7 @@ pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
         trials.push(
             Trial::test(name.clone(), move || {
                 let tol = |dt: DType| policy(&entry, dt);
-                let result = run_case(&dir, &tol);
+                let result = run_case_with_data(&dir, &data, &tol);
                 match (entry.status, result) {
                     (Status::KnownFail, Ok(())) => Err(Failed::from(
                         "known-fail case now passes: remove it from tools/known_fail.toml and \
@@ -76,6 +77,14 @@ fn consistency_trial(root: PathBuf, manifest: Arc<Manifest>) -> Trial {
                     problems.push(format!("{name}: {:?} without a reason", e.status))
                 }
                 _ => {}
+            }
+            if let Some(d) = &e.data {
+                let shared = root.join(d);
+                if manifest.case.get(d).is_none_or(|o| o.data.is_some())
+                    || !shared.join("output_0.npy").exists()
+                {
+                    problems.push(format!("{name}: shares the data of '{d}', which has none"));
+                }
             }
         }
         for name in on_disk.iter().filter(|n| !manifest.case.contains_key(*n)) {

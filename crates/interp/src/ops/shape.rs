@@ -259,6 +259,14 @@ pub(crate) fn range(start: &Tensor, delta: &Tensor, count: usize) -> OpResult<Te
                 .map(half::f16::from_f32)
                 .collect(),
         ),
+        (TensorData::F64(s), TensorData::F64(d)) => Tensor::from_f64(shape, acc(s[0], d[0], count)),
+        (TensorData::Bf16(s), TensorData::Bf16(d)) => Tensor::from_bf16(
+            shape,
+            acc(s[0].to_f32(), d[0].to_f32(), count)
+                .into_iter()
+                .map(half::bf16::from_f32)
+                .collect(),
+        ),
         (TensorData::I64(s), TensorData::I64(d)) => {
             let mut v = s[0];
             let out = (0..count)
@@ -283,7 +291,7 @@ pub(crate) fn range(start: &Tensor, delta: &Tensor, count: usize) -> OpResult<Te
         }
         _ => {
             return unsupported(format!(
-                "Range on {} (supported: f32, f16, i64, i32)",
+                "Range on {} (supported: f32, f16, bf16, f64, i64, i32)",
                 start.dtype()
             ));
         }

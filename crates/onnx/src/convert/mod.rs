@@ -11,6 +11,15 @@ mod rnn;
 pub(crate) mod shape;
 mod upsample;
 
+// ONNX node-suite coverage (issue #16 item 4): decompositions into existing IR ops.
+mod attention;
+mod dec;
+mod grid;
+mod layout;
+mod lp;
+mod normalize;
+mod signal;
+
 pub(crate) use ctx::{ConstEntry, Ctx};
 
 use crate::attr::Attrs;
@@ -53,6 +62,13 @@ pub(crate) fn registry() -> BTreeMap<(&'static str, &'static str), Converter> {
     quant::register(&mut r);
     rnn::register(&mut r);
     upsample::register(&mut r);
+    // ONNX node-suite coverage (issue #16 item 4).
+    attention::register(&mut r);
+    grid::register(&mut r);
+    layout::register(&mut r);
+    lp::register(&mut r);
+    normalize::register(&mut r);
+    signal::register(&mut r);
     r
 }
 
