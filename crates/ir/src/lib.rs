@@ -8,13 +8,16 @@
 
 mod dtype;
 mod dump;
+mod einsum;
 mod error;
 mod graph;
 mod infer;
+mod infer_ext;
 pub mod memory;
 pub mod minifloat;
 pub mod npy;
 mod op;
+mod op_ext;
 mod resize;
 mod stats;
 mod tensor;
@@ -22,6 +25,7 @@ mod verify;
 
 pub use dtype::DType;
 pub use dump::dump;
+pub use einsum::{EinsumSpec, einsum_spec};
 pub use error::{IrError, Result};
 pub use graph::{Graph, Node, NodeId, Value, ValueDef, ValueId};
 pub use infer::{broadcast_shapes, conv_output_hw, conv_transpose_output_hw, infer_types};

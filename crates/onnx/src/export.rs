@@ -19,6 +19,9 @@ use prost::Message;
 use std::collections::HashSet;
 use std::path::Path;
 
+// Ops added for the ONNX node suite (issue #16 item 4).
+mod ext;
+
 pub const IR_VERSION: i64 = 10;
 pub const OPSET: i64 = 21;
 pub const MS_OPSET: i64 = 1;
@@ -485,6 +488,34 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
                     a_int("transB", *trans_b as i64),
                 ];
             }
+            // ---- ONNX node-suite coverage (issue #16 item 4) ----
+            Op::GatherElements { .. }
+            | Op::GatherNd { .. }
+            | Op::ScatterElements { .. }
+            | Op::ScatterNd { .. }
+            | Op::TensorScatter { .. }
+            | Op::Cumulative { .. }
+            | Op::TopK { .. }
+            | Op::ArgMin { .. }
+            | Op::BitCast { .. }
+            | Op::Einsum { .. }
+            | Op::MaxUnpool { .. }
+            | Op::ReverseSequence { .. }
+            | Op::Det
+            | Op::Dft { .. }
+            | Op::Stft { .. }
+            | Op::Col2Im(_)
+            | Op::GridSample { .. }
+            | Op::RoiAlign(_)
+            | Op::DeformConv { .. }
+            | Op::Rnn(_)
+            | Op::DynamicQuantizeLinear
+            | Op::NonZero { .. }
+            | Op::Unique { .. }
+            | Op::Compress { .. }
+            | Op::NonMaxSuppression { .. } => {
+                attrs = ext::node(g, n, &mut e, &mut inputs)?.unwrap_or_default();
+            }
         }
         if matches!(n.op, Op::QLinearConcat { .. }) {
             domain = crate::convert::MS;
@@ -540,7 +571,13 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
         opset_import: vec![
             OperatorSetIdProto {
                 domain: Some(String::new()),
-                version: Some(OPSET),
+                // Ops newer than the default opset raise it (TensorScatter, CumProd, BitCast).
+                version: Some(
+                    g.nodes
+                        .iter()
+                        .map(|n| ext::min_opset(&n.op))
+                        .fold(OPSET, i64::max),
+                ),
             },
             OperatorSetIdProto {
                 domain: Some(crate::convert::MS.into()),

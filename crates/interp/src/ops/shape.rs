@@ -4,7 +4,7 @@
 //! Most are expressed as an index map (output element -> input element, `usize::MAX`
 //! for a fill value) applied with one generic gather over every dtype.
 
-use crate::elem::{Elem, floats, map_data, same_variant, strided_map, strides, take};
+use crate::elem::{Elem, map_data, same_variant, strided_map, strides, take};
 use crate::error::{OpError, OpResult, invalid, unsupported};
 use pimkit_ir::{DType, PadMode, SliceAxis, Tensor, TensorData, TensorType};
 
@@ -29,7 +29,7 @@ fn table_map(tabs: &[Vec<Option<usize>>], in_shape: &[usize]) -> Vec<usize> {
 }
 
 /// Apply an index map to any tensor; `fill` is converted to the tensor's dtype.
-fn apply_map(x: &Tensor, shape: Vec<usize>, idx: &[usize], fill: f32) -> Tensor {
+pub(crate) fn apply_map(x: &Tensor, shape: Vec<usize>, idx: &[usize], fill: f32) -> Tensor {
     fn go<T: Elem>(v: &[T], idx: &[usize], fill: f32) -> Vec<T> {
         take(v, idx, T::from_f32(fill))
     }
@@ -210,11 +210,7 @@ pub(crate) fn argmax(x: &Tensor, axis: usize, last: bool, out_ty: &TensorType) -
     let len = x.shape[axis];
     let inner: usize = x.shape[axis + 1..].iter().product();
     let outer: usize = x.shape[..axis].iter().product();
-    let vals: Vec<f64> = match x.dtype() {
-        DType::F32 | DType::F16 => floats(x).iter().map(|&v| v as f64).collect(),
-        DType::Bool => return unsupported("ArgMax on bool tensors"),
-        _ => x.to_i64_vec().into_iter().map(|v| v as f64).collect(),
-    };
+    let vals = super::order::order_keys(x, "ArgMax")?;
     let mut out = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         for i in 0..inner {

@@ -35,25 +35,6 @@ impl<'c, 'm, 'a> Dec<'c, 'm, 'a> {
         self.ctx.emit_tmp(self.n, &suffix, op, ins)
     }
 
-    /// An intermediate node with optional inputs and several outputs.
-    pub fn op_multi(&mut self, op: Op, ins: Vec<Option<ValueId>>) -> Result<Vec<ValueId>> {
-        self.k += 1;
-        let base = self.n.outputs.first().copied().unwrap_or(self.n.name);
-        let stem = format!("{}{}", op.name().to_lowercase(), self.k);
-        let names: Vec<String> = (0..op.num_outputs())
-            .map(|i| format!("{base}/{stem}:{i}"))
-            .collect();
-        let outs = self
-            .ctx
-            .g
-            .add_node_named(format!("{}/{stem}", self.n.name), op, ins, names.clone())
-            .map_err(|e| Ctx::ir_err(self.n, e))?;
-        for (name, id) in names.iter().zip(&outs) {
-            self.ctx.bind(self.n, name, *id)?;
-        }
-        Ok(outs)
-    }
-
     /// A constant made by the decomposition.
     pub fn konst(&mut self, t: Tensor) -> ValueId {
         self.k += 1;

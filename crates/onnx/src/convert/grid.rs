@@ -1,15 +1,50 @@
-//! AffineGrid, decomposed: the normalized base grid (x, y[, z], 1) of the constant output
-//! size is a constant, and the grid is base · thetaᵀ (one MatMul), as the ONNX reference
-//! computes it.
+//! GridSample (a native IR op) and AffineGrid, decomposed: the normalized base grid
+//! (x, y[, z], 1) of the constant output size is a constant, and the grid is base · thetaᵀ
+//! (one MatMul), as the ONNX reference computes it.
 
 use super::dec::Dec;
 use super::{Converter, Ctx, NodeIn};
 use crate::error::Result;
-use pimkit_ir::{Op, Tensor};
+use pimkit_ir::{GridMode, GridPadding, Op, Tensor};
 use std::collections::BTreeMap;
 
 pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>) {
     r.insert(("", "AffineGrid"), affine_grid);
+    r.insert(("", "GridSample"), grid_sample);
+}
+
+/// Mode names of opset 16 (bilinear, bicubic) and 20 (linear, cubic) alike.
+fn grid_sample(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let a = n.attrs;
+    let default = if n.opset >= 20 { "linear" } else { "bilinear" };
+    let mode = match a.string("mode")?.as_deref().unwrap_or(default) {
+        "linear" | "bilinear" => GridMode::Linear,
+        "nearest" => GridMode::Nearest,
+        "cubic" | "bicubic" => GridMode::Cubic,
+        m => return Err(a.err("mode", format!("'{m}' is not linear, nearest or cubic"))),
+    };
+    let padding = match a.string("padding_mode")?.as_deref().unwrap_or("zeros") {
+        "zeros" => GridPadding::Zeros,
+        "border" => GridPadding::Border,
+        "reflection" => GridPadding::Reflection,
+        m => {
+            return Err(a.err(
+                "padding_mode",
+                format!("'{m}' is not zeros, border or reflection"),
+            ));
+        }
+    };
+    let ins = vec![Some(ctx.value(n, 0)?), Some(ctx.value(n, 1)?)];
+    ctx.emit(
+        n,
+        Op::GridSample {
+            mode,
+            padding,
+            align_corners: a.bool("align_corners", false)?,
+        },
+        ins,
+    )?;
+    Ok(())
 }
 
 /// Normalized coordinates of `len` points in [-1, 1]: the corners are -1 and 1 with

@@ -15,9 +15,13 @@ mod upsample;
 mod attention;
 mod dec;
 mod grid;
+mod index;
 mod layout;
+mod loss;
 mod lp;
+mod misc;
 mod normalize;
+mod order;
 mod signal;
 
 pub(crate) use ctx::{ConstEntry, Ctx};
@@ -65,9 +69,13 @@ pub(crate) fn registry() -> BTreeMap<(&'static str, &'static str), Converter> {
     // ONNX node-suite coverage (issue #16 item 4).
     attention::register(&mut r);
     grid::register(&mut r);
+    index::register(&mut r);
     layout::register(&mut r);
+    loss::register(&mut r);
     lp::register(&mut r);
+    misc::register(&mut r);
     normalize::register(&mut r);
+    order::register(&mut r);
     signal::register(&mut r);
     r
 }

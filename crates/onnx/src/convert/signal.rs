@@ -1,12 +1,13 @@
-//! Signal-processing generators whose outputs depend only on constant operands and
-//! attributes, so they become constants at import: HannWindow, HammingWindow,
-//! BlackmanWindow and MelWeightMatrix (formulas of the ONNX reference implementation,
-//! computed in f64 and rounded once to the output type).
+//! Signal processing. DFT and STFT are native IR ops. The generators HannWindow,
+//! HammingWindow, BlackmanWindow and MelWeightMatrix depend only on constant operands and
+//! attributes, so they become constants at import (formulas of the ONNX reference
+//! implementation, computed in f64 and rounded once to the output type).
 
 use super::{Converter, Ctx, NodeIn};
+use crate::attr::norm_axis;
 use crate::error::Result;
 use crate::tensor::dtype_from_onnx;
-use pimkit_ir::{DType, Tensor};
+use pimkit_ir::{DType, Op, Tensor};
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
 
@@ -15,6 +16,76 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
     r.insert(("", "HammingWindow"), window);
     r.insert(("", "BlackmanWindow"), window);
     r.insert(("", "MelWeightMatrix"), mel_weight_matrix);
+    r.insert(("", "DFT"), dft);
+    r.insert(("", "STFT"), stft);
+}
+
+/// DFT: the axis is an attribute before opset 20 (default 1) and input 2 after (default
+/// -2); the length defaults to the axis extent (2·(n-1) for an inverse onesided one).
+fn dft(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let a = n.attrs;
+    let x = ctx.ty(n, 0)?;
+    let r = x.rank();
+    let ax = if n.opset < 20 {
+        a.int("axis", 1)?
+    } else {
+        match n.input(2) {
+            Some(_) => scalar(ctx, n, 2, "axis")? as i64,
+            None => -2,
+        }
+    };
+    let axis = norm_axis(ax, r)
+        .filter(|&v| v + 1 < r)
+        .ok_or_else(|| ctx.err(n, format!("axis {ax} is not a signal axis of rank {r}")))?;
+    let inverse = a.bool("inverse", false)?;
+    let onesided = a.bool("onesided", false)?;
+    let length = match n.input(1) {
+        Some(_) => {
+            let v = scalar(ctx, n, 1, "dft_length")?;
+            count(ctx, n, v, "dft_length")?
+        }
+        None if inverse && onesided => 2 * x.shape[axis].saturating_sub(1),
+        None => x.shape[axis],
+    };
+    let xv = ctx.value(n, 0)?;
+    ctx.emit(
+        n,
+        Op::Dft {
+            axis,
+            length,
+            inverse,
+            onesided,
+        },
+        vec![Some(xv)],
+    )?;
+    Ok(())
+}
+
+fn stft(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let step = scalar(ctx, n, 1, "frame_step")?;
+    let frame_step = count(ctx, n, step, "frame_step")?;
+    let frame_length = match n.input(3) {
+        Some(_) => {
+            let v = scalar(ctx, n, 3, "frame_length")?;
+            count(ctx, n, v, "frame_length")?
+        }
+        None => match n.input(2) {
+            Some(_) => ctx.ty(n, 2)?.numel(),
+            None => return Err(ctx.err(n, "needs a window or a frame_length")),
+        },
+    };
+    let onesided = n.attrs.bool("onesided", true)?;
+    let ins = vec![ctx.opt_value(n, 0)?, ctx.opt_value(n, 2)?];
+    ctx.emit(
+        n,
+        Op::Stft {
+            frame_step,
+            frame_length,
+            onesided,
+        },
+        ins,
+    )?;
+    Ok(())
 }
 
 fn output_dtype(n: &NodeIn) -> Result<DType> {
