@@ -125,7 +125,7 @@ def write_manifest(suite_dir, header, entries):
             for key in ("status", "reason", "desc", "data"):
                 if key in e:
                     f.write(f"{key} = {toml_str(e[key])}\n")
-            for key in ("exact",):
+            for key in ("exact", "bound"):
                 if key in e:
                     f.write(f"{key} = {'true' if e[key] else 'false'}\n")
             for key in ("atol", "rtol", "opset"):

@@ -104,6 +104,10 @@ CONST_OPERANDS = {
     "NonMaxSuppression": [2, 3, 4],
 }
 
+# Ops whose output size depends on their input data: pimkit runs them on constants only
+# (they fold at import), so their cases are also run with every input bound ("bound").
+DATA_DEPENDENT_OPS = {"NonZero", "Unique", "Compress", "NonMaxSuppression"}
+
 # op type -> number of outputs pimkit's IR produces; extra outputs (training statistics,
 # dropout masks) are cut from the copied model when nothing but the graph output reads them.
 TRIM_OUTPUTS = {"LayerNormalization": 1, "Dropout": 1}
@@ -345,6 +349,8 @@ def main():
             entry["frozen"] = frozen
         if trimmed:
             entry["trimmed"] = trimmed
+        if DATA_DEPENDENT_OPS & set(ops):
+            entry["bound"] = True
         status, reason = status_of(case, ops, known_case, known_ops)
         entry["status"] = status
         if reason:
@@ -366,7 +372,7 @@ def main():
         "# status: pass (must match), known-fail (must still fail; edit tools/known_fail.toml).\n"
         "# `frozen` inputs were turned into initializers; `trimmed` outputs (training statistics,\n"
         "# dropout masks) were removed from the model; `data` names the case whose .npy files\n"
-        "# this case shares.\n"
+        "# this case shares; `bound` cases must also pass with every input bound as a constant.\n"
     )
     write_manifest(args.out, header, entries)
     counts = collections.Counter(e["status"] for e in entries)

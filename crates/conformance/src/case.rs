@@ -70,10 +70,45 @@ fn to_input_dtype(t: Tensor, want: DType, name: &str) -> Result<Tensor, CaseErro
     Ok(Tensor::from_f64_as(want, t.shape, &v))
 }
 
-fn run_inner(dir: &Path, data: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseError> {
+/// Names of the model's graph inputs that are not initializers, in graph order.
+fn graph_input_names(model: &Path) -> Result<Vec<String>, CaseError> {
+    use prost::Message;
+    let bytes =
+        std::fs::read(model).map_err(|e| CaseError::Data(format!("{}: {e}", model.display())))?;
+    let m = pimkit_onnx::proto::ModelProto::decode(&bytes[..])
+        .map_err(|e| CaseError::Data(e.to_string()))?;
+    let g = m.graph.unwrap_or_default();
+    let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    Ok(g.input
+        .iter()
+        .map(|vi| vi.name())
+        .filter(|n| !inits.contains(n))
+        .map(String::from)
+        .collect())
+}
+
+fn run_inner(
+    dir: &Path,
+    data: &Path,
+    tol: &dyn Fn(DType) -> Tolerance,
+    bind: bool,
+) -> Result<(), CaseError> {
     let inputs = read_numbered(data, "input")?;
     let wants = read_numbered(data, "output")?;
     let model = dir.join("model.onnx");
+    if bind {
+        // Every input becomes a constant: the graph folds at import and runs without feeds.
+        let names = graph_input_names(&model)?;
+        let opts = pimkit_onnx::LoadOptions {
+            bind: names.into_iter().zip(inputs).collect(),
+            ..Default::default()
+        };
+        let g =
+            pimkit_onnx::load_with(&model, &opts).map_err(|e| CaseError::Import(e.to_string()))?;
+        let gots =
+            pimkit_interp::run(&g, &HashMap::new()).map_err(|e| CaseError::Run(e.to_string()))?;
+        return compare_all(&g, &gots, &wants, tol);
+    }
     let mut g = pimkit_onnx::load(&model).map_err(|e| CaseError::Import(e.to_string()))?;
     if g.inputs.len() != inputs.len() {
         return Err(CaseError::Import(format!(
@@ -109,6 +144,15 @@ fn run_inner(dir: &Path, data: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Resul
         feeds.insert(name.clone(), to_input_dtype(t, g.ty(id).dtype, name)?);
     }
     let gots = pimkit_interp::run(&g, &feeds).map_err(|e| CaseError::Run(e.to_string()))?;
+    compare_all(&g, &gots, &wants, tol)
+}
+
+fn compare_all(
+    g: &pimkit_ir::Graph,
+    gots: &[Tensor],
+    wants: &[Tensor],
+    tol: &dyn Fn(DType) -> Tolerance,
+) -> Result<(), CaseError> {
     if gots.len() != wants.len() {
         return Err(CaseError::Mismatch(format!(
             "{} outputs but expected {}",
@@ -117,7 +161,7 @@ fn run_inner(dir: &Path, data: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Resul
         )));
     }
     let mut errs = Vec::new();
-    for (i, (got, want)) in gots.iter().zip(&wants).enumerate() {
+    for (i, (got, want)) in gots.iter().zip(wants).enumerate() {
         let name = &g.value(g.outputs[i]).name;
         if let Err(e) = compare(got, want, tol(got.dtype())) {
             errs.push(format!("output {i} '{name}': {e}"));
@@ -141,7 +185,21 @@ pub fn run_case_with_data(
     data: &Path,
     tol: &dyn Fn(DType) -> Tolerance,
 ) -> Result<(), CaseError> {
-    match catch_unwind(AssertUnwindSafe(|| run_inner(dir, data, tol))) {
+    guarded(|| run_inner(dir, data, tol, false))
+}
+
+/// [`run_case_with_data`] with every graph input bound as a constant (`LoadOptions::bind`).
+pub fn run_case_bound(
+    dir: &Path,
+    data: &Path,
+    tol: &dyn Fn(DType) -> Tolerance,
+) -> Result<(), CaseError> {
+    guarded(|| run_inner(dir, data, tol, true))
+}
+
+/// Run `f`, turning a panic into [`CaseError::Panic`].
+fn guarded(f: impl FnOnce() -> Result<(), CaseError>) -> Result<(), CaseError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {
             let msg = p

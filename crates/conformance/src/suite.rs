@@ -1,6 +1,6 @@
 //! A suite = tests/data/<suite>/manifest.toml + case directories -> libtest-mimic trials.
 
-use crate::case::run_case_with_data;
+use crate::case::{run_case_bound, run_case_with_data};
 use crate::compare::Tolerance;
 use crate::manifest::{CaseEntry, Manifest, Status};
 use libtest_mimic::{Failed, Trial};
@@ -17,8 +17,9 @@ pub fn data_dir() -> PathBuf {
 /// Tolerance policy of a suite: (case entry, output dtype) -> tolerance.
 pub type Policy = fn(&CaseEntry, DType) -> Tolerance;
 
-/// One trial per `pass` / `known-fail` case (named `<case>`), plus `manifest_consistent`,
-/// which checks that case directories and manifest entries agree.
+/// One trial per `pass` / `known-fail` case (named `<case>`), one `<case>:bound` trial
+/// per case marked `bound` (run with every input bound as a constant; must pass), plus
+/// `manifest_consistent`, which checks that case directories and manifest entries agree.
 pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
     let root = data_dir().join(suite);
     let manifest = match Manifest::load(&root.join("manifest.toml")) {
@@ -32,6 +33,11 @@ pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
         }
         let dir = root.join(name);
         let data = root.join(entry.data.as_deref().unwrap_or(name));
+        let (entry_bound, bound_data, bound_entry) = (
+            entry.bound,
+            entry.data.clone().unwrap_or_else(|| name.clone()),
+            entry.clone(),
+        );
         let entry = entry.clone();
         let kind = if entry.status == Status::KnownFail {
             "known-fail"
@@ -53,6 +59,16 @@ pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
             })
             .with_kind(kind),
         );
+        if entry_bound {
+            let (dir, data) = (root.join(name), root.join(bound_data));
+            trials.push(
+                Trial::test(format!("{name}:bound"), move || {
+                    let tol = |dt: DType| policy(&bound_entry, dt);
+                    run_case_bound(&dir, &data, &tol).map_err(|e| Failed::from(e.to_string()))
+                })
+                .with_kind("bound"),
+            );
+        }
     }
     trials
 }

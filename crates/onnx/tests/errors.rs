@@ -363,3 +363,27 @@ fn devices_and_directories_are_not_read() {
         }
     }
 }
+
+#[test]
+fn data_dependent_output_on_runtime_data_names_the_node() {
+    for (op, ins) in [
+        ("NonZero", vec!["x"]),
+        ("Unique", vec!["x"]),
+        ("Compress", vec!["x", "x"]),
+        ("NonMaxSuppression", vec!["x", "x"]),
+    ] {
+        let e = try_load(&model(
+            vec![node(op, "dd", &ins, &["y"], vec![])],
+            vec![vi_f32("x", &[2, 2])],
+            &["y"],
+            vec![],
+            13,
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("'dd'") && e.contains(op) && e.contains("depends on run-time data"),
+            "{op}: {e}"
+        );
+    }
+}

@@ -68,7 +68,7 @@ fn nd_offsets(x: &[usize], idx: &Tensor, b: usize) -> OpResult<(Vec<usize>, usiz
     let iv = idx.to_i64_vec();
     let mut offs = Vec::with_capacity(tuples);
     for t in 0..tuples {
-        let batch = if per_batch == 0 { 0 } else { t / per_batch };
+        let batch = t.checked_div(per_batch).unwrap_or(0);
         let mut off = batch * batch_block;
         for a in 0..k {
             off += norm(iv[t * k + a], x[b + a], "GatherND/ScatterND")? * xs[b + a];

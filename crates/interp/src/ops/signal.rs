@@ -68,12 +68,11 @@ pub(crate) fn dft(
                 let half = len / 2 + 1;
                 let mut fr = vec![0.0; len];
                 let mut fi = vec![0.0; len];
-                for k in 0..half.min(n) {
-                    fr[k] = re[k];
-                    fi[k] = im[k];
-                }
+                let m = half.min(n);
+                fr[..m].copy_from_slice(&re[..m]);
+                fi[..m].copy_from_slice(&im[..m]);
                 fi[0] = 0.0;
-                if len % 2 == 0 {
+                if len.is_multiple_of(2) {
                     fi[len / 2] = 0.0;
                 }
                 for k in half..len {

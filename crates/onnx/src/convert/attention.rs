@@ -31,7 +31,7 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
 /// [B, S, heads·size] -> [B, heads, S, size].
 fn split_heads(d: &mut Dec, v: ValueId, heads: usize) -> Result<ValueId> {
     let s = d.shape(v);
-    if heads == 0 || s[2] % heads != 0 {
+    if heads == 0 || !s[2].is_multiple_of(heads) {
         return Err(d.ctx.err(
             d.n,
             format!("hidden size {} is not divisible by {heads} heads", s[2]),
@@ -266,7 +266,7 @@ fn rotary(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         4 => (x, xs[0], xs[2], 1),
         3 => {
             let h = a.opt_int("num_heads")?.unwrap_or(0) as usize;
-            if h == 0 || xs[2] % h != 0 {
+            if h == 0 || !xs[2].is_multiple_of(h) {
                 return Err(a.err(
                     "num_heads",
                     format!("must divide the hidden size {}", xs[2]),

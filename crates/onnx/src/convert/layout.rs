@@ -35,7 +35,7 @@ fn depth_to_space(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let mut d = Dec::new(ctx, n);
     let x = d.ctx.value(n, 0)?;
     let s = d.shape(x);
-    if s.len() != 4 || s[1] % (bs * bs) != 0 {
+    if s.len() != 4 || !s[1].is_multiple_of(bs * bs) {
         return Err(d.ctx.err(
             n,
             format!(
@@ -67,7 +67,7 @@ fn space_to_depth(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let mut d = Dec::new(ctx, n);
     let x = d.ctx.value(n, 0)?;
     let s = d.shape(x);
-    if s.len() != 4 || s[2] % bs != 0 || s[3] % bs != 0 {
+    if s.len() != 4 || !s[2].is_multiple_of(bs) || !s[3].is_multiple_of(bs) {
         return Err(d.ctx.err(
             n,
             format!("input {s:?} must be [N, C, H, W] with H and W divisible by {bs}"),

@@ -130,7 +130,7 @@ fn group_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let x = d.ctx.value(n, 0)?;
     let (scale, bias) = (d.ctx.value(n, 1)?, d.ctx.value(n, 2)?);
     let ty = d.ty(x);
-    if ty.rank() < 2 || ty.shape[1] % groups != 0 {
+    if ty.rank() < 2 || !ty.shape[1].is_multiple_of(groups) {
         return Err(d.ctx.err(
             n,
             format!("input {ty} must be [N, C, ...] with C divisible by num_groups {groups}"),
