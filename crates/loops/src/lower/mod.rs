@@ -147,12 +147,16 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
             keepdims,
             select_last,
         } => one(ext::argmin(l, node, *axis, *keepdims, *select_last)?),
-        ScatterElements { .. } | ScatterNd { .. } | TensorScatter { .. } => Err(l.unsupported(
-            "scatter (a data-dependent write; linalg has no scatter nest): run it in the interpreter",
+        ScatterElements { .. } | ScatterNd { .. } => one(ext::scatter(l, node)?),
+        TensorScatter { .. } => Err(l.unsupported(
+            "TensorScatter (a KV-cache write at run-time positions per batch; not lowered yet)",
         )),
-        Cumulative { .. } => Err(l.unsupported(
-            "CumSum/CumProd (a scan along one axis; no linalg scan nest is generated)",
-        )),
+        Cumulative {
+            axis,
+            exclusive,
+            reverse,
+            prod,
+        } => one(ext::cumulative(l, node, *axis, *exclusive, *reverse, *prod)?),
         TopK { .. } => Err(l.unsupported("TopK (sorting has no loop-nest lowering)")),
         BitCast { .. } => Err(l.unsupported("BitCast (a reinterpretation of bytes, not a loop nest)")),
         Einsum { .. } => Err(l.unsupported(
