@@ -101,7 +101,7 @@ fn scatters_match_interpreter() {
         g.outputs.push(y);
         let z = g
             .op(
-                &format!("nd_{name}"),
+                format!("nd_{name}"),
                 Op::ScatterNd { reduction },
                 &[d, ind, u],
             )
