@@ -145,7 +145,8 @@ fn attrs(op: &Op) -> String {
         | Op::NonZero { .. }
         | Op::Unique { .. }
         | Op::Compress { .. }
-        | Op::NonMaxSuppression { .. } => debug_attrs(op),
+        | Op::NonMaxSuppression { .. }
+        | Op::TfIdfVectorizer(_) => debug_attrs(op),
     }
 }
 

@@ -964,6 +964,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
         | Op::NonZero { .. }
         | Op::Unique { .. }
         | Op::Compress { .. }
-        | Op::NonMaxSuppression { .. } => crate::infer_ext::infer(&c, op),
+        | Op::NonMaxSuppression { .. }
+        | Op::TfIdfVectorizer(_) => crate::infer_ext::infer(&c, op),
     }
 }

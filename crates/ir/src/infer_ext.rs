@@ -453,6 +453,39 @@ pub(crate) fn infer(c: &Ctx, op: &Op) -> Result<Vec<TensorType>> {
             }
             one(TensorType::new(DType::I64, vec![*count, 3]))
         }
+        Op::TfIdfVectorizer(a) => {
+            let x = c.get(0)?;
+            if !matches!(x.dtype, DType::I64 | DType::I32) {
+                return Err(c.dtype_err(0, "i64 or i32 tokens"));
+            }
+            let ok = a.min_gram_length >= 1
+                && a.min_gram_length <= a.max_gram_length
+                && a.ngram_indexes.len() == count_ngrams(a)
+                && (a.weights.is_empty() || a.weights.len() == a.output_size());
+            if !ok || x.rank() > 2 {
+                return Err(
+                    c.err("inconsistent n-gram pool, indexes or weights, or input rank > 2")
+                );
+            }
+            let s = if x.rank() == 2 {
+                vec![x.shape[0], a.output_size()]
+            } else {
+                vec![a.output_size()]
+            };
+            one(TensorType::new(DType::F32, s))
+        }
         _ => Err(c.err("internal: not an op of infer_ext")),
     }
+}
+
+/// Number of n-grams in a TfIdfVectorizer pool (group i holds (i+1)-grams).
+pub(crate) fn count_ngrams(a: &crate::TfIdfAttrs) -> usize {
+    let total = a.pool.len();
+    (0..a.ngram_counts.len())
+        .map(|i| {
+            let start = a.ngram_counts[i];
+            let end = a.ngram_counts.get(i + 1).copied().unwrap_or(total);
+            end.saturating_sub(start) / (i + 1)
+        })
+        .sum()
 }

@@ -746,6 +746,8 @@ pub enum Op {
         center_point_box: bool,
         count: usize,
     },
+    /// 0: tokens [C] or [B, C] (i32/i64); output f32 [out] or [B, out]
+    TfIdfVectorizer(TfIdfAttrs),
 }
 
 impl Op {
@@ -855,6 +857,7 @@ impl Op {
             Op::Unique { .. } => "Unique",
             Op::Compress { .. } => "Compress",
             Op::NonMaxSuppression { .. } => "NonMaxSuppression",
+            Op::TfIdfVectorizer(_) => "TfIdfVectorizer",
         }
     }
 

@@ -77,3 +77,33 @@ pub struct Col2ImAttrs {
     pub pads: Vec<usize>,
     pub strides: Vec<usize>,
 }
+
+/// TfIdfVectorizer weighting (`mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TfIdfMode {
+    Tf,
+    Idf,
+    TfIdf,
+}
+
+/// TfIdfVectorizer over integer tokens: the n-gram pool (ONNX `pool_int64s`, grouped by
+/// n through `ngram_counts`), each n-gram's output column (`ngram_indexes`) and the
+/// optional per-column `weights`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TfIdfAttrs {
+    pub mode: TfIdfMode,
+    pub min_gram_length: usize,
+    pub max_gram_length: usize,
+    pub max_skip_count: usize,
+    pub ngram_counts: Vec<usize>,
+    pub ngram_indexes: Vec<usize>,
+    pub pool: Vec<i64>,
+    pub weights: Vec<f32>,
+}
+
+impl TfIdfAttrs {
+    /// Number of output columns (the largest n-gram index + 1).
+    pub fn output_size(&self) -> usize {
+        self.ngram_indexes.iter().max().map_or(0, |&m| m + 1)
+    }
+}

@@ -65,6 +65,18 @@ fn a_ints(name: &str, v: &[usize]) -> AttributeProto {
         ..attr(name, AttributeType::Ints)
     }
 }
+fn a_i64s(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto {
+        ints: v.to_vec(),
+        ..attr(name, AttributeType::Ints)
+    }
+}
+fn a_floats(name: &str, v: &[f32]) -> AttributeProto {
+    AttributeProto {
+        floats: v.to_vec(),
+        ..attr(name, AttributeType::Floats)
+    }
+}
 fn a_str(name: &str, v: &str) -> AttributeProto {
     AttributeProto {
         s: Some(v.as_bytes().to_vec()),
@@ -513,7 +525,8 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
             | Op::NonZero { .. }
             | Op::Unique { .. }
             | Op::Compress { .. }
-            | Op::NonMaxSuppression { .. } => {
+            | Op::NonMaxSuppression { .. }
+            | Op::TfIdfVectorizer(_) => {
                 attrs = ext::node(g, n, &mut e, &mut inputs)?.unwrap_or_default();
             }
         }

@@ -227,6 +227,21 @@ fn order_and_misc_ops_round_trip() {
         },
     ));
     check(graph(
+        "tfidf_vectorizer",
+        &[t(DType::I64, &[2, 6])],
+        vec![],
+        Op::TfIdfVectorizer(TfIdfAttrs {
+            mode: TfIdfMode::TfIdf,
+            min_gram_length: 1,
+            max_gram_length: 2,
+            max_skip_count: 1,
+            ngram_counts: vec![0, 3],
+            ngram_indexes: vec![0, 1, 2, 3, 4],
+            pool: vec![2, 3, 5, 2, 3, 5, 7],
+            weights: vec![0.5, 1.0, 1.5, 2.0, 2.5],
+        }),
+    ));
+    check(graph(
         "dynamic_quantize_linear",
         &[t(f, &[2, 3])],
         vec![],

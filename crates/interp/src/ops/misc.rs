@@ -204,3 +204,79 @@ pub(crate) fn dynamic_quantize_linear(x: &Tensor) -> OpResult<Vec<Tensor>> {
         Tensor::from_u8(vec![], vec![zp as u8]),
     ])
 }
+
+/// TfIdfVectorizer: counts of every pool n-gram (lengths min..=max; tokens `skip + 1`
+/// apart for skip 0..=max_skip_count, unigrams counted once) per row, then TF (counts),
+/// IDF (weight or 1 where counted) or TFIDF (weight·count, or the count).
+pub(crate) fn tfidf(
+    x: &Tensor,
+    a: &pimkit_ir::TfIdfAttrs,
+    out_ty: &TensorType,
+) -> OpResult<Tensor> {
+    use std::collections::HashMap;
+    let out = a.output_size();
+    // n-gram -> output column, for the in-range lengths (ids count every n-gram).
+    let mut map: HashMap<Vec<i64>, usize> = HashMap::new();
+    let mut id = 0;
+    for (i, &start) in a.ngram_counts.iter().enumerate() {
+        let n = i + 1;
+        let end = a.ngram_counts.get(i + 1).copied().unwrap_or(a.pool.len());
+        for g in a.pool[start.min(end)..end].chunks_exact(n) {
+            if (a.min_gram_length..=a.max_gram_length).contains(&n) {
+                map.entry(g.to_vec()).or_insert(a.ngram_indexes[id]);
+            }
+            id += 1;
+        }
+    }
+    let v = x.to_i64_vec();
+    let (rows, cols) = if x.rank() == 2 {
+        (x.shape[0], x.shape[1])
+    } else {
+        (1, v.len())
+    };
+    let mut counts = vec![0u64; rows * out];
+    let mut seq = Vec::new();
+    for r in 0..rows {
+        let row = &v[r * cols..(r + 1) * cols];
+        for skip in 0..=a.max_skip_count {
+            let step = skip + 1;
+            let min_n = if step == 1 {
+                a.min_gram_length
+            } else {
+                a.min_gram_length.max(2)
+            };
+            for start in 0..cols {
+                for n in min_n..=a.max_gram_length {
+                    let last = start + (n - 1) * step;
+                    if last >= cols {
+                        break;
+                    }
+                    seq.clear();
+                    seq.extend((0..n).map(|k| row[start + k * step]));
+                    if let Some(&col) = map.get(&seq) {
+                        counts[r * out + col] += 1;
+                    }
+                }
+            }
+        }
+    }
+    let y: Vec<f32> = counts
+        .iter()
+        .enumerate()
+        .map(|(p, &cnt)| {
+            let w = a.weights.get(p % out.max(1)).copied();
+            match a.mode {
+                pimkit_ir::TfIdfMode::Tf => cnt as f32,
+                pimkit_ir::TfIdfMode::Idf => {
+                    if cnt > 0 {
+                        w.unwrap_or(1.0)
+                    } else {
+                        0.0
+                    }
+                }
+                pimkit_ir::TfIdfMode::TfIdf => w.unwrap_or(1.0) * cnt as f32,
+            }
+        })
+        .collect();
+    Ok(Tensor::from_f32(out_ty.shape.clone(), y))
+}

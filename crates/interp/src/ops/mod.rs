@@ -275,6 +275,7 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
             c.opt(4),
             *center_point_box,
         )?),
+        Op::TfIdfVectorizer(a) => one(misc::tfidf(c.input(0)?, a, c.out_ty(0))?),
     }
 }
 

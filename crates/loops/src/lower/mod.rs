@@ -180,5 +180,8 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
             "an op whose output size depends on its data (the importer folds constant ones)",
         )),
         Compress { .. } => Err(l.unsupported("Compress (a data-dependent selection)")),
+        TfIdfVectorizer(_) => Err(l.unsupported(
+            "TfIdfVectorizer (n-gram matching against a pool; no loop-nest lowering)",
+        )),
     }
 }

@@ -1,11 +1,11 @@
 //! Native IR ops of the ONNX node suite without a family of their own: BitCast, Einsum,
-//! Det, DynamicQuantizeLinear, Col2Im, RoiAlign and DeformConv.
+//! Det, DynamicQuantizeLinear, Col2Im, RoiAlign, DeformConv and TfIdfVectorizer.
 
 use super::nn::conv_attrs;
 use super::{Converter, Ctx, NodeIn};
 use crate::error::Result;
 use crate::tensor::dtype_from_onnx;
-use pimkit_ir::{Col2ImAttrs, Op, RoiAlignAttrs};
+use pimkit_ir::{Col2ImAttrs, Op, RoiAlignAttrs, TfIdfAttrs, TfIdfMode};
 use std::collections::BTreeMap;
 
 pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>) {
@@ -16,6 +16,7 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
     r.insert(("", "Col2Im"), col2im);
     r.insert(("", "RoiAlign"), roi_align);
     r.insert(("", "DeformConv"), deform_conv);
+    r.insert(("", "TfIdfVectorizer"), tfidf);
 }
 
 fn bitcast(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
@@ -138,5 +139,41 @@ fn deform_conv(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         .ok_or_else(|| n.attrs.err("offset_group", format!("{og} is not positive")))?;
     let ins = ctx.all_values(n)?;
     ctx.emit(n, Op::DeformConv { conv, offset_group }, ins)?;
+    Ok(())
+}
+
+/// TfIdfVectorizer over integer tokens (`pool_strings` needs string tensors, which pimkit
+/// does not have).
+fn tfidf(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let a = n.attrs;
+    if a.has("pool_strings") {
+        return Err(a.err(
+            "pool_strings",
+            "string pools are not supported (pimkit has no string tensors)",
+        ));
+    }
+    let mode = match a.string("mode")?.as_deref() {
+        Some("TF") => TfIdfMode::Tf,
+        Some("IDF") => TfIdfMode::Idf,
+        Some("TFIDF") => TfIdfMode::TfIdf,
+        m => return Err(a.err("mode", format!("{m:?} is not TF, IDF or TFIDF"))),
+    };
+    let size = |name: &str| -> Result<usize> {
+        let v = a.int(name, 0)?;
+        crate::attr::to_dim(v).ok_or_else(|| a.err(name, format!("{v} is negative")))
+    };
+    let list = |name: &str| -> Result<Vec<usize>> { Ok(a.usize_list(name)?.unwrap_or_default()) };
+    let attrs = TfIdfAttrs {
+        mode,
+        min_gram_length: size("min_gram_length")?,
+        max_gram_length: size("max_gram_length")?,
+        max_skip_count: size("max_skip_count")?,
+        ngram_counts: list("ngram_counts")?,
+        ngram_indexes: list("ngram_indexes")?,
+        pool: a.ints("pool_int64s")?.unwrap_or_default(),
+        weights: a.floats("weights")?.unwrap_or_default(),
+    };
+    let x = ctx.value(n, 0)?;
+    ctx.emit(n, Op::TfIdfVectorizer(attrs), vec![Some(x)])?;
     Ok(())
 }

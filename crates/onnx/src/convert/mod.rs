@@ -13,10 +13,12 @@ mod upsample;
 
 // ONNX node-suite coverage (issue #16 item 4): decompositions into existing IR ops.
 mod attention;
+mod causal_conv;
 mod dec;
 mod grid;
 mod index;
 mod layout;
+mod linear_attention;
 mod loss;
 mod lp;
 mod misc;
@@ -68,9 +70,11 @@ pub(crate) fn registry() -> BTreeMap<(&'static str, &'static str), Converter> {
     upsample::register(&mut r);
     // ONNX node-suite coverage (issue #16 item 4).
     attention::register(&mut r);
+    causal_conv::register(&mut r);
     grid::register(&mut r);
     index::register(&mut r);
     layout::register(&mut r);
+    linear_attention::register(&mut r);
     loss::register(&mut r);
     lp::register(&mut r);
     misc::register(&mut r);

@@ -4,7 +4,7 @@
 use super::{AttributeProto, Emit, a_int, a_ints, a_str, conv_attrs};
 use crate::error::Result;
 use crate::tensor::onnx_code;
-use pimkit_ir::{Graph, GridMode, GridPadding, Node, Op, RnnDirection, Tensor};
+use pimkit_ir::{Graph, GridMode, GridPadding, Node, Op, RnnDirection, Tensor, TfIdfMode};
 
 /// The ai.onnx opset an op needs when it is newer than the exporter's default.
 pub(super) fn min_opset(op: &Op) -> i64 {
@@ -193,6 +193,26 @@ pub(super) fn node(
         Op::NonMaxSuppression {
             center_point_box, ..
         } => vec![a_int("center_point_box", *center_point_box as i64)],
+        Op::TfIdfVectorizer(a) => {
+            let mode = match a.mode {
+                TfIdfMode::Tf => "TF",
+                TfIdfMode::Idf => "IDF",
+                TfIdfMode::TfIdf => "TFIDF",
+            };
+            let mut v = vec![
+                a_str("mode", mode),
+                a_int("min_gram_length", a.min_gram_length as i64),
+                a_int("max_gram_length", a.max_gram_length as i64),
+                a_int("max_skip_count", a.max_skip_count as i64),
+                a_ints("ngram_counts", &a.ngram_counts),
+                a_ints("ngram_indexes", &a.ngram_indexes),
+                super::a_i64s("pool_int64s", &a.pool),
+            ];
+            if !a.weights.is_empty() {
+                v.push(super::a_floats("weights", &a.weights));
+            }
+            v
+        }
         _ => return Ok(None),
     };
     let _ = g;
