@@ -146,7 +146,8 @@ fn attrs(op: &Op) -> String {
         | Op::Unique { .. }
         | Op::Compress { .. }
         | Op::NonMaxSuppression { .. }
-        | Op::TfIdfVectorizer(_) => debug_attrs(op),
+        | Op::TfIdfVectorizer(_)
+        | Op::MaxPoolIndices { .. } => debug_attrs(op),
     }
 }
 

@@ -281,7 +281,7 @@ fn resize_shape(c: &Ctx, x: &TensorType, a: &crate::ResizeAttrs) -> Result<Vec<u
     Ok(a.sizes.clone())
 }
 
-fn pool_shape(c: &Ctx, x: &TensorType, p: &PoolAttrs) -> Result<Vec<usize>> {
+pub(crate) fn pool_shape(c: &Ctx, x: &TensorType, p: &PoolAttrs) -> Result<Vec<usize>> {
     let r = p.kernel.len();
     if x.rank() != r + 2 {
         return Err(c.shape_err(0, format!("rank {}", r + 2)));
@@ -965,6 +965,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
         | Op::Unique { .. }
         | Op::Compress { .. }
         | Op::NonMaxSuppression { .. }
-        | Op::TfIdfVectorizer(_) => crate::infer_ext::infer(&c, op),
+        | Op::TfIdfVectorizer(_)
+        | Op::MaxPoolIndices { .. } => crate::infer_ext::infer(&c, op),
     }
 }

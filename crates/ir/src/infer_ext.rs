@@ -474,6 +474,16 @@ pub(crate) fn infer(c: &Ctx, op: &Op) -> Result<Vec<TensorType>> {
             };
             one(TensorType::new(DType::F32, s))
         }
+        Op::MaxPoolIndices { pool, .. } => {
+            let x = c.get(0)?;
+            if pool.kind != crate::PoolKind::Max {
+                return Err(c.err("indices exist for max pooling only"));
+            }
+            one(TensorType::new(
+                DType::I64,
+                crate::infer::pool_shape(c, x, pool)?,
+            ))
+        }
         _ => Err(c.err("internal: not an op of infer_ext")),
     }
 }

@@ -748,6 +748,13 @@ pub enum Op {
     },
     /// 0: tokens [C] or [B, C] (i32/i64); output f32 [out] or [B, out]
     TfIdfVectorizer(TfIdfAttrs),
+    /// 0: x; the i64 Indices output of ONNX MaxPool (the values are a separate `Pool`):
+    /// the flat position of each window's first maximum in x, with the spatial axes
+    /// row-major, or column-major when `column_major` (storage_order 1).
+    MaxPoolIndices {
+        pool: PoolAttrs,
+        column_major: bool,
+    },
 }
 
 impl Op {
@@ -858,6 +865,7 @@ impl Op {
             Op::Compress { .. } => "Compress",
             Op::NonMaxSuppression { .. } => "NonMaxSuppression",
             Op::TfIdfVectorizer(_) => "TfIdfVectorizer",
+            Op::MaxPoolIndices { .. } => "MaxPoolIndices",
         }
     }
 

@@ -526,7 +526,8 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
             | Op::Unique { .. }
             | Op::Compress { .. }
             | Op::NonMaxSuppression { .. }
-            | Op::TfIdfVectorizer(_) => {
+            | Op::TfIdfVectorizer(_)
+            | Op::MaxPoolIndices { .. } => {
                 attrs = ext::node(g, n, &mut e, &mut inputs)?.unwrap_or_default();
             }
         }
@@ -543,10 +544,15 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
         }
         nodes.push(NodeProto {
             name: Some(n.name.clone()),
-            op_type: Some(op_type.into()),
+            op_type: Some(ext::op_type(&n.op, op_type).into()),
             domain: Some(domain.into()),
             input: inputs,
-            output: n.outputs.iter().map(|&o| g.value(o).name.clone()).collect(),
+            output: ext::outputs(
+                &n.op,
+                &mut names,
+                &n.name,
+                n.outputs.iter().map(|&o| g.value(o).name.clone()).collect(),
+            ),
             attribute: attrs,
             metadata_props: n
                 .source

@@ -155,6 +155,25 @@ fn index_ops_round_trip() {
             output_shape: vec![1, 1, 5, 5],
         },
     ));
+    for column_major in [false, true] {
+        check(graph(
+            &format!("max_pool_indices_{column_major}"),
+            &[t(f, &[1, 2, 5, 6])],
+            vec![],
+            Op::MaxPoolIndices {
+                pool: PoolAttrs {
+                    kind: PoolKind::Max,
+                    kernel: vec![2, 3],
+                    strides: vec![2, 1],
+                    pads: vec![1, 0, 0, 1],
+                    dilations: vec![1, 1],
+                    ceil_mode: false,
+                    count_include_pad: false,
+                },
+                column_major,
+            },
+        ));
+    }
     check(graph(
         "compress",
         &[t(f, &[3, 2])],

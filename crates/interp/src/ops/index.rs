@@ -388,3 +388,63 @@ pub(crate) fn nonzero(x: &Tensor) -> OpResult<Tensor> {
     }
     Ok(Tensor::from_i64(vec![r, nz.len()], out))
 }
+
+/// MaxPool's Indices output: for every window, the flat position in x of its first
+/// maximum (strictly greater replaces), skipping padding; the spatial part of the
+/// position is row-major, or column-major (storage_order 1).
+pub(crate) fn max_pool_indices(
+    x: &Tensor,
+    p: &pimkit_ir::PoolAttrs,
+    column_major: bool,
+    out_ty: &TensorType,
+) -> OpResult<Tensor> {
+    let vals = super::order::order_keys(x, "MaxPool")?;
+    let r = p.kernel.len();
+    let sp = &x.shape[2..];
+    let plane: usize = sp.iter().product();
+    let os = &out_ty.shape[2..];
+    let oplane: usize = os.iter().product();
+    let planes = x.shape[0] * x.shape[1];
+    // Position weights of the spatial coordinates in the returned index.
+    let mut w = vec![1usize; r];
+    if column_major {
+        for a in 1..r {
+            w[a] = w[a - 1] * sp[a - 1];
+        }
+    } else {
+        for a in (0..r.saturating_sub(1)).rev() {
+            w[a] = w[a + 1] * sp[a + 1];
+        }
+    }
+    let rm = strides(sp);
+    let kvol: usize = p.kernel.iter().product();
+    let mut out = vec![-1i64; planes * oplane];
+    let (mut opos, mut kpos) = (vec![0; r], vec![0; r]);
+    for c in 0..planes {
+        for o in 0..oplane {
+            unravel(o, os, &mut opos);
+            let mut best: Option<(f64, usize)> = None;
+            for k in 0..kvol {
+                unravel(k, &p.kernel, &mut kpos);
+                let mut at = Some((0usize, 0usize));
+                for a in 0..r {
+                    let i = (opos[a] * p.strides[a] + kpos[a] * p.dilations[a]) as i64
+                        - p.pads[a] as i64;
+                    at = at
+                        .filter(|_| (0..sp[a] as i64).contains(&i))
+                        .map(|(f, s)| (f + i as usize * rm[a], s + i as usize * w[a]));
+                }
+                if let Some((flat, idx)) = at {
+                    let v = vals[c * plane + flat];
+                    if best.is_none_or(|(b, _)| v > b) {
+                        best = Some((v, idx));
+                    }
+                }
+            }
+            if let Some((_, idx)) = best {
+                out[c * oplane + o] = (c * plane + idx) as i64;
+            }
+        }
+    }
+    Ok(Tensor::from_i64(out_ty.shape.clone(), out))
+}

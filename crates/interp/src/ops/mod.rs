@@ -276,6 +276,12 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
             *center_point_box,
         )?),
         Op::TfIdfVectorizer(a) => one(misc::tfidf(c.input(0)?, a, c.out_ty(0))?),
+        Op::MaxPoolIndices { pool, column_major } => one(index::max_pool_indices(
+            c.input(0)?,
+            pool,
+            *column_major,
+            c.out_ty(0),
+        )?),
     }
 }
 

@@ -180,6 +180,9 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
             "an op whose output size depends on its data (the importer folds constant ones)",
         )),
         Compress { .. } => Err(l.unsupported("Compress (a data-dependent selection)")),
+        MaxPoolIndices { .. } => Err(l.unsupported(
+            "MaxPool's Indices output (argmax positions; the values lower as MaxPool)",
+        )),
         TfIdfVectorizer(_) => Err(l.unsupported(
             "TfIdfVectorizer (n-gram matching against a pool; no loop-nest lowering)",
         )),

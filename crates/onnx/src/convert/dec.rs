@@ -56,8 +56,13 @@ impl<'c, 'm, 'a> Dec<'c, 'm, 'a> {
 
     /// The node producing ONNX output `i` (named after the ONNX node for output 0).
     pub fn out(&mut self, i: usize, op: Op, ins: &[ValueId]) -> Result<ValueId> {
+        self.out_node(i, i == 0, op, ins)
+    }
+
+    /// The node producing ONNX output `i`, named after the ONNX node when `main`.
+    pub fn out_node(&mut self, i: usize, main: bool, op: Op, ins: &[ValueId]) -> Result<ValueId> {
         let vname = self.n.outputs[i].to_string();
-        let node = if i == 0 {
+        let node = if main {
             self.n.name.to_string()
         } else {
             format!("{}/out{i}", self.n.name)

@@ -227,3 +227,33 @@ fn nonzero(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let x = data_dependent_input(ctx, n, 0, "input")?;
     emit_counted(ctx, n, |count| Op::NonZero { count }, &[x])
 }
+
+/// MaxPool with its Indices output used: the values are an ordinary `Pool` (only when
+/// read), the indices a `MaxPoolIndices` node (storage_order 1 = column-major).
+pub(super) fn max_pool_with_indices(
+    ctx: &mut Ctx,
+    n: &NodeIn,
+    p: pimkit_ir::PoolAttrs,
+    x: pimkit_ir::ValueId,
+) -> Result<()> {
+    let column_major = match n.attrs.int("storage_order", 0)? {
+        0 => false,
+        1 => true,
+        s => return Err(n.attrs.err("storage_order", format!("{s} is not 0 or 1"))),
+    };
+    let mut d = super::dec::Dec::new(ctx, n);
+    let values = d.ctx.used.contains(n.outputs[0]);
+    if values {
+        d.out(0, Op::Pool(p.clone()), &[x])?;
+    }
+    d.out_node(
+        1,
+        !values,
+        Op::MaxPoolIndices {
+            pool: p,
+            column_major,
+        },
+        &[x],
+    )?;
+    Ok(())
+}

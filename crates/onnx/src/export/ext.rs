@@ -213,8 +213,48 @@ pub(super) fn node(
             }
             v
         }
+        Op::MaxPoolIndices { pool, column_major } => vec![
+            a_ints("kernel_shape", &pool.kernel),
+            a_ints("strides", &pool.strides),
+            a_ints("pads", &pool.pads),
+            a_ints("dilations", &pool.dilations),
+            a_int("ceil_mode", pool.ceil_mode as i64),
+            a_int("storage_order", *column_major as i64),
+        ],
         _ => return Ok(None),
     };
     let _ = g;
     Ok(Some(attrs))
+}
+
+/// The ONNX op type of an IR op whose name is not one (MaxPoolIndices is MaxPool's second
+/// output).
+pub(super) fn op_type<'a>(op: &Op, name: &'a str) -> &'a str {
+    match op {
+        Op::MaxPoolIndices { .. } => "MaxPool",
+        _ => name,
+    }
+}
+
+/// The ONNX outputs of a node: MaxPoolIndices writes a MaxPool whose values output gets
+/// a fresh name nothing reads (so a re-import creates only the indices).
+pub(super) fn outputs(
+    op: &Op,
+    names: &mut std::collections::HashSet<String>,
+    node: &str,
+    outs: Vec<String>,
+) -> Vec<String> {
+    match op {
+        Op::MaxPoolIndices { .. } => {
+            let mut v = format!("{node}:values");
+            let mut k = 1;
+            while names.contains(&v) {
+                v = format!("{node}:values{k}");
+                k += 1;
+            }
+            names.insert(v.clone());
+            std::iter::once(v).chain(outs).collect()
+        }
+        _ => outs,
+    }
 }
