@@ -117,15 +117,15 @@ def toml_str(s):
 
 
 def write_manifest(suite_dir, header, entries):
-    """entries: dicts with name, status, and optional reason/desc/exact/atol/rtol/ops."""
+    """entries: dicts with name, status, and optional reason/desc/data/exact/atol/rtol/ops."""
     with open(os.path.join(suite_dir, "manifest.toml"), "w") as f:
         f.write(header)
         for e in entries:
             f.write(f"\n[case.{e['name']}]\n")
-            for key in ("status", "reason", "desc"):
+            for key in ("status", "reason", "desc", "data"):
                 if key in e:
                     f.write(f"{key} = {toml_str(e[key])}\n")
-            for key in ("exact",):
+            for key in ("exact", "bound"):
                 if key in e:
                     f.write(f"{key} = {'true' if e[key] else 'false'}\n")
             for key in ("atol", "rtol", "opset"):

@@ -1,7 +1,7 @@
 //! Run one case directory: model.onnx + input_<i>.npy -> compare with output_<i>.npy.
 
-use crate::compare::{Tolerance, compare};
-use pimkit_ir::{DType, Tensor, npy::read_npy};
+use crate::compare::{Tolerance, compare, stored_as};
+use pimkit_ir::{DType, Tensor, TensorData, minifloat, npy::read_npy};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -48,11 +48,71 @@ fn read_numbered(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, CaseError> {
     }
 }
 
-fn run_inner(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseError> {
-    let inputs = read_numbered(dir, "input")?;
-    let wants = read_numbered(dir, "output")?;
-    let g =
-        pimkit_onnx::load(&dir.join("model.onnx")).map_err(|e| CaseError::Import(e.to_string()))?;
+/// A graph input's test value in the input's dtype: bf16/float8/float4 values stored as
+/// f32 and int4/int2 stored as i8/u8 are converted back (they are exact in that dtype).
+fn to_input_dtype(t: Tensor, want: DType, name: &str) -> Result<Tensor, CaseError> {
+    let have = t.dtype();
+    if have == want {
+        return Ok(t);
+    }
+    if stored_as(want) != have {
+        return Err(CaseError::Data(format!(
+            "input '{name}' is {have} in the .npy file, the graph expects {want}"
+        )));
+    }
+    let v = t.to_f64_vec();
+    if want.is_minifloat() {
+        // Not saturating: infinities stay infinities where the format has them.
+        let codes = v
+            .iter()
+            .map(|&x| minifloat::from_f32(want, x as f32, false, "nearest"))
+            .collect();
+        return Tensor::new(t.shape, TensorData::Codes(want, codes))
+            .ok_or_else(|| CaseError::Data(format!("input '{name}': bad element count")));
+    }
+    Ok(Tensor::from_f64_as(want, t.shape, &v))
+}
+
+/// Names of the model's graph inputs that are not initializers, in graph order.
+fn graph_input_names(model: &Path) -> Result<Vec<String>, CaseError> {
+    use prost::Message;
+    let bytes =
+        std::fs::read(model).map_err(|e| CaseError::Data(format!("{}: {e}", model.display())))?;
+    let m = pimkit_onnx::proto::ModelProto::decode(&bytes[..])
+        .map_err(|e| CaseError::Data(e.to_string()))?;
+    let g = m.graph.unwrap_or_default();
+    let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    Ok(g.input
+        .iter()
+        .map(|vi| vi.name())
+        .filter(|n| !inits.contains(n))
+        .map(String::from)
+        .collect())
+}
+
+fn run_inner(
+    dir: &Path,
+    data: &Path,
+    tol: &dyn Fn(DType) -> Tolerance,
+    bind: bool,
+) -> Result<(), CaseError> {
+    let inputs = read_numbered(data, "input")?;
+    let wants = read_numbered(data, "output")?;
+    let model = dir.join("model.onnx");
+    if bind {
+        // Every input becomes a constant: the graph folds at import and runs without feeds.
+        let names = graph_input_names(&model)?;
+        let opts = pimkit_onnx::LoadOptions {
+            bind: names.into_iter().zip(inputs).collect(),
+            ..Default::default()
+        };
+        let g =
+            pimkit_onnx::load_with(&model, &opts).map_err(|e| CaseError::Import(e.to_string()))?;
+        let gots =
+            pimkit_interp::run(&g, &HashMap::new()).map_err(|e| CaseError::Run(e.to_string()))?;
+        return compare_all(&g, &gots, &wants, tol);
+    }
+    let mut g = pimkit_onnx::load(&model).map_err(|e| CaseError::Import(e.to_string()))?;
     if g.inputs.len() != inputs.len() {
         return Err(CaseError::Import(format!(
             "graph has {} inputs but the case has {} input files",
@@ -60,13 +120,42 @@ fn run_inner(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseErr
             inputs.len()
         )));
     }
-    let feeds: HashMap<String, Tensor> = g
+    // Symbolic or unknown input dims are bound from the test inputs' shapes, as
+    // onnxruntime binds them from its feeds.
+    let names: Vec<String> = g
         .inputs
         .iter()
         .map(|&id| g.value(id).name.clone())
-        .zip(inputs)
         .collect();
+    if g.inputs
+        .iter()
+        .zip(&inputs)
+        .any(|(&id, t)| g.ty(id).shape != t.shape)
+    {
+        let opts = pimkit_onnx::LoadOptions {
+            input_shapes: names
+                .iter()
+                .cloned()
+                .zip(inputs.iter().map(|t| t.shape.clone()))
+                .collect(),
+            ..Default::default()
+        };
+        g = pimkit_onnx::load_with(&model, &opts).map_err(|e| CaseError::Import(e.to_string()))?;
+    }
+    let mut feeds = HashMap::new();
+    for ((name, &id), t) in names.iter().zip(&g.inputs).zip(inputs) {
+        feeds.insert(name.clone(), to_input_dtype(t, g.ty(id).dtype, name)?);
+    }
     let gots = pimkit_interp::run(&g, &feeds).map_err(|e| CaseError::Run(e.to_string()))?;
+    compare_all(&g, &gots, &wants, tol)
+}
+
+fn compare_all(
+    g: &pimkit_ir::Graph,
+    gots: &[Tensor],
+    wants: &[Tensor],
+    tol: &dyn Fn(DType) -> Tolerance,
+) -> Result<(), CaseError> {
     if gots.len() != wants.len() {
         return Err(CaseError::Mismatch(format!(
             "{} outputs but expected {}",
@@ -75,9 +164,9 @@ fn run_inner(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseErr
         )));
     }
     let mut errs = Vec::new();
-    for (i, (got, want)) in gots.iter().zip(&wants).enumerate() {
+    for (i, (got, want)) in gots.iter().zip(wants).enumerate() {
         let name = &g.value(g.outputs[i]).name;
-        if let Err(e) = compare(got, want, tol(want.dtype())) {
+        if let Err(e) = compare(got, want, tol(got.dtype())) {
             errs.push(format!("output {i} '{name}': {e}"));
         }
     }
@@ -90,7 +179,30 @@ fn run_inner(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseErr
 
 /// Load, run and compare one case. `tol` picks the tolerance per output dtype.
 pub fn run_case(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), CaseError> {
-    match catch_unwind(AssertUnwindSafe(|| run_inner(dir, tol))) {
+    run_case_with_data(dir, dir, tol)
+}
+
+/// [`run_case`] with the `.npy` files read from `data` (a case sharing another's data).
+pub fn run_case_with_data(
+    dir: &Path,
+    data: &Path,
+    tol: &dyn Fn(DType) -> Tolerance,
+) -> Result<(), CaseError> {
+    guarded(|| run_inner(dir, data, tol, false))
+}
+
+/// [`run_case_with_data`] with every graph input bound as a constant (`LoadOptions::bind`).
+pub fn run_case_bound(
+    dir: &Path,
+    data: &Path,
+    tol: &dyn Fn(DType) -> Tolerance,
+) -> Result<(), CaseError> {
+    guarded(|| run_inner(dir, data, tol, true))
+}
+
+/// Run `f`, turning a panic into [`CaseError::Panic`].
+fn guarded(f: impl FnOnce() -> Result<(), CaseError>) -> Result<(), CaseError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {
             let msg = p
@@ -107,7 +219,7 @@ pub fn run_case(dir: &Path, tol: &dyn Fn(DType) -> Tolerance) -> Result<(), Case
 mod tests {
     use super::*;
     use crate::suite::data_dir;
-    use pimkit_ir::{TensorData, npy::write_npy};
+    use pimkit_ir::npy::write_npy;
 
     /// The harness must notice a wrong golden value, a missing model and a bad input.
     #[test]

@@ -1,5 +1,7 @@
 //! Output comparison: exact for integer/bool (and for quantized suites), atol + rtol for
-//! floats. NaN matches NaN; infinities must match exactly.
+//! floats. NaN matches NaN; infinities must match exactly. Values of the dtypes numpy
+//! cannot save (bf16, the float8 formats, float4, int4/int2) are stored as f32 or
+//! i8/u8 and compared by value.
 
 use pimkit_ir::{DType, Tensor, TensorData};
 
@@ -10,6 +12,20 @@ pub const F32_RTOL: f64 = 1e-4;
 /// f16 results are computed in f32 and rounded: allow about two f16 ulps.
 pub const F16_ATOL: f64 = 1e-3;
 pub const F16_RTOL: f64 = 2e-3;
+/// bf16 results are computed in f32 and rounded: about two bf16 ulps (2^-7 at 1.0).
+pub const BF16_ATOL: f64 = 1e-2;
+pub const BF16_RTOL: f64 = 1.6e-2;
+
+/// The dtype a `.npy` file stores `dtype` as: pimkit's npy writer (and the generators)
+/// write bf16, the float8 formats and float4 as f32 and the sub-byte integers as i8/u8.
+pub fn stored_as(dtype: DType) -> DType {
+    match dtype {
+        DType::I4 | DType::I2 => DType::I8,
+        DType::U4 | DType::U2 => DType::U8,
+        d if d == DType::Bf16 || d.is_minifloat() => DType::F32,
+        d => d,
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Tolerance {
@@ -18,7 +34,8 @@ pub enum Tolerance {
 }
 
 impl Tolerance {
-    /// The documented default for an output of `dtype` (exact for non-float types).
+    /// The documented default for an output of `dtype` (exact for non-float types and
+    /// for the float8/float4 codes, which only casts and quantization produce).
     pub fn default_for(dtype: DType) -> Tolerance {
         let env = |k: &str, d: f64| {
             std::env::var(k)
@@ -27,13 +44,17 @@ impl Tolerance {
                 .unwrap_or(d)
         };
         match dtype {
-            DType::F32 => Tolerance::Close {
+            DType::F32 | DType::F64 => Tolerance::Close {
                 atol: env("PIMKIT_ATOL", F32_ATOL),
                 rtol: env("PIMKIT_RTOL", F32_RTOL),
             },
             DType::F16 => Tolerance::Close {
                 atol: F16_ATOL,
                 rtol: F16_RTOL,
+            },
+            DType::Bf16 => Tolerance::Close {
+                atol: BF16_ATOL,
+                rtol: BF16_RTOL,
             },
             _ => Tolerance::Exact,
         }
@@ -46,6 +67,12 @@ fn floats(t: &Tensor) -> Option<Vec<f64>> {
         TensorData::F16(v) => Some(v.iter().map(|x| x.to_f64()).collect()),
         _ => None,
     }
+}
+
+/// Integer, bool and sub-byte integer tensors (compared exactly as integers).
+fn is_integer(t: &Tensor) -> bool {
+    let d = t.dtype();
+    d.is_int() || d.is_subbyte_int() || d == DType::Bool
 }
 
 fn index_of(mut flat: usize, shape: &[usize]) -> Vec<usize> {
@@ -73,8 +100,9 @@ fn close(g: f64, w: f64, tol: Tolerance) -> bool {
 }
 
 /// Compare one output; the error says how many elements differ and shows the first few.
+/// `want` may hold `got`'s values in their storage dtype ([`stored_as`]).
 pub fn compare(got: &Tensor, want: &Tensor, tol: Tolerance) -> Result<(), String> {
-    if got.dtype() != want.dtype() {
+    if got.dtype() != want.dtype() && stored_as(got.dtype()) != want.dtype() {
         return Err(format!(
             "dtype {} but expected {}",
             got.dtype(),
@@ -91,7 +119,13 @@ pub fn compare(got: &Tensor, want: &Tensor, tol: Tolerance) -> Result<(), String
         (Some(g), Some(w)) => (g, w),
         _ => (got.to_f64_vec(), want.to_f64_vec()),
     };
-    let bad: Vec<usize> = (0..g.len()).filter(|&i| !close(g[i], w[i], tol)).collect();
+    let bad: Vec<usize> = if is_integer(got) && is_integer(want) {
+        // i64 (u64 reinterpreted) so that values beyond 2^53 compare exactly.
+        let (gi, wi) = (got.to_i64_vec(), want.to_i64_vec());
+        (0..gi.len()).filter(|&i| gi[i] != wi[i]).collect()
+    } else {
+        (0..g.len()).filter(|&i| !close(g[i], w[i], tol)).collect()
+    };
     if bad.is_empty() {
         return Ok(());
     }

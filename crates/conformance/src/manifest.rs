@@ -36,6 +36,14 @@ pub struct CaseEntry {
     /// onnx-node: training-only outputs removed from the model.
     #[serde(default)]
     pub trimmed: Vec<String>,
+    /// onnx-node: the case whose `.npy` files this case shares (its directory holds only
+    /// model.onnx; the `_expanded` twins have their base case's data).
+    pub data: Option<String>,
+    /// onnx-node: also run the case with every graph input bound as a constant
+    /// (`LoadOptions::bind`), which must pass: ops whose output size depends on their data
+    /// work on constants only, and fold at import.
+    #[serde(default)]
+    pub bound: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

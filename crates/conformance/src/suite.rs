@@ -1,6 +1,6 @@
 //! A suite = tests/data/<suite>/manifest.toml + case directories -> libtest-mimic trials.
 
-use crate::case::run_case;
+use crate::case::{run_case_bound, run_case_with_data};
 use crate::compare::Tolerance;
 use crate::manifest::{CaseEntry, Manifest, Status};
 use libtest_mimic::{Failed, Trial};
@@ -17,8 +17,9 @@ pub fn data_dir() -> PathBuf {
 /// Tolerance policy of a suite: (case entry, output dtype) -> tolerance.
 pub type Policy = fn(&CaseEntry, DType) -> Tolerance;
 
-/// One trial per `pass` / `known-fail` case (named `<case>`), plus `manifest_consistent`,
-/// which checks that case directories and manifest entries agree.
+/// One trial per `pass` / `known-fail` case (named `<case>`), one `<case>:bound` trial
+/// per case marked `bound` (run with every input bound as a constant; must pass), plus
+/// `manifest_consistent`, which checks that case directories and manifest entries agree.
 pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
     let root = data_dir().join(suite);
     let manifest = match Manifest::load(&root.join("manifest.toml")) {
@@ -31,6 +32,12 @@ pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
             continue;
         }
         let dir = root.join(name);
+        let data = root.join(entry.data.as_deref().unwrap_or(name));
+        let (entry_bound, bound_data, bound_entry) = (
+            entry.bound,
+            entry.data.clone().unwrap_or_else(|| name.clone()),
+            entry.clone(),
+        );
         let entry = entry.clone();
         let kind = if entry.status == Status::KnownFail {
             "known-fail"
@@ -40,7 +47,7 @@ pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
         trials.push(
             Trial::test(name.clone(), move || {
                 let tol = |dt: DType| policy(&entry, dt);
-                let result = run_case(&dir, &tol);
+                let result = run_case_with_data(&dir, &data, &tol);
                 match (entry.status, result) {
                     (Status::KnownFail, Ok(())) => Err(Failed::from(
                         "known-fail case now passes: remove it from tools/known_fail.toml and \
@@ -52,6 +59,16 @@ pub fn suite_trials(suite: &str, policy: Policy) -> Vec<Trial> {
             })
             .with_kind(kind),
         );
+        if entry_bound {
+            let (dir, data) = (root.join(name), root.join(bound_data));
+            trials.push(
+                Trial::test(format!("{name}:bound"), move || {
+                    let tol = |dt: DType| policy(&bound_entry, dt);
+                    run_case_bound(&dir, &data, &tol).map_err(|e| Failed::from(e.to_string()))
+                })
+                .with_kind("bound"),
+            );
+        }
     }
     trials
 }
@@ -76,6 +93,14 @@ fn consistency_trial(root: PathBuf, manifest: Arc<Manifest>) -> Trial {
                     problems.push(format!("{name}: {:?} without a reason", e.status))
                 }
                 _ => {}
+            }
+            if let Some(d) = &e.data {
+                let shared = root.join(d);
+                if manifest.case.get(d).is_none_or(|o| o.data.is_some())
+                    || !shared.join("output_0.npy").exists()
+                {
+                    problems.push(format!("{name}: shares the data of '{d}', which has none"));
+                }
             }
         }
         for name in on_disk.iter().filter(|n| !manifest.case.contains_key(*n)) {

@@ -34,3 +34,16 @@ pub use exec::{run, run_observed};
 pub use ops::elementwise::sigmoid_f32;
 pub use ort_kernels::{OrtKernels, ort_kernels, set_ort_kernels};
 pub use random::{check_memory, min_run_bytes, random_inputs};
+
+/// The output extent of an op whose output size depends on its input data (NonZero,
+/// Unique, Compress, NonMaxSuppression: the `count` attribute) for these constant
+/// inputs, computed by the op's own kernel. The importer uses it to give such ops a
+/// static shape when their inputs are constants.
+pub fn data_dependent_count(
+    op: &pimkit_ir::Op,
+    inputs: &[Option<&pimkit_ir::Tensor>],
+) -> Result<usize, String> {
+    ops::data_dependent_count(op, inputs).map_err(|e| match e {
+        error::OpError::Unsupported(m) | error::OpError::Invalid(m) => m,
+    })
+}

@@ -140,8 +140,57 @@ fn attrs(op: &Op) -> String {
             format!("axis={axis}{}", if *flatten { " flatten" } else { "" })
         }
         Op::QLinearWhere => String::new(),
+        // ---- ONNX node-suite coverage (issue #16 item 4): the attributes as Rust writes
+        // them (`axis: 1, reduction: Add`), which is stable for a given op definition.
+        Op::GatherElements { .. }
+        | Op::GatherNd { .. }
+        | Op::ScatterElements { .. }
+        | Op::ScatterNd { .. }
+        | Op::TensorScatter { .. }
+        | Op::Cumulative { .. }
+        | Op::TopK { .. }
+        | Op::ArgMin { .. }
+        | Op::BitCast { .. }
+        | Op::Einsum { .. }
+        | Op::MaxUnpool { .. }
+        | Op::ReverseSequence { .. }
+        | Op::Det
+        | Op::Dft { .. }
+        | Op::Stft { .. }
+        | Op::Col2Im(_)
+        | Op::GridSample { .. }
+        | Op::RoiAlign(_)
+        | Op::DeformConv { .. }
+        | Op::Rnn(_)
+        | Op::DynamicQuantizeLinear
+        | Op::NonZero { .. }
+        | Op::Unique { .. }
+        | Op::Compress { .. }
+        | Op::NonMaxSuppression { .. }
+        | Op::TfIdfVectorizer(_)
+        | Op::MaxPoolIndices { .. } => debug_attrs(op),
     }
 }
+
+/// `Op::X { a: 1 }` / `Op::X(Attrs { a: 1 })` -> `a: 1`; unit variants -> "".
+fn debug_attrs(op: &Op) -> String {
+    let d = format!("{op:?}");
+    let inner = match d.find(['{', '(']) {
+        Some(i) => &d[i..],
+        None => return String::new(),
+    };
+    let inner = inner.trim_start_matches('(').trim_end_matches(')');
+    let inner = match inner.find('{') {
+        Some(i) => &inner[i..],
+        None => inner,
+    };
+    inner
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim()
+        .to_string()
+}
+
 
 /// The subgraphs of a control-flow op, labelled.
 pub fn subgraphs(op: &Op) -> Vec<(&'static str, &Graph)> {

@@ -3,31 +3,31 @@
 
 use crate::{DType, IrError, Op, PadMode, PoolAttrs, Result, RnnAttrs, TensorType, UnaryOp, numel};
 
-struct Ctx<'a> {
-    node: &'a str,
-    op: &'a Op,
-    inputs: &'a [Option<&'a TensorType>],
+pub(crate) struct Ctx<'a> {
+    pub(crate) node: &'a str,
+    pub(crate) op: &'a Op,
+    pub(crate) inputs: &'a [Option<&'a TensorType>],
 }
 
 impl<'a> Ctx<'a> {
-    fn err(&self, msg: impl Into<String>) -> IrError {
+    pub(crate) fn err(&self, msg: impl Into<String>) -> IrError {
         IrError::Node {
             node: self.node.into(),
             op: self.op.name().into(),
             msg: msg.into(),
         }
     }
-    fn get(&self, i: usize) -> Result<&'a TensorType> {
+    pub(crate) fn get(&self, i: usize) -> Result<&'a TensorType> {
         self.inputs
             .get(i)
             .copied()
             .flatten()
             .ok_or_else(|| self.err(format!("required input {i} is missing")))
     }
-    fn opt(&self, i: usize) -> Option<&'a TensorType> {
+    pub(crate) fn opt(&self, i: usize) -> Option<&'a TensorType> {
         self.inputs.get(i).copied().flatten()
     }
-    fn shape_err(&self, i: usize, expected: impl Into<String>) -> IrError {
+    pub(crate) fn shape_err(&self, i: usize, expected: impl Into<String>) -> IrError {
         IrError::Shape {
             node: self.node.into(),
             op: self.op.name().into(),
@@ -36,7 +36,7 @@ impl<'a> Ctx<'a> {
             expected: expected.into(),
         }
     }
-    fn dtype_err(&self, i: usize, expected: impl Into<String>) -> IrError {
+    pub(crate) fn dtype_err(&self, i: usize, expected: impl Into<String>) -> IrError {
         IrError::DType {
             node: self.node.into(),
             op: self.op.name().into(),
@@ -45,21 +45,21 @@ impl<'a> Ctx<'a> {
             expected: expected.into(),
         }
     }
-    fn want_rank(&self, i: usize, r: usize) -> Result<&'a TensorType> {
+    pub(crate) fn want_rank(&self, i: usize, r: usize) -> Result<&'a TensorType> {
         let t = self.get(i)?;
         if t.rank() != r {
             return Err(self.shape_err(i, format!("rank {r}")));
         }
         Ok(t)
     }
-    fn want_float(&self, i: usize) -> Result<&'a TensorType> {
+    pub(crate) fn want_float(&self, i: usize) -> Result<&'a TensorType> {
         let t = self.get(i)?;
         if !t.dtype.is_float() {
             return Err(self.dtype_err(i, "f32 or f16"));
         }
         Ok(t)
     }
-    fn want_q8(&self, i: usize) -> Result<&'a TensorType> {
+    pub(crate) fn want_q8(&self, i: usize) -> Result<&'a TensorType> {
         let t = self.get(i)?;
         if !t.dtype.is_quant8() {
             return Err(self.dtype_err(i, "i8 or u8"));
@@ -67,7 +67,7 @@ impl<'a> Ctx<'a> {
         Ok(t)
     }
     /// A quantization scale: f32 scalar or 1-D (per axis).
-    fn want_scale(&self, i: usize) -> Result<&'a TensorType> {
+    pub(crate) fn want_scale(&self, i: usize) -> Result<&'a TensorType> {
         let t = self.get(i)?;
         if t.dtype != DType::F32 {
             return Err(self.dtype_err(i, "f32 scale"));
@@ -281,7 +281,7 @@ fn resize_shape(c: &Ctx, x: &TensorType, a: &crate::ResizeAttrs) -> Result<Vec<u
     Ok(a.sizes.clone())
 }
 
-fn pool_shape(c: &Ctx, x: &TensorType, p: &PoolAttrs) -> Result<Vec<usize>> {
+pub(crate) fn pool_shape(c: &Ctx, x: &TensorType, p: &PoolAttrs) -> Result<Vec<usize>> {
     let r = p.kernel.len();
     if x.rank() != r + 2 {
         return Err(c.shape_err(0, format!("rank {}", r + 2)));
@@ -359,7 +359,12 @@ fn gemm_mn(
     Ok((m, n))
 }
 
-fn rnn_types(c: &Ctx, a: &RnnAttrs, gates: usize, nout: usize) -> Result<Vec<TensorType>> {
+pub(crate) fn rnn_types(
+    c: &Ctx,
+    a: &RnnAttrs,
+    gates: usize,
+    nout: usize,
+) -> Result<Vec<TensorType>> {
     let x = c.want_rank(0, 3)?;
     let w = c.want_rank(1, 3)?;
     let r = c.want_rank(2, 3)?;
@@ -973,5 +978,33 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             let yz = c.opt(4).map(|t| t.dtype).unwrap_or(x.dtype);
             one(TensorType::new(yz, x.shape.clone()))
         }
+        // ---- ONNX node-suite coverage (issue #16 item 4) ----
+        Op::GatherElements { .. }
+        | Op::GatherNd { .. }
+        | Op::ScatterElements { .. }
+        | Op::ScatterNd { .. }
+        | Op::TensorScatter { .. }
+        | Op::Cumulative { .. }
+        | Op::TopK { .. }
+        | Op::ArgMin { .. }
+        | Op::BitCast { .. }
+        | Op::Einsum { .. }
+        | Op::MaxUnpool { .. }
+        | Op::ReverseSequence { .. }
+        | Op::Det
+        | Op::Dft { .. }
+        | Op::Stft { .. }
+        | Op::Col2Im(_)
+        | Op::GridSample { .. }
+        | Op::RoiAlign(_)
+        | Op::DeformConv { .. }
+        | Op::Rnn(_)
+        | Op::DynamicQuantizeLinear
+        | Op::NonZero { .. }
+        | Op::Unique { .. }
+        | Op::Compress { .. }
+        | Op::NonMaxSuppression { .. }
+        | Op::TfIdfVectorizer(_)
+        | Op::MaxPoolIndices { .. } => crate::infer_ext::infer(&c, op),
     }
 }

@@ -9,15 +9,18 @@
 mod control;
 mod dtype;
 mod dump;
+mod einsum;
 mod error;
 mod flatten;
 pub mod fsio;
 mod graph;
 mod infer;
+mod infer_ext;
 pub mod memory;
 pub mod minifloat;
 pub mod npy;
 mod op;
+mod op_ext;
 mod resize;
 mod stats;
 mod tensor;
@@ -25,6 +28,7 @@ mod verify;
 
 pub use dtype::DType;
 pub use dump::{dump, subgraphs};
+pub use einsum::{EinsumSpec, einsum_spec};
 pub use error::{IrError, Result};
 pub use flatten::{
     MAX_FLAT_NODES, control_inputs, flatten_control_flow, has_control_flow, require_static,

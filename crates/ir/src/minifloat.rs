@@ -128,8 +128,9 @@ pub fn from_f32(d: DType, x: f32, saturate: bool, e8m0_round: &str) -> u8 {
     let sign = if neg { f.sign_bit } else { 0 };
     let nan = f.nan.map(|n| if f.uz { n } else { n | sign });
     if x.is_nan() {
-        // float4 has no NaN: ml_dtypes gives its largest magnitude.
-        return nan.unwrap_or(sign | (f.sign_bit - 1));
+        // float4 has no NaN. The ONNX reference (ml_dtypes, which onnxruntime has no
+        // kernel to contradict) gives a zero of the opposite sign: +NaN -> -0, -NaN -> +0.
+        return nan.unwrap_or(if neg { 0 } else { f.sign_bit });
     }
     let a = (x as f64).abs();
     let overflow = || -> u8 {
@@ -291,5 +292,8 @@ mod tests {
         );
         assert_eq!(sext(0xF, 4), -1);
         assert_eq!(sext(0x2, 2), -2);
+        // float4 has no NaN: the ONNX reference (ml_dtypes) gives -0 for +NaN, +0 for -NaN.
+        assert_eq!(from_f32(DType::F4E2M1, f32::NAN, true, "up"), 0x8);
+        assert_eq!(from_f32(DType::F4E2M1, -f32::NAN, true, "up"), 0x0);
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::DType;
 pub use crate::control::{ScanAttrs, Subgraph};
+pub use crate::op_ext::*;
 use serde::{Deserialize, Serialize};
 
 /// Elementwise one-input math.
@@ -651,6 +652,144 @@ pub enum Op {
     /// com.microsoft: 0: cond (bool), 1: x, 2: x_scale, 3: x_zp, 4: y, 5: y_scale,
     /// 6: y_zp, 7: z_scale, 8: z_zp (numpy broadcasting).
     QLinearWhere,
+
+    // ---- ONNX node-suite coverage (issue #16 item 4): native ops ----
+    /// 0: data, 1: indices (same rank as data, i64/i32, negative allowed); the output has
+    /// the indices' shape.
+    GatherElements {
+        axis: usize,
+    },
+    /// 0: data, 1: indices [..., k] (i64); output indices.shape[..-1] ++ data.shape[batch_dims + k..]
+    GatherNd {
+        batch_dims: usize,
+    },
+    /// 0: data, 1: indices (shape of updates), 2: updates. ONNX ScatterElements and Scatter.
+    ScatterElements {
+        axis: usize,
+        reduction: ScatterReduction,
+    },
+    /// 0: data, 1: indices [..., k] (i64), 2: updates
+    ScatterNd {
+        reduction: ScatterReduction,
+    },
+    /// 0: past_cache, 1: update, 2: write_indices? ([batch] i64). ONNX TensorScatter (24):
+    /// update written along `axis` from write_indices[b] (modulo the extent when circular).
+    TensorScatter {
+        axis: usize,
+        circular: bool,
+    },
+    /// 0: x. ONNX CumSum (`prod` false) and CumProd (true); the axis operand is folded.
+    Cumulative {
+        axis: usize,
+        exclusive: bool,
+        reverse: bool,
+        prod: bool,
+    },
+    /// 0: x; outputs: values, indices (i64), `k` along `axis` (the k operand is folded).
+    /// Ties keep the lower index first; the output is always sorted.
+    TopK {
+        axis: usize,
+        k: usize,
+        largest: bool,
+        sorted: bool,
+    },
+    /// 0: x
+    ArgMin {
+        axis: usize,
+        keepdims: bool,
+        select_last: bool,
+    },
+    /// 0: x; the same bytes read as `to` (same bit width).
+    BitCast {
+        to: DType,
+    },
+    /// 0..n: operands; numpy einsum semantics (explicit or implicit output, ellipsis).
+    Einsum {
+        equation: String,
+    },
+    /// 0: x, 1: indices (i64, flat positions in the unpooled shape the kernel geometry
+    /// gives); the output of `output_shape` holds that shape in its leading corner.
+    MaxUnpool {
+        kernel: Vec<usize>,
+        strides: Vec<usize>,
+        pads: Vec<usize>,
+        output_shape: Vec<usize>,
+    },
+    /// 0: x, 1: sequence_lens ([batch] i64)
+    ReverseSequence {
+        batch_axis: usize,
+        time_axis: usize,
+    },
+    /// 0: x [..., M, M]; determinant of each matrix
+    Det,
+    /// 0: x [..., n, 1|2] (real or complex); the transform of length `length` along `axis`
+    /// gives [..., L, 2] ([..., length, 1] for an inverse onesided transform, whose input
+    /// holds length/2 + 1 bins; L = length/2 + 1 for a forward onesided one).
+    Dft {
+        axis: usize,
+        length: usize,
+        inverse: bool,
+        onesided: bool,
+    },
+    /// 0: signal [B, L, 1|2], 1: window? ([frame_length]); output [B, frames, bins, 2]
+    Stft {
+        frame_step: usize,
+        frame_length: usize,
+        onesided: bool,
+    },
+    /// 0: x [N, C·prod(block), blocks]; output [N, C, image...]
+    Col2Im(Col2ImAttrs),
+    /// 0: x [N, C, in...], 1: grid [N, out..., r] (normalized coordinates, x first)
+    GridSample {
+        mode: GridMode,
+        padding: GridPadding,
+        align_corners: bool,
+    },
+    /// 0: x [N, C, H, W], 1: rois [R, 4] (x1, y1, x2, y2), 2: batch_indices [R]
+    RoiAlign(RoiAlignAttrs),
+    /// 0: x, 1: w, 2: offset [N, offset_group·2·kh·kw, oh, ow], 3: bias?, 4: mask?
+    DeformConv {
+        conv: ConvAttrs,
+        offset_group: usize,
+    },
+    /// Plain ONNX RNN with tanh: 0: x, 1: w, 2: r, 3: b?, 4: sequence_lens? (unsupported),
+    /// 5: initial_h?; outputs y, y_h.
+    Rnn(RnnAttrs),
+    /// 0: x (f32); outputs: y (u8), y_scale (f32 scalar), y_zero_point (u8 scalar)
+    DynamicQuantizeLinear,
+    /// 0: x; output [rank, count] (i64). `count` depends on the data: the importer creates
+    /// this op only when x is a constant (and folds it).
+    NonZero {
+        count: usize,
+    },
+    /// 0: x; outputs y, indices, inverse_indices, counts (numpy unique). `count` unique
+    /// elements (slices along `axis`); data-dependent like NonZero.
+    Unique {
+        axis: Option<usize>,
+        sorted: bool,
+        count: usize,
+    },
+    /// 0: x, 1: condition (bool, constant); the `count` selected slices along `axis`
+    /// (of the flattened x when None).
+    Compress {
+        axis: Option<usize>,
+        count: usize,
+    },
+    /// 0: boxes [B, N, 4], 1: scores [B, C, N], 2: max_output_boxes_per_class?,
+    /// 3: iou_threshold?, 4: score_threshold?; output [count, 3] (i64)
+    NonMaxSuppression {
+        center_point_box: bool,
+        count: usize,
+    },
+    /// 0: tokens [C] or [B, C] (i32/i64); output f32 [out] or [B, out]
+    TfIdfVectorizer(TfIdfAttrs),
+    /// 0: x; the i64 Indices output of ONNX MaxPool (the values are a separate `Pool`):
+    /// the flat position of each window's first maximum in x, with the spatial axes
+    /// row-major, or column-major when `column_major` (storage_order 1).
+    MaxPoolIndices {
+        pool: PoolAttrs,
+        column_major: bool,
+    },
 }
 
 impl Op {
@@ -742,6 +881,35 @@ impl Op {
             Op::QLinearAveragePool(_) => "QLinearAveragePool",
             Op::QLinearSoftmax { .. } => "QLinearSoftmax",
             Op::QLinearWhere => "QLinearWhere",
+            // ---- ONNX node-suite coverage (issue #16 item 4) ----
+            Op::GatherElements { .. } => "GatherElements",
+            Op::GatherNd { .. } => "GatherND",
+            Op::ScatterElements { .. } => "ScatterElements",
+            Op::ScatterNd { .. } => "ScatterND",
+            Op::TensorScatter { .. } => "TensorScatter",
+            Op::Cumulative { prod: false, .. } => "CumSum",
+            Op::Cumulative { prod: true, .. } => "CumProd",
+            Op::TopK { .. } => "TopK",
+            Op::ArgMin { .. } => "ArgMin",
+            Op::BitCast { .. } => "BitCast",
+            Op::Einsum { .. } => "Einsum",
+            Op::MaxUnpool { .. } => "MaxUnpool",
+            Op::ReverseSequence { .. } => "ReverseSequence",
+            Op::Det => "Det",
+            Op::Dft { .. } => "DFT",
+            Op::Stft { .. } => "STFT",
+            Op::Col2Im(_) => "Col2Im",
+            Op::GridSample { .. } => "GridSample",
+            Op::RoiAlign(_) => "RoiAlign",
+            Op::DeformConv { .. } => "DeformConv",
+            Op::Rnn(_) => "RNN",
+            Op::DynamicQuantizeLinear => "DynamicQuantizeLinear",
+            Op::NonZero { .. } => "NonZero",
+            Op::Unique { .. } => "Unique",
+            Op::Compress { .. } => "Compress",
+            Op::NonMaxSuppression { .. } => "NonMaxSuppression",
+            Op::TfIdfVectorizer(_) => "TfIdfVectorizer",
+            Op::MaxPoolIndices { .. } => "MaxPoolIndices",
         }
     }
 
@@ -754,6 +922,10 @@ impl Op {
             Op::Split { sizes, .. } => sizes.len(),
             Op::Lstm(_) => 3,
             Op::Gru(_) => 2,
+            // ---- ONNX node-suite coverage (issue #16 item 4) ----
+            Op::TopK { .. } | Op::Rnn(_) => 2,
+            Op::DynamicQuantizeLinear => 3,
+            Op::Unique { .. } => 4,
             _ => 1,
         }
     }

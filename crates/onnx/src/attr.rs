@@ -96,6 +96,13 @@ impl<'a> Attrs<'a> {
         }
     }
 
+    pub fn opt_float(&self, name: &str) -> Result<Option<f32>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(_) => self.float(name, 0.0).map(Some),
+        }
+    }
+
     pub fn float(&self, name: &str, default: f32) -> Result<f32> {
         match self.get(name) {
             None => Ok(default),

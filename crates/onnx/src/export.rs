@@ -19,6 +19,9 @@ use prost::Message;
 use std::collections::HashSet;
 use std::path::Path;
 
+// Ops added for the ONNX node suite (issue #16 item 4).
+mod ext;
+
 pub const IR_VERSION: i64 = 10;
 pub const OPSET: i64 = 21;
 pub const MS_OPSET: i64 = 1;
@@ -66,6 +69,18 @@ fn a_graph(name: &str, g: GraphProto) -> AttributeProto {
     AttributeProto {
         g: Some(g),
         ..attr(name, AttributeType::Graph)
+    }
+}
+fn a_i64s(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto {
+        ints: v.to_vec(),
+        ..attr(name, AttributeType::Ints)
+    }
+}
+fn a_floats(name: &str, v: &[f32]) -> AttributeProto {
+    AttributeProto {
+        floats: v.to_vec(),
+        ..attr(name, AttributeType::Floats)
     }
 }
 fn a_str(name: &str, v: &str) -> AttributeProto {
@@ -218,7 +233,13 @@ pub fn to_model_proto(g: &Graph) -> Result<ModelProto> {
         opset_import: vec![
             OperatorSetIdProto {
                 domain: Some(String::new()),
-                version: Some(OPSET),
+                // Ops newer than the default opset raise it (TensorScatter, CumProd, BitCast).
+                version: Some(
+                    g.nodes
+                        .iter()
+                        .map(|n| ext::min_opset(&n.op))
+                        .fold(OPSET, i64::max),
+                ),
             },
             OperatorSetIdProto {
                 domain: Some(crate::convert::MS.into()),
@@ -595,6 +616,36 @@ fn graph_proto(
                     a_int("transB", *trans_b as i64),
                 ];
             }
+            // ---- ONNX node-suite coverage (issue #16 item 4) ----
+            Op::GatherElements { .. }
+            | Op::GatherNd { .. }
+            | Op::ScatterElements { .. }
+            | Op::ScatterNd { .. }
+            | Op::TensorScatter { .. }
+            | Op::Cumulative { .. }
+            | Op::TopK { .. }
+            | Op::ArgMin { .. }
+            | Op::BitCast { .. }
+            | Op::Einsum { .. }
+            | Op::MaxUnpool { .. }
+            | Op::ReverseSequence { .. }
+            | Op::Det
+            | Op::Dft { .. }
+            | Op::Stft { .. }
+            | Op::Col2Im(_)
+            | Op::GridSample { .. }
+            | Op::RoiAlign(_)
+            | Op::DeformConv { .. }
+            | Op::Rnn(_)
+            | Op::DynamicQuantizeLinear
+            | Op::NonZero { .. }
+            | Op::Unique { .. }
+            | Op::Compress { .. }
+            | Op::NonMaxSuppression { .. }
+            | Op::TfIdfVectorizer(_)
+            | Op::MaxPoolIndices { .. } => {
+                attrs = ext::node(g, n, &mut e, &mut inputs)?.unwrap_or_default();
+            }
         }
         if matches!(n.op, Op::QLinearConcat { .. }) {
             domain = crate::convert::MS;
@@ -609,10 +660,15 @@ fn graph_proto(
         }
         nodes.push(NodeProto {
             name: Some(n.name.clone()),
-            op_type: Some(op_type.into()),
+            op_type: Some(ext::op_type(&n.op, op_type).into()),
             domain: Some(domain.into()),
             input: inputs,
-            output: n.outputs.iter().map(|&o| g.value(o).name.clone()).collect(),
+            output: ext::outputs(
+                &n.op,
+                names,
+                &n.name,
+                n.outputs.iter().map(|&o| g.value(o).name.clone()).collect(),
+            ),
             attribute: attrs,
             metadata_props: n
                 .source

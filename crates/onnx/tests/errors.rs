@@ -105,8 +105,8 @@ fn unknown_op_names_op_node_domain_and_opset() {
         "the message lists supported ops: {s}"
     );
     let e = try_load(&model(
-        // PRelu became supported; Einsum is a real ONNX op pimkit still lacks.
-        vec![node("Einsum", "p", &["x", "x"], &["y"], vec![])],
+        // PRelu and Einsum became supported; ImageDecoder is a real ONNX op pimkit lacks.
+        vec![node("ImageDecoder", "p", &["x"], &["y"], vec![])],
         vec![vi_f32("x", &[2])],
         &["y"],
         vec![],
@@ -114,7 +114,7 @@ fn unknown_op_names_op_node_domain_and_opset() {
     ))
     .unwrap_err()
     .to_string();
-    assert!(e.contains("'Einsum'") && e.contains("opset 9"), "{e}");
+    assert!(e.contains("'ImageDecoder'") && e.contains("opset 9"), "{e}");
 }
 
 #[test]
@@ -361,5 +361,29 @@ fn devices_and_directories_are_not_read() {
             let e = load(std::path::Path::new(p)).unwrap_err().to_string();
             assert!(e.contains("not a regular file"), "{p}: {e}");
         }
+    }
+}
+
+#[test]
+fn data_dependent_output_on_runtime_data_names_the_node() {
+    for (op, ins) in [
+        ("NonZero", vec!["x"]),
+        ("Unique", vec!["x"]),
+        ("Compress", vec!["x", "x"]),
+        ("NonMaxSuppression", vec!["x", "x"]),
+    ] {
+        let e = try_load(&model(
+            vec![node(op, "dd", &ins, &["y"], vec![])],
+            vec![vi_f32("x", &[2, 2])],
+            &["y"],
+            vec![],
+            13,
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("'dd'") && e.contains(op) && e.contains("depends on run-time data"),
+            "{op}: {e}"
+        );
     }
 }

@@ -70,7 +70,7 @@ pub(crate) fn ints_to(dtype: DType, shape: Vec<usize>, v: Vec<i64>) -> Tensor {
     Tensor { shape, data }
 }
 
-fn uints_to(dtype: DType, shape: Vec<usize>, v: Vec<u64>) -> Tensor {
+pub(crate) fn uints_to(dtype: DType, shape: Vec<usize>, v: Vec<u64>) -> Tensor {
     match dtype {
         DType::U64 => Tensor {
             shape,

@@ -56,7 +56,10 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out_ty: &TensorType) -> OpResult<Te
     let (m, k, n) = (p.m, p.k, p.n);
     let shape = out_ty.shape.clone();
     match (&a.data, &b.data) {
-        (TensorData::F32(_) | TensorData::F16(_), TensorData::F32(_) | TensorData::F16(_)) => {
+        (
+            TensorData::F32(_) | TensorData::F16(_) | TensorData::Bf16(_),
+            TensorData::F32(_) | TensorData::F16(_) | TensorData::Bf16(_),
+        ) if a.dtype() == b.dtype() => {
             let (af, bf) = (floats(a), floats(b));
             let mut out = vec![0f32; p.batches.len() * m * n];
             for (bi, &(oa, ob)) in p.batches.iter().enumerate() {
@@ -76,6 +79,22 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out_ty: &TensorType) -> OpResult<Te
                 );
             }
             Ok(float_tensor(a.dtype(), shape, out))
+        }
+        (TensorData::F64(av), TensorData::F64(bv)) => {
+            let mut out = vec![0f64; p.batches.len() * m * n];
+            for (bi, &(oa, ob)) in p.batches.iter().enumerate() {
+                for i in 0..m {
+                    let orow = &mut out[(bi * m + i) * n..(bi * m + i + 1) * n];
+                    for kk in 0..k {
+                        let x = av[oa + i * k + kk];
+                        let brow = &bv[ob + kk * n..ob + (kk + 1) * n];
+                        for (o, &y) in orow.iter_mut().zip(brow) {
+                            *o += x * y;
+                        }
+                    }
+                }
+            }
+            Ok(Tensor::from_f64(shape, out))
         }
         (TensorData::I32(_) | TensorData::I64(_), _) if a.dtype() == b.dtype() => {
             let (av, bv) = (a.to_i64_vec(), b.to_i64_vec());

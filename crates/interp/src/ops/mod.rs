@@ -18,6 +18,13 @@ mod rnn;
 mod shape;
 mod upsample;
 
+// ONNX node-suite coverage (issue #16 item 4).
+mod index;
+mod misc;
+pub(crate) mod order;
+mod sample;
+mod signal;
+
 use crate::error::OpResult;
 use crate::exec::Ctx;
 use pimkit_ir::{Op, Tensor};
@@ -143,5 +150,191 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
                 if x >= 0.0 { x } else { x * a }
             })?)
         }
+        // ---- ONNX node-suite coverage (issue #16 item 4) ----
+        Op::GatherElements { axis } => {
+            one(index::gather_elements(c.input(0)?, c.input(1)?, *axis)?)
+        }
+        Op::GatherNd { batch_dims } => one(index::gather_nd(
+            c.input(0)?,
+            c.input(1)?,
+            *batch_dims,
+            c.out_ty(0),
+        )?),
+        Op::ScatterElements { axis, reduction } => one(index::scatter_elements(
+            c.input(0)?,
+            c.input(1)?,
+            c.input(2)?,
+            *axis,
+            *reduction,
+        )?),
+        Op::ScatterNd { reduction } => one(index::scatter_nd(
+            c.input(0)?,
+            c.input(1)?,
+            c.input(2)?,
+            *reduction,
+        )?),
+        Op::TensorScatter { axis, circular } => one(index::tensor_scatter(
+            c.input(0)?,
+            c.input(1)?,
+            c.opt(2),
+            *axis,
+            *circular,
+        )?),
+        Op::Cumulative {
+            axis,
+            exclusive,
+            reverse,
+            prod,
+        } => one(order::cumulative(
+            c.input(0)?,
+            *axis,
+            *exclusive,
+            *reverse,
+            *prod,
+        )?),
+        Op::TopK {
+            axis, k, largest, ..
+        } => order::topk(c.input(0)?, *axis, *k, *largest),
+        Op::ArgMin {
+            axis, select_last, ..
+        } => one(order::argmin(
+            c.input(0)?,
+            *axis,
+            *select_last,
+            c.out_ty(0),
+        )?),
+        Op::BitCast { to } => one(misc::bitcast(c.input(0)?, *to)?),
+        Op::Einsum { equation } => {
+            let ins: Vec<&Tensor> = (0..c.ins.len())
+                .map(|i| c.input(i))
+                .collect::<OpResult<_>>()?;
+            one(misc::einsum(&ins, equation, c.out_ty(0))?)
+        }
+        Op::MaxUnpool {
+            kernel,
+            strides,
+            pads,
+            output_shape,
+        } => one(index::max_unpool(
+            c.input(0)?,
+            c.input(1)?,
+            kernel,
+            strides,
+            pads,
+            output_shape,
+        )?),
+        Op::ReverseSequence {
+            batch_axis,
+            time_axis,
+        } => one(index::reverse_sequence(
+            c.input(0)?,
+            c.input(1)?,
+            *batch_axis,
+            *time_axis,
+        )?),
+        Op::Det => one(misc::det(c.input(0)?, c.out_ty(0))?),
+        Op::Dft {
+            axis,
+            length,
+            inverse,
+            onesided,
+        } => one(signal::dft(
+            c.input(0)?,
+            *axis,
+            *length,
+            *inverse,
+            *onesided,
+            c.out_ty(0),
+        )?),
+        Op::Stft {
+            frame_step,
+            frame_length,
+            ..
+        } => one(signal::stft(
+            c.input(0)?,
+            c.opt(1),
+            *frame_step,
+            *frame_length,
+            c.out_ty(0),
+        )?),
+        Op::Col2Im(a) => one(sample::col2im(c.input(0)?, a, c.out_ty(0))?),
+        Op::GridSample {
+            mode,
+            padding,
+            align_corners,
+        } => one(sample::grid_sample(
+            c.input(0)?,
+            c.input(1)?,
+            *mode,
+            *padding,
+            *align_corners,
+            c.out_ty(0),
+        )?),
+        Op::RoiAlign(a) => one(sample::roi_align(c.input(0)?, c.input(1)?, c.input(2)?, a)?),
+        Op::DeformConv { conv, offset_group } => one(sample::deform_conv(
+            c.input(0)?,
+            c.input(1)?,
+            c.input(2)?,
+            c.opt(3),
+            c.opt(4),
+            conv,
+            *offset_group,
+            c.out_ty(0),
+        )?),
+        Op::Rnn(a) => rnn::rnn(c, a),
+        Op::DynamicQuantizeLinear => misc::dynamic_quantize_linear(c.input(0)?),
+        Op::NonZero { .. } => one(index::nonzero(c.input(0)?)?),
+        Op::Unique { axis, sorted, .. } => order::unique(c.input(0)?, *axis, *sorted),
+        Op::Compress { axis, .. } => one(index::compress(c.input(0)?, c.input(1)?, *axis)?),
+        Op::NonMaxSuppression {
+            center_point_box, ..
+        } => one(order::non_max_suppression(
+            c.input(0)?,
+            c.input(1)?,
+            c.opt(2),
+            c.opt(3),
+            c.opt(4),
+            *center_point_box,
+        )?),
+        Op::TfIdfVectorizer(a) => one(misc::tfidf(c.input(0)?, a, c.out_ty(0))?),
+        Op::MaxPoolIndices { pool, column_major } => one(index::max_pool_indices(
+            c.input(0)?,
+            pool,
+            *column_major,
+            c.out_ty(0),
+        )?),
+    }
+}
+
+/// The output extent of an op whose output size depends on its input data (NonZero,
+/// Unique, Compress, NonMaxSuppression), computed by the op's own kernel so that the
+/// importer can create the op with a static shape when those inputs are constants.
+pub(crate) fn data_dependent_count(op: &Op, ins: &[Option<&Tensor>]) -> OpResult<usize> {
+    let get = |i: usize| {
+        ins.get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| crate::error::OpError::Invalid(format!("input {i} is missing")))
+    };
+    let opt = |i: usize| ins.get(i).copied().flatten();
+    match op {
+        Op::NonZero { .. } => Ok(index::nonzero(get(0)?)?.shape[1]),
+        Op::Unique { axis, sorted, .. } => Ok(order::unique(get(0)?, *axis, *sorted)?[1].numel()),
+        Op::Compress { axis, .. } => {
+            let t = index::compress(get(0)?, get(1)?, *axis)?;
+            Ok(t.shape[axis.unwrap_or(0)])
+        }
+        Op::NonMaxSuppression {
+            center_point_box, ..
+        } => Ok(order::non_max_suppression(
+            get(0)?,
+            get(1)?,
+            opt(2),
+            opt(3),
+            opt(4),
+            *center_point_box,
+        )?
+        .shape[0]),
+        _ => crate::error::unsupported(format!("{} has a static output shape", op.name())),
     }
 }

@@ -248,3 +248,38 @@ pub(crate) fn gru(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
     }
     Ok(finish(x, &d, a.batch_first, y, vec![yh]))
 }
+
+/// Plain RNN with the default tanh: H_t = tanh(X_t Wᵀ + H_{t-1} Rᵀ + Wb + Rb).
+pub(crate) fn rnn(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
+    let d = dims(c, a)?;
+    let h = d.hid;
+    let x = c.input(0)?;
+    let xs = seq_major(&floats(x), &d, a.batch_first);
+    let (w, r) = (floats(c.input(1)?), floats(c.input(2)?));
+    let b = c.opt(3).map(floats);
+    let mut y = vec![0f32; d.seq * d.dirs * d.batch * h];
+    let mut yh = vec![0f32; d.dirs * d.batch * h];
+    for dir in 0..d.dirs {
+        let wd = &w[dir * h * d.feat..(dir + 1) * h * d.feat];
+        let rd = &r[dir * h * h..(dir + 1) * h * h];
+        let bias: Vec<f32> = match &b {
+            Some(b) => (0..h)
+                .map(|j| b[dir * 2 * h + j] + b[dir * 2 * h + h + j])
+                .collect(),
+            None => vec![0.0; h],
+        };
+        let xw = project(&xs, wd, &bias, &d, h);
+        let mut hs = init_state(c.opt(5), &d, dir, a.batch_first);
+        let mut hr = vec![0f32; d.batch * h];
+        for t in steps(a, dir, d.seq) {
+            hr.copy_from_slice(&xw[t * d.batch * h..(t + 1) * d.batch * h]);
+            sgemm(d.batch, h, h, 1.0, &hs, h, 1, rd, 1, h, 1.0, &mut hr);
+            for (o, v) in hs.iter_mut().zip(&hr) {
+                *o = v.tanh();
+            }
+            y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
+        }
+        yh[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&hs);
+    }
+    Ok(finish(x, &d, a.batch_first, y, vec![yh]))
+}

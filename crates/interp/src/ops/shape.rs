@@ -4,7 +4,7 @@
 //! Most are expressed as an index map (output element -> input element, `usize::MAX`
 //! for a fill value) applied with one generic gather over every dtype.
 
-use crate::elem::{Elem, floats, map_data, same_variant, strided_map, strides, take};
+use crate::elem::{Elem, map_data, same_variant, strided_map, strides, take};
 use crate::error::{OpError, OpResult, invalid, unsupported};
 use pimkit_ir::{DType, PadMode, SliceAxis, Tensor, TensorData, TensorType};
 
@@ -29,7 +29,7 @@ fn table_map(tabs: &[Vec<Option<usize>>], in_shape: &[usize]) -> Vec<usize> {
 }
 
 /// Apply an index map to any tensor; `fill` is converted to the tensor's dtype.
-fn apply_map(x: &Tensor, shape: Vec<usize>, idx: &[usize], fill: f32) -> Tensor {
+pub(crate) fn apply_map(x: &Tensor, shape: Vec<usize>, idx: &[usize], fill: f32) -> Tensor {
     fn go<T: Elem>(v: &[T], idx: &[usize], fill: f32) -> Vec<T> {
         take(v, idx, T::from_f32(fill))
     }
@@ -210,11 +210,7 @@ pub(crate) fn argmax(x: &Tensor, axis: usize, last: bool, out_ty: &TensorType) -
     let len = x.shape[axis];
     let inner: usize = x.shape[axis + 1..].iter().product();
     let outer: usize = x.shape[..axis].iter().product();
-    let vals: Vec<f64> = match x.dtype() {
-        DType::F32 | DType::F16 => floats(x).iter().map(|&v| v as f64).collect(),
-        DType::Bool => return unsupported("ArgMax on bool tensors"),
-        _ => x.to_i64_vec().into_iter().map(|v| v as f64).collect(),
-    };
+    let vals = super::order::order_keys(x, "ArgMax")?;
     let mut out = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         for i in 0..inner {
@@ -259,6 +255,14 @@ pub(crate) fn range(start: &Tensor, delta: &Tensor, count: usize) -> OpResult<Te
                 .map(half::f16::from_f32)
                 .collect(),
         ),
+        (TensorData::F64(s), TensorData::F64(d)) => Tensor::from_f64(shape, acc(s[0], d[0], count)),
+        (TensorData::Bf16(s), TensorData::Bf16(d)) => Tensor::from_bf16(
+            shape,
+            acc(s[0].to_f32(), d[0].to_f32(), count)
+                .into_iter()
+                .map(half::bf16::from_f32)
+                .collect(),
+        ),
         (TensorData::I64(s), TensorData::I64(d)) => {
             let mut v = s[0];
             let out = (0..count)
@@ -283,7 +287,7 @@ pub(crate) fn range(start: &Tensor, delta: &Tensor, count: usize) -> OpResult<Te
         }
         _ => {
             return unsupported(format!(
-                "Range on {} (supported: f32, f16, i64, i32)",
+                "Range on {} (supported: f32, f16, bf16, f64, i64, i32)",
                 start.dtype()
             ));
         }

@@ -6,6 +6,8 @@
 
 mod builder;
 mod elementwise;
+// ONNX node-suite coverage (issue #16 item 4).
+mod ext;
 mod linalg;
 mod norm;
 mod qcommon;
@@ -146,5 +148,52 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
         QLinearLeakyRelu { alpha } => one(quant::qlinear_unary(l, node, Some(*alpha))?),
         Lstm(a) => rnn::lstm(l, node, a),
         Gru(a) => rnn::gru(l, node, a),
+        // ---- ONNX node-suite coverage (issue #16 item 4) ----
+        GatherElements { axis } => one(ext::gather_elements(l, node, *axis)?),
+        GatherNd { batch_dims } => one(ext::gather_nd(l, node, *batch_dims)?),
+        ArgMin {
+            axis,
+            keepdims,
+            select_last,
+        } => one(ext::argmin(l, node, *axis, *keepdims, *select_last)?),
+        ScatterElements { .. } | ScatterNd { .. } => one(ext::scatter(l, node)?),
+        TensorScatter { .. } => Err(l.unsupported(
+            "TensorScatter (a KV-cache write at run-time positions per batch; not lowered yet)",
+        )),
+        Cumulative {
+            axis,
+            exclusive,
+            reverse,
+            prod,
+        } => one(ext::cumulative(l, node, *axis, *exclusive, *reverse, *prod)?),
+        TopK { .. } => Err(l.unsupported("TopK (sorting has no loop-nest lowering)")),
+        BitCast { .. } => Err(l.unsupported("BitCast (a reinterpretation of bytes, not a loop nest)")),
+        Einsum { .. } => Err(l.unsupported(
+            "Einsum (export the model with its einsum as MatMul/Transpose, as torch.onnx does for matmuls)",
+        )),
+        MaxUnpool { .. } | ReverseSequence { .. } => Err(l.unsupported(
+            "MaxUnpool/ReverseSequence (data-dependent positions; no loop-nest lowering)",
+        )),
+        Det => Err(l.unsupported("Det (a pivoting LU factorization, not a static loop nest)")),
+        Dft { .. } | Stft { .. } => Err(l.unsupported(
+            "DFT/STFT (no loop-nest lowering; a constant DFT matrix with MatMul computes the same)",
+        )),
+        Col2Im(_) | GridSample { .. } | RoiAlign(_) | DeformConv { .. } => Err(l.unsupported(
+            "sampling op with data-dependent positions (GridSample, RoiAlign, DeformConv, Col2Im): no loop-nest lowering",
+        )),
+        Rnn(_) => Err(l.unsupported("plain RNN (LSTM and GRU are lowered; RNN is not yet)")),
+        DynamicQuantizeLinear => Err(l.unsupported(
+            "DynamicQuantizeLinear (its scale depends on a run-time min/max)",
+        )),
+        NonZero { .. } | Unique { .. } | NonMaxSuppression { .. } => Err(l.unsupported(
+            "an op whose output size depends on its data (the importer folds constant ones)",
+        )),
+        Compress { .. } => Err(l.unsupported("Compress (a data-dependent selection)")),
+        MaxPoolIndices { .. } => Err(l.unsupported(
+            "MaxPool's Indices output (argmax positions; the values lower as MaxPool)",
+        )),
+        TfIdfVectorizer(_) => Err(l.unsupported(
+            "TfIdfVectorizer (n-gram matching against a pool; no loop-nest lowering)",
+        )),
     }
 }

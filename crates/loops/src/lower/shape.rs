@@ -178,7 +178,7 @@ pub(crate) fn concat_list(
 }
 
 /// The clamped, sign-normalized i64 index loaded from `idx`.
-fn norm_index(v: Expr, idt: DType, n: usize) -> Expr {
+pub(crate) fn norm_index(v: Expr, idt: DType, n: usize) -> Expr {
     let v = if idt == DType::I64 {
         v
     } else {

@@ -287,7 +287,7 @@ impl<'m> Ctx<'m> {
         Ok(())
     }
 
-    fn bind(&mut self, n: &NodeIn, name: &str, id: ValueId) -> Result<()> {
+    pub(crate) fn bind(&mut self, n: &NodeIn, name: &str, id: ValueId) -> Result<()> {
         if self.values.insert(name.to_string(), id).is_some() || self.consts.contains_key(name) {
             return Err(self.err(n, format!("value '{name}' is defined twice")));
         }

@@ -12,6 +12,21 @@ mod rnn;
 pub(crate) mod shape;
 mod upsample;
 
+// ONNX node-suite coverage (issue #16 item 4): decompositions into existing IR ops.
+mod attention;
+mod causal_conv;
+mod dec;
+mod grid;
+mod index;
+mod layout;
+mod linear_attention;
+mod loss;
+mod lp;
+mod misc;
+mod normalize;
+mod order;
+mod signal;
+
 pub(crate) use ctx::{ConstEntry, Ctx};
 
 use crate::attr::Attrs;
@@ -55,6 +70,19 @@ pub(crate) fn registry() -> BTreeMap<(&'static str, &'static str), Converter> {
     rnn::register(&mut r);
     upsample::register(&mut r);
     control::register(&mut r);
+    // ONNX node-suite coverage (issue #16 item 4).
+    attention::register(&mut r);
+    causal_conv::register(&mut r);
+    grid::register(&mut r);
+    index::register(&mut r);
+    layout::register(&mut r);
+    linear_attention::register(&mut r);
+    loss::register(&mut r);
+    lp::register(&mut r);
+    misc::register(&mut r);
+    normalize::register(&mut r);
+    order::register(&mut r);
+    signal::register(&mut r);
     r
 }
 

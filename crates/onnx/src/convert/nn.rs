@@ -145,12 +145,6 @@ fn pool(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         ));
     }
     let (strides, dilations, pads) = window(&a, kernel.clone(), &x.shape[2..])?;
-    if kind == PoolKind::Max {
-        if a.int("storage_order", 0)? != 0 {
-            return Err(a.err("storage_order", "only row-major (0) is supported"));
-        }
-        ctx.require_unused(n, 1, "max indices")?;
-    }
     let p = PoolAttrs {
         kind,
         kernel,
@@ -161,6 +155,9 @@ fn pool(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         count_include_pad: kind == PoolKind::Avg && a.bool("count_include_pad", false)?,
     };
     let xv = ctx.value(n, 0)?;
+    if kind == PoolKind::Max && n.outputs.get(1).is_some_and(|o| ctx.used.contains(*o)) {
+        return super::index::max_pool_with_indices(ctx, n, p, xv);
+    }
     ctx.emit(n, Op::Pool(p), vec![Some(xv)])?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! LSTM and GRU with the default activations (what PyTorch exports).
+//! LSTM, GRU and plain RNN with the default activations (what PyTorch exports).
 
 use super::{Converter, Ctx, NodeIn};
 use crate::error::Result;
@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>) {
     r.insert(("", "LSTM"), rnn);
     r.insert(("", "GRU"), rnn);
+    r.insert(("", "RNN"), rnn);
 }
 
 fn rnn(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
@@ -19,10 +20,10 @@ fn rnn(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         "bidirectional" => RnnDirection::Bidirectional,
         d => return Err(a.err("direction", format!("unknown direction '{d}'"))),
     };
-    let defaults: &[&str] = if lstm {
-        &["Sigmoid", "Tanh", "Tanh"]
-    } else {
-        &["Sigmoid", "Tanh"]
+    let defaults: &[&str] = match n.op_type {
+        "LSTM" => &["Sigmoid", "Tanh", "Tanh"],
+        "GRU" => &["Sigmoid", "Tanh"],
+        _ => &["Tanh"],
     };
     if let Some(acts) = a.strings("activations")? {
         let want: Vec<&str> = (0..direction.num_directions())
@@ -60,17 +61,17 @@ fn rnn(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let attrs = RnnAttrs {
         hidden_size: hidden,
         direction,
-        linear_before_reset: !lstm && a.bool("linear_before_reset", false)?,
+        linear_before_reset: n.op_type == "GRU" && a.bool("linear_before_reset", false)?,
         batch_first: a.bool("layout", false)?,
     };
     let count = if lstm { 7 } else { 6 };
     let ins = (0..count)
         .map(|i| ctx.opt_value(n, i))
         .collect::<Result<_>>()?;
-    let op = if lstm {
-        Op::Lstm(attrs)
-    } else {
-        Op::Gru(attrs)
+    let op = match n.op_type {
+        "LSTM" => Op::Lstm(attrs),
+        "GRU" => Op::Gru(attrs),
+        _ => Op::Rnn(attrs),
     };
     ctx.emit(n, op, ins)?;
     Ok(())
