@@ -24,11 +24,15 @@ mod elem;
 mod erf;
 mod error;
 mod exec;
+mod kernels;
 mod ops;
 pub mod quant;
 mod random;
+mod threads;
 
 pub use error::InterpError;
 pub use exec::{run, run_observed};
+pub use kernels::isa_name;
 pub use ops::elementwise::sigmoid_f32;
 pub use random::{check_memory, min_run_bytes, random_inputs};
+pub use threads::{set_threads, threads};
