@@ -4,13 +4,15 @@
 Usage (builds nothing; build the release binary first):
     cargo build --release -p pimkit
     /work/venv/bin/python tools/bench_vs_ort.py [--pimkit target/release/pimkit]
-        [--runs 10] [--threads 1] [--only NAME ...] [--keep DIR]
+        [--runs 10] [--threads 1] [--clock wall|cpu] [--only NAME ...] [--keep DIR]
 
 For every model both runtimes get the same input (.npy, seed 0) and run single threaded:
 onnxruntime with intra_op_num_threads = inter_op_num_threads = 1 (CPU provider, default
 graph optimizations), pimkit with `pimkit --threads 1 exec MODEL --runs N --json`, which
 times the interpreter only (no import, no file I/O). Each side: one warm-up run, then the
-median of N runs. The table also shows the largest output difference, so a fast wrong
+median of N runs. `--clock cpu` compares process CPU time instead of wall time (both
+sides single threaded), which leaves out the time other processes hold the cores on a
+shared machine. The table also shows the largest output difference, so a fast wrong
 answer cannot pass unnoticed.
 
 Models (generated into a temporary directory, random weights, nothing downloaded):
@@ -78,6 +80,8 @@ class Lstm2(torch.nn.Module):
 
 
 def export(module, shape, path):
+    if os.path.exists(path):  # kept from an earlier --keep run
+        return
     torch.manual_seed(0)
     x = torch.randn(*shape)
     with warnings.catch_warnings():
@@ -96,6 +100,8 @@ class Calib(CalibrationDataReader):
 
 
 def quantize(src, dst, shape, tmp):
+    if os.path.exists(dst):
+        return
     pre = os.path.join(tmp, os.path.basename(dst) + ".pre.onnx")
     quant_pre_process(src, pre, skip_symbolic_shape=True)
     quantize_static(pre, dst, Calib(shape), quant_format=QuantFormat.QOperator,
@@ -144,7 +150,7 @@ def wanted(label, only):
     return not only or any(o.lower() in label.lower() for o in only)
 
 
-def time_ort(path, x, runs):
+def time_ort(path, x, runs, clock):
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
@@ -152,22 +158,23 @@ def time_ort(path, x, runs):
     s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     feed = {s.get_inputs()[0].name: x}
     out = s.run(None, feed)
+    now = time.process_time if clock == "cpu" else time.perf_counter
     times = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = now()
         s.run(None, feed)
-        times.append((time.perf_counter() - t0) * 1e3)
+        times.append((now() - t0) * 1e3)
     return statistics.median(times), out
 
 
-def time_pimkit(binary, path, xfile, runs, threads, outdir):
+def time_pimkit(binary, path, xfile, runs, threads, outdir, clock):
     cmd = [binary, "--threads", str(threads), "exec", path, "-i", xfile, "--runs", str(runs + 1),
            "--json", "-o", outdir]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
     d = json.loads(r.stdout)
-    times = d["times_ms"][1:]  # the first run is the warm-up
+    times = d["cpu_times_ms" if clock == "cpu" else "times_ms"][1:]  # first run: warm-up
     outs = [np.load(o["file"]) for o in d["outputs"]]
     return statistics.median(times), outs
 
@@ -182,8 +189,11 @@ def main():
     ap.add_argument("--pimkit", default=os.path.join(ROOT, "target", "release", "pimkit"))
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="wall time (default) or process CPU time")
     ap.add_argument("--only", nargs="*", default=[], help="substrings of the model labels to run")
-    ap.add_argument("--keep", help="generate the models into this directory and keep them")
+    ap.add_argument("--keep", help="generate the models into this directory and keep them "
+                    "(models already there are reused)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     a = ap.parse_args()
     if not os.path.exists(a.pimkit):
@@ -198,17 +208,17 @@ def main():
             x = np.random.default_rng(0).normal(0, 1, shape).astype(np.float32)
             xf = os.path.join(work, os.path.basename(path) + ".input.npy")
             np.save(xf, x)
-            ort_ms, want = time_ort(path, x, a.runs)
+            ort_ms, want = time_ort(path, x, a.runs, a.clock)
             outdir = os.path.join(work, os.path.basename(path) + ".out")
-            pk_ms, got = time_pimkit(a.pimkit, path, xf, a.runs, a.threads, outdir)
+            pk_ms, got = time_pimkit(a.pimkit, path, xf, a.runs, a.threads, outdir, a.clock)
             res.append({"model": label, "onnxruntime_ms": ort_ms, "pimkit_ms": pk_ms,
                         "ratio": pk_ms / ort_ms, "max_abs_diff": max_diff(got, want)})
             print(f"  {label}: ort {ort_ms:.2f} ms, pimkit {pk_ms:.2f} ms", file=sys.stderr)
     if a.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"single thread, median of {a.runs} runs (onnxruntime {ort.__version__}, "
-          f"pimkit --threads {a.threads})\n")
+    print(f"{'CPU' if a.clock == 'cpu' else 'wall'} time, median of {a.runs} runs "
+          f"(onnxruntime {ort.__version__} intra_op_num_threads=1, pimkit --threads {a.threads})\n")
     print("| model | onnxruntime | pimkit interpreter | ratio | max abs diff |")
     print("|---|---|---|---|---|")
     for r in res:

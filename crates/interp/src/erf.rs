@@ -3,44 +3,12 @@
 //! Computed in f64 and rounded to f32, so the f32 result is within 1 ulp of the true
 //! value: a Maclaurin series for |x| < 0.5 (no cancellation near 0) and the Chebyshev
 //! fit of erfc from Numerical Recipes (relative error < 1.2e-7 of erfc, i.e. an absolute
-//! error < 2e-8 on erf for |x| >= 0.5).
+//! error < 2e-8 on erf for |x| >= 0.5). The arithmetic lives in `kernels::vmath`
+//! (branch-free, so loops over it vectorize).
 
 pub(crate) fn erf_f32(x: f32) -> f32 {
-    erf_f64(x as f64) as f32
-}
-
-fn erf_f64(x: f64) -> f64 {
-    if x.is_nan() {
-        return x;
-    }
-    let ax = x.abs();
-    if ax < 0.5 {
-        // erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1))
-        let x2 = x * x;
-        let mut term = x; // (-1)^n x^(2n+1) / n!
-        let mut sum = x;
-        for n in 1..30 {
-            term *= -x2 / n as f64;
-            let t = term / (2 * n + 1) as f64;
-            sum += t;
-            if t.abs() < 1e-17 * sum.abs() {
-                break;
-            }
-        }
-        return sum * std::f64::consts::FRAC_2_SQRT_PI;
-    }
-    let t = 1.0 / (1.0 + 0.5 * ax);
-    let poly = -ax * ax - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let erfc = t * poly.exp();
-    let r = 1.0 - erfc;
-    if x < 0.0 { -r } else { r }
+    // One implementation, in the branch-free form the vectorized kernels use.
+    crate::kernels::vmath::erf_f32(x)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 //! ```
 
 mod elem;
+#[cfg(test)]
 mod erf;
 mod error;
 mod exec;

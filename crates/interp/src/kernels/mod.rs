@@ -11,7 +11,9 @@
 //! unavailable request falls back to the best available set.
 
 pub(crate) mod depthwise;
+pub(crate) mod ewise;
 pub(crate) mod im2col;
+mod interleave;
 pub(crate) mod pool2d;
 pub(crate) mod qgemm;
 pub(crate) mod qgemm_kernels;
@@ -23,6 +25,7 @@ pub(crate) mod requant;
 pub(crate) mod sgemm;
 #[cfg(test)]
 mod tests;
+pub(crate) mod vmath;
 
 use std::sync::OnceLock;
 

@@ -13,6 +13,7 @@
 //! (at most 48 columns, `[k/4][columns][4]` bytes) into a thread-local buffer and runs
 //! the micro-kernel over its row blocks; A is packed once per call.
 
+use super::interleave::{interleave4, transpose_groups4};
 use super::qgemm_kernels::{TILE_LD, Tile, run_tasks};
 use super::{Isa, isa};
 
@@ -93,29 +94,46 @@ pub(crate) fn pack_a(a: Strided, zp: Zp, m: usize, k: usize, mr: usize) -> Packe
     let mut data = vec![0u8; blocks * k4 * mr * 4];
     let mut row_sum = vec![0i32; m];
     let xor = if a.signed { 0 } else { 0x80 };
-    for r in 0..m {
-        let (blk, rr) = (r / mr, r % mr);
-        let block = &mut data[blk * k4 * mr * 4..(blk + 1) * k4 * mr * 4];
-        let src = &a.data[r * a.s_idx..];
-        if a.s_k == 1 {
-            // Contiguous row: four bytes at a time.
-            let row = &src[..k];
-            let mut groups = row.chunks_exact(4);
-            for (q, g4) in groups.by_ref().enumerate() {
-                let d = &mut block[(q * mr + rr) * 4..][..4];
-                for j in 0..4 {
-                    d[j] = g4[j] ^ xor;
+    let stride = mr * 4;
+    if a.s_k == 1 {
+        // Contiguous rows: whole 4-byte groups transposed four rows at a time, then the
+        // k tail byte by byte.
+        for blk in 0..blocks {
+            let block = &mut data[blk * k4 * stride..(blk + 1) * k4 * stride];
+            for r4 in (0..mr).step_by(4) {
+                let r0 = blk * mr + r4;
+                if r0 >= m {
+                    break;
                 }
+                let width = (mr - r4).min(4);
+                let rows = (m - r0).min(width);
+                let offs = std::array::from_fn(|j| (r0 + j.min(rows - 1)) * a.s_idx);
+                transpose_groups4(
+                    a.data,
+                    offs,
+                    (rows, width),
+                    k / 4,
+                    xor,
+                    &mut block[r4 * 4..],
+                    stride,
+                );
             }
-            let tail = groups.remainder();
-            let q = k / 4;
-            for (j, &v) in tail.iter().enumerate() {
-                block[(q * mr + rr) * 4 + j] = v ^ xor;
+        }
+        for r in 0..m {
+            let row = &a.data[r * a.s_idx..][..k];
+            let (blk, rr) = (r / mr, r % mr);
+            for kk in k / 4 * 4..k {
+                data[blk * k4 * stride + ((kk / 4) * mr + rr) * 4 + kk % 4] = row[kk] ^ xor;
             }
             row_sum[r] = row
                 .iter()
                 .fold(0i32, |s, &v| s.wrapping_add((v ^ xor) as i8 as i32));
-        } else {
+        }
+    } else {
+        for r in 0..m {
+            let (blk, rr) = (r / mr, r % mr);
+            let block = &mut data[blk * k4 * stride..(blk + 1) * k4 * stride];
+            let src = &a.data[r * a.s_idx..];
             let mut sum = 0i32;
             for kk in 0..k {
                 let v = src[kk * a.s_k] ^ xor;
@@ -136,40 +154,6 @@ pub(crate) fn pack_a(a: Strided, zp: Zp, m: usize, k: usize, mr: usize) -> Packe
     }
 }
 
-/// Interleave up to four source rows (None = zeros) of `w` bytes into `dst[c*4 + j]`,
-/// flipping bits with `xor`. `dst` holds `pw >= w` columns; columns `w..` are zeroed.
-#[inline(always)]
-pub(crate) fn interleave4(rows: [Option<&[u8]>; 4], w: usize, xor: u8, dst: &mut [u8]) {
-    let dst = &mut dst[..w * 4];
-    match rows {
-        [Some(r0), Some(r1), Some(r2), Some(r3)] => {
-            let (r0, r1, r2, r3) = (&r0[..w], &r1[..w], &r2[..w], &r3[..w]);
-            for (c, d) in dst.chunks_exact_mut(4).enumerate() {
-                d[0] = r0[c] ^ xor;
-                d[1] = r1[c] ^ xor;
-                d[2] = r2[c] ^ xor;
-                d[3] = r3[c] ^ xor;
-            }
-        }
-        _ => {
-            for (j, r) in rows.iter().enumerate() {
-                match r {
-                    Some(r) => {
-                        for (c, &v) in r[..w].iter().enumerate() {
-                            dst[c * 4 + j] = v ^ xor;
-                        }
-                    }
-                    None => {
-                        for c in 0..w {
-                            dst[c * 4 + j] = 0;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
 impl ColSource for Strided<'_> {
     fn signed(&self) -> bool {
         self.signed
@@ -183,11 +167,9 @@ impl ColSource for Strided<'_> {
         if self.s_idx == 1 {
             // Each k is a contiguous run of columns (row-major B, NCHW pixels).
             for q in 0..k4 {
-                let rows: [Option<&[u8]>; 4] = std::array::from_fn(|j| {
-                    let kk = q * 4 + j;
-                    (kk < k).then(|| &self.data[kk * self.s_k + n0..][..w])
-                });
-                interleave4(rows, w, xor, &mut dst[q * pw * 4..]);
+                let offs = std::array::from_fn(|j| (q * 4 + j) * self.s_k + n0);
+                let rows = (k - q * 4).min(4);
+                interleave4(self.data, offs, rows, w, xor, &mut dst[q * pw * 4..]);
             }
         } else if self.s_k == 1 {
             // Each column's k values are contiguous (a transposed operand).

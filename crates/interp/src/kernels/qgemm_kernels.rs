@@ -152,7 +152,8 @@ fn run_with<K: MicroKernel, C: ColSource, S: Sink>(
     sink: &S,
     entry: impl Fn(&Prepared<C>, &S, Task, &mut Vec<u8>) + Sync,
 ) {
-    let pa = pack_a(g.a, g.a_zp, g.m, g.k, K::MR);
+    // Packed with the host's vector instructions.
+    let pa = super::ewise::simd(|| pack_a(g.a, g.a_zp, g.m, g.k, K::MR));
     let need_colsum = pa.zp.iter().any(|&z| z != 0);
     let p = Prepared {
         g,

@@ -5,8 +5,8 @@
 //! C++ two's-complement arithmetic), and bools.
 
 use crate::elem::{broadcast_map, float_tensor, floats};
-use crate::erf::erf_f32;
 use crate::error::{OpResult, invalid, unsupported};
+use crate::kernels::vmath::{erf_f32, exp_f32, tanh_f32};
 use half::f16;
 use pimkit_ir::{BinaryOp, DType, Tensor, TensorData, UnaryOp, broadcast_shapes};
 use std::borrow::Cow;
@@ -42,6 +42,7 @@ fn ints_to(dtype: DType, shape: Vec<usize>, v: Vec<i64>) -> Tensor {
 /// Logistic function as onnxruntime computes it (MLAS `MlasComputeLogistic`, the Eigen
 /// rational approximation, in the fused-multiply-add form of its x86 FMA3 kernel).
 /// Shared by Sigmoid, the RNN gates and QLinearSigmoid's lookup table.
+#[inline]
 pub fn sigmoid_f32(x: f32) -> f32 {
     // MlasLogisticConstants, written exactly as in MLAS (rounded to f32 by the compiler).
     #[allow(clippy::excessive_precision)]
@@ -82,8 +83,8 @@ fn unary_f(u: UnaryOp, x: f32) -> f32 {
     match u {
         UnaryOp::Relu => x.max(0.0),
         UnaryOp::Sigmoid => sigmoid_f32(x),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Exp => x.exp(),
+        UnaryOp::Tanh => tanh_f32(x),
+        UnaryOp::Exp => exp_f32(x),
         UnaryOp::Log => x.ln(),
         UnaryOp::Sqrt => x.sqrt(),
         UnaryOp::Neg => -x,
@@ -133,7 +134,7 @@ fn unary_f(u: UnaryOp, x: f32) -> f32 {
         UnaryOp::Gelu { tanh: true } => {
             // sqrt(2/pi)
             const C: f32 = 0.797_884_6;
-            0.5 * x * (1.0 + (C * (x + 0.044_715 * x * x * x)).tanh())
+            0.5 * x * (1.0 + tanh_f32(C * (x + 0.044_715 * x * x * x)))
         }
         // Not / IsNaN are dispatched before reaching here.
         UnaryOp::Not | UnaryOp::IsNaN => x,
@@ -153,7 +154,8 @@ pub(crate) fn unary(u: UnaryOp, x: &Tensor) -> OpResult<Tensor> {
         (_, Num::F(v)) => Ok(float_tensor(
             x.dtype(),
             shape,
-            v.iter().map(|&f| unary_f(u, f)).collect(),
+            crate::kernels::ewise::unary(u, &v)
+                .unwrap_or_else(|| v.iter().map(|&f| unary_f(u, f)).collect()),
         )),
         (UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu, Num::I(v)) => {
             let f = |a: i64| match u {
@@ -218,6 +220,9 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> OpResult<Tensor> {
     use BinaryOp as B;
     match (num(a), num(b)) {
         (Num::F(x), Num::F(y)) => {
+            if let Some(v) = crate::kernels::ewise::binary(op, &x, ash, &y, bsh, &out) {
+                return Ok(float_tensor(a.dtype(), out, v));
+            }
             let cmp = |f: fn(f32, f32) -> bool| {
                 Tensor::from_bool(out.clone(), zip_bcast(&x, ash, &y, bsh, &out, f))
             };
@@ -345,11 +350,10 @@ pub(crate) fn clip(x: &Tensor, min: Option<f32>, max: Option<f32>) -> OpResult<T
                 min.unwrap_or(f32::NEG_INFINITY),
                 max.unwrap_or(f32::INFINITY),
             );
-            let f = |p: f32| if p.is_nan() { p } else { p.max(lo).min(hi) };
             Ok(float_tensor(
                 x.dtype(),
                 x.shape.clone(),
-                v.iter().map(|&p| f(p)).collect(),
+                crate::kernels::ewise::clip(&v, lo, hi),
             ))
         }
         Num::I(v) => {
