@@ -8,9 +8,10 @@
 //! single contiguous run `out[j] += w * phase[off + j]`, `j < oh * C`, which
 //! vectorizes fully; the `C - ow` extra columns per row are dropped at the end.
 //!
-//! Padding reads 0: the integer path stores `x - x_zp` (as i32), so padded taps
-//! contribute nothing, exactly as a zero-point pad would. Every output sums its taps
-//! in (ky, kx) order, like the direct kernel this replaces.
+//! Padding reads 0: the integer path stores `x - x_zp`, so padded taps contribute
+//! nothing, exactly as a zero-point pad would. Every output sums its taps in (ky, kx)
+//! order, like the direct kernel this replaces (f32: fused multiply-adds where the
+//! host has FMA).
 
 use super::{Isa, SendPtr, isa};
 use rayon::prelude::*;
@@ -34,21 +35,22 @@ pub(crate) struct Geom {
     pub k_vol: usize,
 }
 
-/// Element of the phase planes (also its accumulator type) and its multiply-add.
+/// Element of the phase planes (also its accumulator type) and its multiply-add;
+/// `FMA` fuses it (only where the instruction exists: in software it would be slow).
 pub(crate) trait DwElem: Copy + Default + Send + Sync + 'static {
-    fn mac(acc: Self, w: Self, x: Self) -> Self;
+    fn mac<const FMA: bool>(acc: Self, w: Self, x: Self) -> Self;
 }
 
 impl DwElem for f32 {
     #[inline(always)]
-    fn mac(acc: f32, w: f32, x: f32) -> f32 {
-        acc + w * x
+    fn mac<const FMA: bool>(acc: f32, w: f32, x: f32) -> f32 {
+        if FMA { w.mul_add(x, acc) } else { acc + w * x }
     }
 }
 
 impl DwElem for i32 {
     #[inline(always)]
-    fn mac(acc: i32, w: i32, x: i32) -> i32 {
+    fn mac<const FMA: bool>(acc: i32, w: i32, x: i32) -> i32 {
         acc.wrapping_add(w.wrapping_mul(x))
     }
 }
@@ -76,20 +78,27 @@ impl Phases {
     }
 }
 
-/// Per-thread buffers of the plane work.
+/// Per-thread buffers of one element type.
 #[derive(Default)]
-struct Scratch<T> {
+struct Bufs<T> {
     phases: Vec<T>,
     /// Output rows at the phase planes' width.
     wide: Vec<T>,
-    /// Integer path: the plane's sums, and its weights minus the zero point.
+    /// The plane's outputs (integer path) and weights.
     out: Vec<T>,
     w: Vec<T>,
 }
 
+#[derive(Default)]
+struct Scratch {
+    f: Bufs<f32>,
+    i: Bufs<i32>,
+    /// Integer sums handed to the caller.
+    acc: Vec<i32>,
+}
+
 thread_local! {
-    static F32_SCRATCH: RefCell<Scratch<f32>> = RefCell::new(Scratch::default());
-    static I32_SCRATCH: RefCell<Scratch<i32>> = RefCell::new(Scratch::default());
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
 /// Fill the phase planes of one input plane (`src(iy * iw + ix)`, 0 outside it).
@@ -139,7 +148,14 @@ const BLOCK: usize = 32;
 /// `wide`): for each block of [`BLOCK`] outputs every tap is added in registers (one
 /// load per tap), then the valid columns are copied to `out`.
 #[inline(always)]
-fn plane<T: DwElem>(g: &Geom, p: &Phases, buf: &[T], w: &[T], wide: &mut Vec<T>, out: &mut [T]) {
+fn plane<T: DwElem, const FMA: bool>(
+    g: &Geom,
+    p: &Phases,
+    buf: &[T],
+    w: &[T],
+    wide: &mut Vec<T>,
+    out: &mut [T],
+) {
     let (oh, ow) = (g.out_sp[0], g.out_sp[1]);
     let (kh, kw) = (g.kernel[0], g.kernel[1]);
     let (sh, sw) = (g.strides[0], g.strides[1]);
@@ -162,7 +178,7 @@ fn plane<T: DwElem>(g: &Geom, p: &Phases, buf: &[T], w: &[T], wide: &mut Vec<T>,
         for &(start, wv) in &taps {
             let x = &buf[start + j0..start + j0 + BLOCK];
             for l in 0..BLOCK {
-                acc[l] = T::mac(acc[l], wv, x[l]);
+                acc[l] = T::mac::<FMA>(acc[l], wv, x[l]);
             }
         }
         ob.copy_from_slice(&acc);
@@ -174,10 +190,7 @@ fn plane<T: DwElem>(g: &Geom, p: &Phases, buf: &[T], w: &[T], wide: &mut Vec<T>,
 
 /// The work on one (image, output channel) plane.
 trait PlaneWork: Sync {
-    type Elem: DwElem;
-    fn run(&self, i: usize, s: &mut Scratch<Self::Elem>);
-    /// This element type's per-thread scratch.
-    fn with_scratch(f: impl FnOnce(&mut Scratch<Self::Elem>));
+    fn run<const FMA: bool>(&self, i: usize, s: &mut Scratch);
 }
 
 /// Run `w` on every plane, in parallel, compiled with the host's vector instructions
@@ -186,18 +199,21 @@ fn for_planes<W: PlaneWork>(count: usize, w: &W) {
     // The thread-local is fetched here: `LocalKey::with` is not inlined, so work inside
     // it would lose the trampolines' target features.
     let body = |i: usize| {
-        W::with_scratch(|s| match isa() {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512Vnni => {
-                // SAFETY: AVX-512 F/BW are available (the ISA was detected).
-                unsafe { call_avx512(w, i, s) }
+        SCRATCH.with(|s| {
+            let s = &mut s.borrow_mut();
+            match isa() {
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx512Vnni => {
+                    // SAFETY: AVX-512 F/BW and FMA are available (the ISA was detected).
+                    unsafe { call_avx512(w, i, s) }
+                }
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx2 | Isa::AvxVnni => {
+                    // SAFETY: AVX2 and FMA are available (the ISA was detected).
+                    unsafe { call_avx2(w, i, s) }
+                }
+                _ => w.run::<false>(i, s),
             }
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 | Isa::AvxVnni => {
-                // SAFETY: AVX2 and FMA are available (the ISA was detected).
-                unsafe { call_avx2(w, i, s) }
-            }
-            _ => w.run(i, s),
         })
     };
     if super::threads() == 1 || count < 2 {
@@ -209,14 +225,14 @@ fn for_planes<W: PlaneWork>(count: usize, w: &W) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
-unsafe fn call_avx512<W: PlaneWork>(w: &W, i: usize, s: &mut Scratch<W::Elem>) {
-    w.run(i, s)
+unsafe fn call_avx512<W: PlaneWork>(w: &W, i: usize, s: &mut Scratch) {
+    w.run::<true>(i, s)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn call_avx2<W: PlaneWork>(w: &W, i: usize, s: &mut Scratch<W::Elem>) {
-    w.run(i, s)
+unsafe fn call_avx2<W: PlaneWork>(w: &W, i: usize, s: &mut Scratch) {
+    w.run::<true>(i, s)
 }
 
 struct F32Work<'a> {
@@ -228,10 +244,8 @@ struct F32Work<'a> {
 }
 
 impl PlaneWork for F32Work<'_> {
-    type Elem = f32;
-
     #[inline(always)]
-    fn run(&self, i: usize, s: &mut Scratch<f32>) {
+    fn run<const FMA: bool>(&self, i: usize, s: &mut Scratch) {
         let g = self.g;
         let (n, oc) = (i / g.m, i % g.m);
         let ic = oc / g.mg;
@@ -240,18 +254,16 @@ impl PlaneWork for F32Work<'_> {
         // (checked by depthwise_f32).
         let o =
             unsafe { std::slice::from_raw_parts_mut(self.out.get().add(i * g.out_vol), g.out_vol) };
-        fill(g, &self.p, &mut s.phases, |j| xs[j]);
+        let b = &mut s.f;
+        fill(g, &self.p, &mut b.phases, |j| xs[j]);
         let w = &self.w[oc * g.k_vol..(oc + 1) * g.k_vol];
-        plane(g, &self.p, &s.phases, w, &mut s.wide, o);
-    }
-
-    fn with_scratch(f: impl FnOnce(&mut Scratch<f32>)) {
-        F32_SCRATCH.with(|s| f(&mut s.borrow_mut()))
+        plane::<f32, FMA>(g, &self.p, &b.phases, w, &mut b.wide, o);
     }
 }
 
 /// f32 depthwise convolution of `x` ([N, C, H, W]) with `w` ([M, 1, kh, kw]) into
-/// `out` ([N, M, oh, ow]), without bias.
+/// `out` ([N, M, oh, ow]), without bias. Products are fused into the sums where the
+/// host has FMA.
 pub(crate) fn depthwise_f32(x: &[f32], w: &[f32], g: &Geom, out: &mut [f32]) {
     assert!(
         out.len() >= g.n * g.m * g.out_vol,
@@ -282,41 +294,47 @@ fn val(b: u8, signed: bool) -> i32 {
     if signed { b as i8 as i32 } else { b as i32 }
 }
 
-impl<P: Fn(usize, &[i32]) + Sync> PlaneWork for IntWork<'_, P> {
-    type Elem = i32;
+/// Taps up to which f32 sums of 8-bit products are exact: every product is an integer
+/// of magnitude <= 383^2 and every partial sum stays below 2^24.
+const EXACT_F32_TAPS: usize = (1 << 24) / (383 * 383);
 
+impl<P: Fn(usize, &[i32]) + Sync> PlaneWork for IntWork<'_, P> {
     #[inline(always)]
-    fn run(&self, i: usize, s: &mut Scratch<i32>) {
+    fn run<const FMA: bool>(&self, i: usize, s: &mut Scratch) {
         let g = self.g;
         let (n, oc) = (i / g.m, i % g.m);
         let ic = oc / g.mg;
         let xs = &self.x.0[(n * g.cin + ic) * g.in_vol..][..g.in_vol];
         let (wz, xz) = (self.w_zp[oc], self.x_zp);
-        s.w.clear();
         let wb = &self.w.0[oc * g.k_vol..(oc + 1) * g.k_vol];
-        s.w.extend(wb.iter().map(|&b| val(b, self.w.1).wrapping_sub(wz)));
-        if self.x.1 {
-            fill(g, &self.p, &mut s.phases, |j| {
-                (xs[j] as i8 as i32).wrapping_sub(xz)
-            });
+        let xv = |j: usize| val(xs[j], self.x.1).wrapping_sub(xz);
+        s.acc.resize(g.out_vol, 0);
+        if g.k_vol <= EXACT_F32_TAPS {
+            // Integers below 2^24 in f32: the sums are exact and FMA units do the work.
+            let b = &mut s.f;
+            b.w.clear();
+            b.w.extend(wb.iter().map(|&v| val(v, self.w.1).wrapping_sub(wz) as f32));
+            fill(g, &self.p, &mut b.phases, |j| xv(j) as f32);
+            b.out.resize(g.out_vol, 0.0);
+            plane::<f32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide, &mut b.out);
+            for (a, &v) in s.acc.iter_mut().zip(&b.out) {
+                *a = v as i32;
+            }
         } else {
-            fill(g, &self.p, &mut s.phases, |j| {
-                (xs[j] as i32).wrapping_sub(xz)
-            });
+            let b = &mut s.i;
+            b.w.clear();
+            b.w.extend(wb.iter().map(|&v| val(v, self.w.1).wrapping_sub(wz)));
+            fill(g, &self.p, &mut b.phases, xv);
+            plane::<i32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide, &mut s.acc);
         }
-        s.out.resize(g.out_vol, 0);
-        plane(g, &self.p, &s.phases, &s.w, &mut s.wide, &mut s.out);
-        (self.post)(i, &s.out);
-    }
-
-    fn with_scratch(f: impl FnOnce(&mut Scratch<i32>)) {
-        I32_SCRATCH.with(|s| f(&mut s.borrow_mut()))
+        (self.post)(i, &s.acc);
     }
 }
 
 /// Integer depthwise convolution of u8/i8 bytes (`(data, signed)`): per (image, output
 /// channel) plane the int32 sums of `(x - x_zp) * (w - w_zp[oc])` are handed to
-/// `post(plane index, sums)`.
+/// `post(plane index, sums)`. Exact: f32 arithmetic on integers below 2^24 for kernels
+/// of up to [`EXACT_F32_TAPS`] taps, wrapping int32 beyond.
 pub(crate) fn depthwise_int<P: Fn(usize, &[i32]) + Sync>(
     x: (&[u8], bool),
     x_zp: i32,

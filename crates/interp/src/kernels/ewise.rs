@@ -8,8 +8,9 @@ use super::{Isa, isa};
 use crate::ops::elementwise::sigmoid_f32;
 use pimkit_ir::{BinaryOp, UnaryOp};
 
-/// Run `f` compiled with the host's vector instructions (it is inlined into the
-/// trampoline).
+/// Run `f` compiled with the host's vector instructions. Callers mark the closure
+/// `#[inline(always)]` (and everything it calls must inline too: a function that is
+/// not inlined keeps the baseline target features).
 #[inline(always)]
 pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
     match isa() {
@@ -27,6 +28,11 @@ pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// True when [`simd`] runs with fused multiply-add instructions.
+pub(crate) fn has_fma() -> bool {
+    matches!(isa(), Isa::Avx512Vnni | Isa::Avx2 | Isa::AvxVnni)
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
 unsafe fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
@@ -39,9 +45,15 @@ unsafe fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// `f` over `x` (an explicit loop: `collect` would be a separate, non-inlined function
+/// compiled without the trampoline's target features).
 #[inline(always)]
 fn map(x: &[f32], f: impl Fn(f32) -> f32) -> Vec<f32> {
-    x.iter().map(|&v| f(v)).collect()
+    let mut out = vec![0f32; x.len()];
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = f(v);
+    }
+    out
 }
 
 /// f32 results of the unary ops that have a vectorized form (None: use the generic
@@ -51,36 +63,127 @@ pub(crate) fn unary(u: UnaryOp, x: &[f32]) -> Option<Vec<f32>> {
     use UnaryOp as U;
     // Each arm is its own monomorphized loop.
     Some(match u {
-        U::Relu => simd(|| map(x, |v| v.max(0.0))),
-        U::Sigmoid => simd(|| map(x, sigmoid_f32)),
-        U::Tanh => simd(|| map(x, tanh_f32)),
-        U::Exp => simd(|| map(x, exp_f32)),
-        U::Erf => simd(|| map(x, erf_f32)),
-        U::Neg => simd(|| map(x, |v| -v)),
-        U::Abs => simd(|| map(x, f32::abs)),
-        U::Sqrt => simd(|| map(x, f32::sqrt)),
-        U::Reciprocal => simd(|| map(x, |v| 1.0 / v)),
-        U::HardSigmoid { alpha, beta } => simd(|| map(x, |v| (alpha * v + beta).clamp(0.0, 1.0))),
-        U::HardSwish => simd(|| map(x, |v| v * (v / 6.0 + 0.5).clamp(0.0, 1.0))),
-        U::LeakyRelu { alpha } => simd(|| map(x, |v| if v >= 0.0 { v } else { alpha * v })),
-        U::Gelu { tanh: false } => simd(|| {
-            map(x, |v| {
-                0.5 * v * (1.0 + erf_f32(v * std::f32::consts::FRAC_1_SQRT_2))
-            })
-        }),
-        U::Gelu { tanh: true } => simd(|| {
-            const C: f32 = 0.797_884_6;
-            map(x, |v| {
-                0.5 * v * (1.0 + tanh_f32(C * (v + 0.044_715 * v * v * v)))
-            })
-        }),
+        U::Relu => simd(
+            #[inline(always)]
+            || {
+                map(
+                    x,
+                    #[inline(always)]
+                    |v| v.max(0.0),
+                )
+            },
+        ),
+        U::Sigmoid => simd(
+            #[inline(always)]
+            || map(x, sigmoid_f32),
+        ),
+        U::Tanh => simd(
+            #[inline(always)]
+            || map(x, tanh_f32),
+        ),
+        U::Exp => simd(
+            #[inline(always)]
+            || map(x, exp_f32),
+        ),
+        U::Erf => simd(
+            #[inline(always)]
+            || map(x, erf_f32),
+        ),
+        U::Neg => simd(
+            #[inline(always)]
+            || {
+                map(
+                    x,
+                    #[inline(always)]
+                    |v| -v,
+                )
+            },
+        ),
+        U::Abs => simd(
+            #[inline(always)]
+            || map(x, f32::abs),
+        ),
+        U::Sqrt => simd(
+            #[inline(always)]
+            || map(x, f32::sqrt),
+        ),
+        U::Reciprocal => simd(
+            #[inline(always)]
+            || {
+                map(
+                    x,
+                    #[inline(always)]
+                    |v| 1.0 / v,
+                )
+            },
+        ),
+        U::HardSigmoid { alpha, beta } => simd(
+            #[inline(always)]
+            || {
+                map(
+                    x,
+                    #[inline(always)]
+                    |v| (alpha * v + beta).clamp(0.0, 1.0),
+                )
+            },
+        ),
+        U::HardSwish => simd(
+            #[inline(always)]
+            || {
+                map(
+                    x,
+                    #[inline(always)]
+                    |v| v * (v / 6.0 + 0.5).clamp(0.0, 1.0),
+                )
+            },
+        ),
+        U::LeakyRelu { alpha } => simd(
+            #[inline(always)]
+            || {
+                map(
+                    x,
+                    #[inline(always)]
+                    |v| if v >= 0.0 { v } else { alpha * v },
+                )
+            },
+        ),
+        U::Gelu { tanh: false } => simd(
+            #[inline(always)]
+            || {
+                map(
+                    x,
+                    #[inline(always)]
+                    |v| 0.5 * v * (1.0 + erf_f32(v * std::f32::consts::FRAC_1_SQRT_2)),
+                )
+            },
+        ),
+        U::Gelu { tanh: true } => simd(
+            #[inline(always)]
+            || {
+                const C: f32 = 0.797_884_6;
+                map(
+                    x,
+                    #[inline(always)]
+                    |v| 0.5 * v * (1.0 + tanh_f32(C * (v + 0.044_715 * v * v * v))),
+                )
+            },
+        ),
         _ => return None,
     })
 }
 
 /// `Clip` on f32 (NaN stays NaN).
 pub(crate) fn clip(x: &[f32], lo: f32, hi: f32) -> Vec<f32> {
-    simd(|| map(x, |p| if p.is_nan() { p } else { p.max(lo).min(hi) }))
+    simd(
+        #[inline(always)]
+        || {
+            map(
+                x,
+                #[inline(always)]
+                |p| if p.is_nan() { p } else { p.max(lo).min(hi) },
+            )
+        },
+    )
 }
 
 /// Rows of a broadcast: for the output in row-major order, runs of `len` elements
@@ -209,12 +312,66 @@ pub(crate) fn binary(
         }
     };
     match op {
-        BinaryOp::Add => simd(|| zip_rows(x, y, &r, &mut o, |p, q| p + q)),
-        BinaryOp::Sub => simd(|| zip_rows(x, y, &r, &mut o, |p, q| p - q)),
-        BinaryOp::Mul => simd(|| zip_rows(x, y, &r, &mut o, |p, q| p * q)),
-        BinaryOp::Div => simd(|| zip_rows(x, y, &r, &mut o, |p, q| p / q)),
-        BinaryOp::Max => simd(|| zip_rows(x, y, &r, &mut o, nan_max)),
-        BinaryOp::Min => simd(|| zip_rows(x, y, &r, &mut o, nan_min)),
+        BinaryOp::Add => simd(
+            #[inline(always)]
+            || {
+                zip_rows(
+                    x,
+                    y,
+                    &r,
+                    &mut o,
+                    #[inline(always)]
+                    |p, q| p + q,
+                )
+            },
+        ),
+        BinaryOp::Sub => simd(
+            #[inline(always)]
+            || {
+                zip_rows(
+                    x,
+                    y,
+                    &r,
+                    &mut o,
+                    #[inline(always)]
+                    |p, q| p - q,
+                )
+            },
+        ),
+        BinaryOp::Mul => simd(
+            #[inline(always)]
+            || {
+                zip_rows(
+                    x,
+                    y,
+                    &r,
+                    &mut o,
+                    #[inline(always)]
+                    |p, q| p * q,
+                )
+            },
+        ),
+        BinaryOp::Div => simd(
+            #[inline(always)]
+            || {
+                zip_rows(
+                    x,
+                    y,
+                    &r,
+                    &mut o,
+                    #[inline(always)]
+                    |p, q| p / q,
+                )
+            },
+        ),
+        BinaryOp::Max => simd(
+            #[inline(always)]
+            || zip_rows(x, y, &r, &mut o, nan_max),
+        ),
+        BinaryOp::Min => simd(
+            #[inline(always)]
+            || zip_rows(x, y, &r, &mut o, nan_min),
+        ),
         _ => return None,
     }
     Some(o)

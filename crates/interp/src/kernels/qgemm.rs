@@ -53,10 +53,12 @@ pub(crate) trait ColSource: Sync {
     fn pack(&self, n0: usize, w: usize, pw: usize, k: usize, dst: &mut [u8]);
 }
 
-/// Receives the finished (zero-point corrected) accumulators, one tile at a time.
+/// Receives the finished accumulators, one tile at a time.
 pub(crate) trait Sink: Sync {
-    /// `acc[r * TILE_LD + c]` holds output (r0 + r, c0 + c) for r < nr, c < nc.
-    fn tile(&self, r0: usize, nr: usize, c0: usize, nc: usize, acc: &Tile);
+    /// Output (r0 + r, c0 + c) is `acc[r * TILE_LD + c] + row_add[r]` (wrapping) for
+    /// r < nr, c < nc: `row_add` carries the zero-point correction when it is constant
+    /// along a row, so a requantizing sink folds it into its bias.
+    fn tile(&self, r0: usize, nr: usize, c0: usize, nc: usize, acc: &Tile, row_add: &[i32]);
 }
 
 /// A GEMM problem: M rows of A, N columns of B, reduction length K.
@@ -88,6 +90,7 @@ impl PackedA {
 }
 
 /// Pack A for micro-kernels with `mr` rows per block, converting u8 to i8.
+#[inline(always)]
 pub(crate) fn pack_a(a: Strided, zp: Zp, m: usize, k: usize, mr: usize) -> PackedA {
     let k4 = k.div_ceil(4);
     let blocks = m.div_ceil(mr);
@@ -222,10 +225,12 @@ pub(crate) struct StoreI32 {
 
 impl Sink for StoreI32 {
     #[inline(always)]
-    fn tile(&self, r0: usize, nr: usize, c0: usize, nc: usize, acc: &Tile) {
+    fn tile(&self, r0: usize, nr: usize, c0: usize, nc: usize, acc: &Tile, row_add: &[i32]) {
         for r in 0..nr {
             let row = &acc[r * TILE_LD..r * TILE_LD + nc];
+            let add = row_add[r];
             for (c, &v) in row.iter().enumerate() {
+                let v = v.wrapping_add(add);
                 let i = if self.transposed {
                     (c0 + c) * self.ld + r0 + r
                 } else {

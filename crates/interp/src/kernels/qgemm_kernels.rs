@@ -4,7 +4,7 @@
 //! correction and the sink (requantization) around the micro-kernel are vectorized
 //! for the same set.
 
-use super::qgemm::{ColSource, PackedA, QGemm, Sink, pack_a};
+use super::qgemm::{ColSource, PackedA, QGemm, Sink, Zp, pack_a};
 use super::{Isa, threads};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -62,6 +62,9 @@ pub(crate) struct Prepared<'p, 'a, C: ColSource> {
     zc_shift: i32,
     /// Column sums are needed when some row zero point is not 0.
     need_colsum: bool,
+    /// Without column sums and with one column zero point, the whole correction is a
+    /// constant per row: `zc * (K * zr - rowsum)`.
+    row_corr: Option<Vec<i32>>,
 }
 
 /// One task: a column panel and a range of row blocks.
@@ -128,6 +131,10 @@ pub(crate) fn task_body<K: MicroKernel, C: ColSource, S: Sink>(
                     tile.as_mut_ptr(),
                 )
             };
+            if let Some(rc) = &p.row_corr {
+                sink.tile(r0, nr, n0, w, &tile, &rc[r0..r0 + nr]);
+                continue;
+            }
             for r in 0..nr {
                 let zr = p.pa.zp[r0 + r];
                 let t = (g.k as i32)
@@ -140,7 +147,7 @@ pub(crate) fn task_body<K: MicroKernel, C: ColSource, S: Sink>(
                         .wrapping_sub(zr.wrapping_mul(s));
                 }
             }
-            sink.tile(r0, nr, n0, w, &tile);
+            sink.tile(r0, nr, n0, w, &tile, &[0; MAX_MR][..nr]);
         }
     }
 }
@@ -153,13 +160,30 @@ fn run_with<K: MicroKernel, C: ColSource, S: Sink>(
     entry: impl Fn(&Prepared<C>, &S, Task, &mut Vec<u8>) + Sync,
 ) {
     // Packed with the host's vector instructions.
-    let pa = super::ewise::simd(|| pack_a(g.a, g.a_zp, g.m, g.k, K::MR));
+    let pa = super::ewise::simd(
+        #[inline(always)]
+        || pack_a(g.a, g.a_zp, g.m, g.k, K::MR),
+    );
     let need_colsum = pa.zp.iter().any(|&z| z != 0);
+    let zc_shift = if g.b.signed() { 128 } else { 0 };
+    let row_corr = match g.b_zp {
+        Zp::Scalar(z) if !need_colsum => {
+            let zc = z.wrapping_add(zc_shift);
+            let k = g.k as i32;
+            Some(
+                (0..g.m)
+                    .map(|r| zc.wrapping_mul(k.wrapping_mul(pa.zp[r]).wrapping_sub(pa.row_sum[r])))
+                    .collect(),
+            )
+        }
+        _ => None,
+    };
     let p = Prepared {
         g,
         pa,
-        zc_shift: if g.b.signed() { 128 } else { 0 },
+        zc_shift,
         need_colsum,
+        row_corr,
     };
     let panels = g.n.div_ceil(K::VEC * K::NV);
     let blocks = g.m.div_ceil(K::MR);

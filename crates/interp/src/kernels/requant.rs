@@ -33,6 +33,25 @@ pub(crate) fn requant_row(
     (min, max): (f32, f32),
     out: &mut [u8],
 ) {
+    if scale.is_finite() {
+        // f32(acc) * scale is never NaN here, so plain comparisons clamp exactly as
+        // the NaN-aware max/min do (and compile to single min/max instructions).
+        for (o, &a) in out.iter_mut().zip(acc) {
+            let v = a.wrapping_add(bias) as f32 * scale;
+            let v = if v < min {
+                min
+            } else if v > max {
+                max
+            } else {
+                v
+            };
+            let r = (v + MAGIC) - MAGIC;
+            // SAFETY: r is an integer with |r| <= 2^22 (clamped above), so it fits.
+            let q: i32 = unsafe { r.to_int_unchecked() };
+            *o = q.wrapping_add(zp) as u8;
+        }
+        return;
+    }
     for (o, &a) in out.iter_mut().zip(acc) {
         let v = (a.wrapping_add(bias) as f32 * scale).max(min).min(max);
         let r = (v + MAGIC) - MAGIC;

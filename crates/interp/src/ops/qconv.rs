@@ -76,7 +76,7 @@ struct ConvSink<'a> {
 
 impl Sink for ConvSink<'_> {
     #[inline(always)]
-    fn tile(&self, r0: usize, nr: usize, c0: usize, nc: usize, acc: &Tile) {
+    fn tile(&self, r0: usize, nr: usize, c0: usize, nc: usize, acc: &Tile, row_add: &[i32]) {
         match &self.out {
             ConvOut::Requant {
                 out,
@@ -93,10 +93,11 @@ impl Sink for ConvSink<'_> {
                         std::slice::from_raw_parts_mut(out.get().add(m * self.ld + c0), nc)
                     };
                     let a = &acc[r * TILE_LD..r * TILE_LD + nc];
-                    requant_row(a, bias[m], scale[m], *zp, *bounds, o);
+                    let b = bias[m].wrapping_add(row_add[r]);
+                    requant_row(a, b, scale[m], *zp, *bounds, o);
                 }
             }
-            ConvOut::I32(s) => s.tile(r0, nr, c0, nc, acc),
+            ConvOut::I32(s) => s.tile(r0, nr, c0, nc, acc, row_add),
         }
     }
 }

@@ -160,9 +160,9 @@ pub(crate) fn lstm(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
     let mut yc = vec![0f32; d.dirs * d.batch * h];
     for dir in 0..d.dirs {
         let wd = &w[dir * gh * d.feat..(dir + 1) * gh * d.feat];
-        // R transposed to [h, gates * h] once per direction: each step's H R^T is then
-        // a sum of R's rows scaled by H (contiguous, vectorized) instead of a GEMM that
-        // packs R again at every step.
+        // R transposed to [h, gates * h] once per direction: for batch 1 each step's
+        // H R^T is then a sum of R^T's rows scaled by H (`sgemm`'s row path, contiguous
+        // and register-blocked) instead of a GEMM that would pack R again every step.
         let rt = transpose(&r[dir * gh * h..(dir + 1) * gh * h], gh, h);
         // LSTM gates add Wb and Rb unconditionally: fold both into the projection.
         let bias: Vec<f32> = match &b {
@@ -177,24 +177,29 @@ pub(crate) fn lstm(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
         let mut g = vec![0f32; d.batch * gh];
         // The gate math runs with the host's vector instructions (and FMA, which the
         // MLAS logistic formula uses).
-        simd(|| {
-            for t in steps(a, dir, d.seq) {
-                g.copy_from_slice(&xw[t * d.batch * gh..(t + 1) * d.batch * gh]);
-                sgemm(d.batch, h, gh, 1.0, &hs, h, 1, &rt, gh, 1, 1.0, &mut g);
-                for bi in 0..d.batch {
-                    let gb = &g[bi * gh..(bi + 1) * gh];
-                    let (ig, og, fg, cg) =
-                        (&gb[..h], &gb[h..2 * h], &gb[2 * h..3 * h], &gb[3 * h..]);
-                    let (cb, hb) = (&mut cs[bi * h..(bi + 1) * h], &mut hs[bi * h..(bi + 1) * h]);
-                    for j in 0..h {
-                        let cv = sigmoid_f32(fg[j]) * cb[j] + sigmoid_f32(ig[j]) * tanh_f32(cg[j]);
-                        cb[j] = cv;
-                        hb[j] = sigmoid_f32(og[j]) * tanh_f32(cv);
+        simd(
+            #[inline(always)]
+            || {
+                for t in steps(a, dir, d.seq) {
+                    g.copy_from_slice(&xw[t * d.batch * gh..(t + 1) * d.batch * gh]);
+                    sgemm(d.batch, h, gh, 1.0, &hs, h, 1, &rt, gh, 1, 1.0, &mut g);
+                    for bi in 0..d.batch {
+                        let gb = &g[bi * gh..(bi + 1) * gh];
+                        let (ig, og, fg, cg) =
+                            (&gb[..h], &gb[h..2 * h], &gb[2 * h..3 * h], &gb[3 * h..]);
+                        let (cb, hb) =
+                            (&mut cs[bi * h..(bi + 1) * h], &mut hs[bi * h..(bi + 1) * h]);
+                        for j in 0..h {
+                            let cv =
+                                sigmoid_f32(fg[j]) * cb[j] + sigmoid_f32(ig[j]) * tanh_f32(cg[j]);
+                            cb[j] = cv;
+                            hb[j] = sigmoid_f32(og[j]) * tanh_f32(cv);
+                        }
                     }
+                    y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
                 }
-                y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
-            }
-        });
+            },
+        );
         yh[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&hs);
         yc[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&cs);
     }
@@ -212,9 +217,9 @@ pub(crate) fn gru(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
     let mut yh = vec![0f32; d.dirs * d.batch * h];
     for dir in 0..d.dirs {
         let wd = &w[dir * gh * d.feat..(dir + 1) * gh * d.feat];
-        // R transposed to [h, gates * h] once per direction: each step's H R^T is then
-        // a sum of R's rows scaled by H (contiguous, vectorized) instead of a GEMM that
-        // packs R again at every step.
+        // R transposed to [h, gates * h] once per direction: for batch 1 each step's
+        // H R^T is then a sum of R^T's rows scaled by H (`sgemm`'s row path, contiguous
+        // and register-blocked) instead of a GEMM that would pack R again every step.
         let rt = transpose(&r[dir * gh * h..(dir + 1) * gh * h], gh, h);
         let (wb, rb): (Vec<f32>, Vec<f32>) = match &b {
             Some(b) => (
@@ -229,59 +234,62 @@ pub(crate) fn gru(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
         let mut rh = vec![0f32; d.batch * h];
         let mut rhr = vec![0f32; d.batch * h];
         // Rh^T is columns 2h..3h of R^T.
-        simd(|| {
-            for t in steps(a, dir, d.seq) {
-                // H_{t-1} R^T + Rb for all three gates.
-                for bi in 0..d.batch {
-                    hr[bi * gh..(bi + 1) * gh].copy_from_slice(&rb);
-                }
-                sgemm(d.batch, h, gh, 1.0, &hs, h, 1, &rt, gh, 1, 1.0, &mut hr);
-                let xt = &xw[t * d.batch * gh..(t + 1) * d.batch * gh];
-                let mut z = vec![0f32; d.batch * h];
-                for bi in 0..d.batch {
-                    for j in 0..h {
-                        let (xg, hg) = (&xt[bi * gh..], &hr[bi * gh..]);
-                        z[bi * h + j] = sigmoid_f32(xg[j] + hg[j]);
-                        rh[bi * h + j] = sigmoid_f32(xg[h + j] + hg[h + j]);
-                    }
-                }
-                if !a.linear_before_reset {
-                    // (r . H_{t-1}) Rh^T + Rbh
-                    let rprod: Vec<f32> = rh.iter().zip(&hs).map(|(r, hv)| r * hv).collect();
+        simd(
+            #[inline(always)]
+            || {
+                for t in steps(a, dir, d.seq) {
+                    // H_{t-1} R^T + Rb for all three gates.
                     for bi in 0..d.batch {
-                        rhr[bi * h..(bi + 1) * h].copy_from_slice(&rb[2 * h..3 * h]);
+                        hr[bi * gh..(bi + 1) * gh].copy_from_slice(&rb);
                     }
-                    sgemm(
-                        d.batch,
-                        h,
-                        h,
-                        1.0,
-                        &rprod,
-                        h,
-                        1,
-                        &rt[2 * h..],
-                        gh,
-                        1,
-                        1.0,
-                        &mut rhr,
-                    );
-                }
-                for bi in 0..d.batch {
-                    for j in 0..h {
-                        let xg = xt[bi * gh + 2 * h + j];
-                        let pre = if a.linear_before_reset {
-                            xg + rh[bi * h + j] * hr[bi * gh + 2 * h + j]
-                        } else {
-                            xg + rhr[bi * h + j]
-                        };
-                        let cand = tanh_f32(pre);
-                        let zv = z[bi * h + j];
-                        hs[bi * h + j] = (1.0 - zv) * cand + zv * hs[bi * h + j];
+                    sgemm(d.batch, h, gh, 1.0, &hs, h, 1, &rt, gh, 1, 1.0, &mut hr);
+                    let xt = &xw[t * d.batch * gh..(t + 1) * d.batch * gh];
+                    let mut z = vec![0f32; d.batch * h];
+                    for bi in 0..d.batch {
+                        for j in 0..h {
+                            let (xg, hg) = (&xt[bi * gh..], &hr[bi * gh..]);
+                            z[bi * h + j] = sigmoid_f32(xg[j] + hg[j]);
+                            rh[bi * h + j] = sigmoid_f32(xg[h + j] + hg[h + j]);
+                        }
                     }
+                    if !a.linear_before_reset {
+                        // (r . H_{t-1}) Rh^T + Rbh
+                        let rprod: Vec<f32> = rh.iter().zip(&hs).map(|(r, hv)| r * hv).collect();
+                        for bi in 0..d.batch {
+                            rhr[bi * h..(bi + 1) * h].copy_from_slice(&rb[2 * h..3 * h]);
+                        }
+                        sgemm(
+                            d.batch,
+                            h,
+                            h,
+                            1.0,
+                            &rprod,
+                            h,
+                            1,
+                            &rt[2 * h..],
+                            gh,
+                            1,
+                            1.0,
+                            &mut rhr,
+                        );
+                    }
+                    for bi in 0..d.batch {
+                        for j in 0..h {
+                            let xg = xt[bi * gh + 2 * h + j];
+                            let pre = if a.linear_before_reset {
+                                xg + rh[bi * h + j] * hr[bi * gh + 2 * h + j]
+                            } else {
+                                xg + rhr[bi * h + j]
+                            };
+                            let cand = tanh_f32(pre);
+                            let zv = z[bi * h + j];
+                            hs[bi * h + j] = (1.0 - zv) * cand + zv * hs[bi * h + j];
+                        }
+                    }
+                    y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
                 }
-                y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
-            }
-        });
+            },
+        );
         yh[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&hs);
     }
     Ok(finish(x, &d, a.batch_first, y, vec![yh]))
