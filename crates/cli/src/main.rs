@@ -13,6 +13,9 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "pimkit", version, about = "Compile, map and simulate neural networks for processing-in-memory", long_about = None)]
 struct Cli {
+    /// Worker threads for executing models (default: all cores; results do not depend on it)
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
     #[command(subcommand)]
     cmd: Command,
     /// Which onnxruntime CPU kernels the interpreter reproduces bit for bit: auto (this
@@ -63,6 +66,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         ))
     })?;
     pimkit_interp::set_ort_kernels(k);
+    if let Some(n) = cli.threads {
+        if n == 0 {
+            return Err(error::user(
+                "--threads 0: give at least 1 (leave it out to use all cores)",
+            ));
+        }
+        pimkit_interp::set_threads(n).map_err(|e| anyhow::anyhow!("--threads {n}: {e}"))?;
+    }
     match cli.cmd {
         Command::Info(a) => cmd::info::run(a),
         Command::Exec(a) => cmd::exec::run(a),
@@ -87,6 +98,17 @@ fn main() -> ExitCode {
     #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    // Keep freed memory in the heap instead of returning it to the kernel: a model run
+    // frees and re-allocates tensors of the same sizes node after node, and with glibc's
+    // defaults every large tensor is a fresh mmap whose pages fault in one by one (about
+    // a third of a small CNN's run time). onnxruntime gets the same effect from its arena.
+    // SAFETY: mallopt only adjusts allocator parameters; called before any allocation
+    // that could depend on them matters for correctness (none does).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
     }
     let cli = Cli::parse(); // usage errors exit 2 (clap's convention, same as ours)
     // A panic is a bug in pimkit: report it as an internal error, never as a crash dump.

@@ -156,7 +156,8 @@ pub(crate) fn take<T: Copy>(src: &[T], idx: &[usize], fill: T) -> Vec<T> {
 }
 
 /// `c[m x n] = alpha * a[m x k] * b[k x n] + beta * c` with arbitrary element strides
-/// (row stride, column stride) for a and b; c is row-major contiguous.
+/// (row stride, column stride) for a and b; c is row-major contiguous
+/// (see `kernels::sgemm`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sgemm(
     m: usize,
@@ -172,40 +173,7 @@ pub(crate) fn sgemm(
     beta: f32,
     c: &mut [f32],
 ) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    assert!(c.len() >= m * n, "sgemm: output buffer too small");
-    if k > 0 {
-        assert!(
-            a.len() > (m - 1) * rsa + (k - 1) * csa,
-            "sgemm: a too small"
-        );
-        assert!(
-            b.len() > (k - 1) * rsb + (n - 1) * csb,
-            "sgemm: b too small"
-        );
-    }
-    // SAFETY: the asserts above check that every index matrixmultiply reads
-    // (i*rs + j*cs for i < rows, j < cols) lies inside the slices.
-    unsafe {
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            alpha,
-            a.as_ptr(),
-            rsa as isize,
-            csa as isize,
-            b.as_ptr(),
-            rsb as isize,
-            csb as isize,
-            beta,
-            c.as_mut_ptr(),
-            n as isize,
-            1,
-        );
-    }
+    crate::kernels::sgemm::sgemm(m, k, n, alpha, a, (rsa, csa), b, (rsb, csb), beta, c);
 }
 
 #[cfg(test)]

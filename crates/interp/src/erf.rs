@@ -3,12 +3,16 @@
 //! Computed in f64 and rounded to f32, so the f32 result is within 1 ulp of the true
 //! value: a Maclaurin series for |x| < 0.5 (no cancellation near 0) and the Chebyshev
 //! fit of erfc from Numerical Recipes (relative error < 1.2e-7 of erfc, i.e. an absolute
-//! error < 2e-8 on erf for |x| >= 0.5).
+//! error < 2e-8 on erf for |x| >= 0.5). The arithmetic lives in `kernels::vmath`
+//! (branch-free, so loops over it vectorize).
 
+#[cfg(test)]
 pub(crate) fn erf_f32(x: f32) -> f32 {
-    erf_f64(x as f64) as f32
+    // One implementation, in the branch-free form the vectorized kernels use.
+    crate::kernels::vmath::erf_f32(x)
 }
 
+/// The f64 form (Maclaurin series below 0.5, the erfc fit above) for f64 tensors.
 pub(crate) fn erf_f64(x: f64) -> f64 {
     if x.is_nan() {
         return x;

@@ -159,7 +159,7 @@ fn execute(
                 ins,
                 out_tys: node.outputs.iter().map(|&o| g.ty(o)).collect(),
             };
-            ops::eval(&node.op, &ctx).map_err(|e| match e {
+            crate::threads::install(|| ops::eval(&node.op, &ctx)).map_err(|e| match e {
                 OpError::Unsupported(msg) => InterpError::Unsupported {
                     node: node.name.clone(),
                     op: node.op.name().into(),

@@ -24,13 +24,16 @@ mod elem;
 mod erf;
 mod error;
 mod exec;
+mod kernels;
 mod ops;
 mod ort_kernels;
 pub mod quant;
 mod random;
+mod threads;
 
 pub use error::InterpError;
 pub use exec::{run, run_observed};
+pub use kernels::isa_name;
 pub use ops::elementwise::sigmoid_f32;
 pub use ort_kernels::{OrtKernels, ort_kernels, set_ort_kernels};
 pub use random::{check_memory, min_run_bytes, random_inputs};
@@ -47,3 +50,4 @@ pub fn data_dependent_count(
         error::OpError::Unsupported(m) | error::OpError::Invalid(m) => m,
     })
 }
+pub use threads::{set_threads, threads};

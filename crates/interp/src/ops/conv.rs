@@ -77,6 +77,30 @@ impl Geom {
         s
     }
 
+    /// The depthwise kernels' geometry, when this is a 2-D convolution with one input
+    /// channel per group.
+    pub fn depthwise2d(&self) -> Option<crate::kernels::depthwise::Geom> {
+        if self.cg != 1 || self.group != self.cin || self.kernel.len() != 2 {
+            return None;
+        }
+        let two = |v: &[usize]| [v[0], v[1]];
+        Some(crate::kernels::depthwise::Geom {
+            n: self.n,
+            cin: self.cin,
+            m: self.m,
+            mg: self.mg,
+            in_sp: two(&self.in_sp),
+            out_sp: two(&self.out_sp),
+            kernel: two(&self.kernel),
+            strides: two(&self.strides),
+            dilations: two(&self.dilations),
+            pad_begin: two(&self.pad_begin),
+            in_vol: self.in_vol,
+            out_vol: self.out_vol,
+            k_vol: self.k_vol,
+        })
+    }
+
     /// True when the im2col matrix of one group is the input itself.
     pub fn is_pointwise(&self) -> bool {
         self.k_vol == 1
@@ -225,22 +249,15 @@ pub(crate) fn conv(
     let wf = floats(w);
     let (ov, kv) = (g.out_vol, g.k_vol);
     let mut out = vec![0f32; g.n * g.m * ov];
-    let depthwise2d = g.cg == 1 && g.group == g.cin && g.kernel.len() == 2;
+    let dw = g.depthwise2d();
+    if let Some(dg) = &dw {
+        crate::kernels::depthwise::depthwise_f32(&xf, &wf, dg, &mut out);
+    }
     for n in 0..g.n {
-        let out_n = &mut out[n * g.m * ov..(n + 1) * g.m * ov];
-        if depthwise2d {
-            let xn = &xf[n * g.cin * g.in_vol..(n + 1) * g.cin * g.in_vol];
-            out_n.par_chunks_mut(ov).enumerate().for_each(|(oc, o)| {
-                let ic = oc / g.mg;
-                depthwise2d_plane(
-                    &xn[ic * g.in_vol..(ic + 1) * g.in_vol],
-                    &wf[oc * kv..(oc + 1) * kv],
-                    &g,
-                    o,
-                );
-            });
-            continue;
+        if dw.is_some() {
+            break;
         }
+        let out_n = &mut out[n * g.m * ov..(n + 1) * g.m * ov];
         for grp in 0..g.group {
             let xs = &xf[(n * g.cin + grp * g.cg) * g.in_vol..][..g.cg * g.in_vol];
             let ws = &wf[grp * g.mg * g.cg * kv..][..g.mg * g.cg * kv];

@@ -6,8 +6,8 @@
 //! arithmetic), and bools.
 
 use crate::elem::{broadcast_map, float_tensor, floats, same_variant};
-use crate::erf::erf_f32;
 use crate::error::{OpResult, invalid, unsupported};
+use crate::kernels::vmath::{erf_f32, exp_f32, tanh_f32};
 use half::{bf16, f16};
 use pimkit_ir::{BinaryOp, DType, E8M0Round, Tensor, TensorData, UnaryOp, broadcast_shapes};
 use std::borrow::Cow;
@@ -93,6 +93,7 @@ fn doubles_to(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Tensor {
 /// rational approximation): with fused multiply-adds (x86 FMA3 kernel, NEON) or, on the
 /// SSE2 path, with every product and sum rounded (`crate::ort_kernels`). Shared by
 /// Sigmoid, the RNN gates and QLinearSigmoid's lookup table.
+#[inline]
 pub fn sigmoid_f32(x: f32) -> f32 {
     logistic(x, crate::ort_kernels().logistic_fma())
 }
@@ -149,9 +150,7 @@ fn unary_g<F: num_traits::Float>(u: UnaryOp, x: F, special: impl Fn(UnaryOp, F) 
     let (zero, one) = (F::zero(), F::one());
     match u {
         UnaryOp::Relu => x.max(zero),
-        UnaryOp::Sigmoid | UnaryOp::Erf => special(u, x),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Exp => x.exp(),
+        UnaryOp::Sigmoid | UnaryOp::Erf | UnaryOp::Tanh | UnaryOp::Exp => special(u, x),
         UnaryOp::Log => x.ln(),
         UnaryOp::Sqrt => x.sqrt(),
         UnaryOp::Neg => -x,
@@ -241,7 +240,7 @@ fn unary_g<F: num_traits::Float>(u: UnaryOp, x: F, special: impl Fn(UnaryOp, F) 
         UnaryOp::Gelu { tanh: true } => {
             // sqrt(2/pi)
             let k = c(0.797_884_6);
-            c(0.5) * x * (one + (k * (x + c(0.044_715) * x * x * x)).tanh())
+            c(0.5) * x * (one + special(UnaryOp::Tanh, k * (x + c(0.044_715) * x * x * x)))
         }
         // Bool-valued or integer-only ops are dispatched before reaching here.
         UnaryOp::Not | UnaryOp::IsNaN | UnaryOp::IsInf { .. } | UnaryOp::BitwiseNot => x,
@@ -251,6 +250,8 @@ fn unary_g<F: num_traits::Float>(u: UnaryOp, x: F, special: impl Fn(UnaryOp, F) 
 fn special_f32(u: UnaryOp, x: f32) -> f32 {
     match u {
         UnaryOp::Sigmoid => sigmoid_f32(x),
+        UnaryOp::Tanh => tanh_f32(x),
+        UnaryOp::Exp => exp_f32(x),
         _ => erf_f32(x),
     }
 }
@@ -258,6 +259,8 @@ fn special_f32(u: UnaryOp, x: f32) -> f32 {
 fn special_f64(u: UnaryOp, x: f64) -> f64 {
     match u {
         UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Exp => x.exp(),
         _ => crate::erf::erf_f64(x),
     }
 }
@@ -295,7 +298,8 @@ pub(crate) fn unary(u: UnaryOp, x: &Tensor) -> OpResult<Tensor> {
         (_, Num::F(v)) => Ok(float_tensor(
             dt,
             shape,
-            v.iter().map(|&f| unary_g(u, f, special_f32)).collect(),
+            crate::kernels::ewise::unary(u, &v)
+                .unwrap_or_else(|| v.iter().map(|&f| unary_g(u, f, special_f32)).collect()),
         )),
         (_, Num::D(v)) => Ok(doubles_to(
             dt,
@@ -494,6 +498,9 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> OpResult<Tensor> {
             ) {
                 return unsupported(format!("{} on float tensors", op.name()));
             }
+            if let Some(v) = crate::kernels::ewise::binary(op, &x, ash, &y, bsh, &out) {
+                return Ok(float_tensor(dt, out, v));
+            }
             let v = zip_bcast(&x, ash, &y, bsh, &out, |p, q| float_arith(op, p, q));
             Ok(float_tensor(dt, out, v))
         }
@@ -618,11 +625,10 @@ pub(crate) fn clip(x: &Tensor, min: Option<f32>, max: Option<f32>) -> OpResult<T
                 min.unwrap_or(f32::NEG_INFINITY),
                 max.unwrap_or(f32::INFINITY),
             );
-            let f = |p: f32| if p.is_nan() { p } else { p.max(lo).min(hi) };
             Ok(float_tensor(
                 x.dtype(),
                 shape,
-                v.iter().map(|&p| f(p)).collect(),
+                crate::kernels::ewise::clip(&v, lo, hi),
             ))
         }
         Num::D(v) => {

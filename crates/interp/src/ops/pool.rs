@@ -7,6 +7,7 @@
 
 use crate::elem::{float_tensor, floats};
 use crate::error::{OpResult, unsupported};
+use crate::kernels::pool2d::{Pool2d, avg2d, max2d};
 use pimkit_ir::{PoolAttrs, PoolKind, Tensor, TensorData, TensorType};
 
 /// Window taps of one spatial axis for every output position: (input coordinate or -1
@@ -89,9 +90,14 @@ pub(crate) fn pool(x: &Tensor, p: &PoolAttrs, out_ty: &TensorType) -> OpResult<T
         return unsupported("input rank does not match the kernel rank");
     }
     let planes = x.shape[0] * x.shape[1];
+    let shape = out_ty.shape.clone();
+    if r == 2
+        && let Some(t) = pool2d_fast(x, p, planes, out_sp, &shape)
+    {
+        return Ok(t);
+    }
     let ivol: usize = in_sp.iter().product();
     let win = windows(p, in_sp, out_sp);
-    let shape = out_ty.shape.clone();
     match (&x.data, p.kind) {
         (TensorData::F32(_) | TensorData::F16(_), kind) => {
             let xf = floats(x);
@@ -129,6 +135,58 @@ pub(crate) fn pool(x: &Tensor, p: &PoolAttrs, out_ty: &TensorType) -> OpResult<T
         }),
         _ => unsupported(format!("{:?} pooling on {} tensors", p.kind, x.dtype())),
     }
+}
+
+/// 2-D pooling on the row-vectorized kernels (`kernels::pool2d`), same semantics.
+fn pool2d_fast(
+    x: &Tensor,
+    p: &PoolAttrs,
+    planes: usize,
+    out_sp: &[usize],
+    shape: &[usize],
+) -> Option<Tensor> {
+    let two = |v: &[usize]| [v[0], v[1]];
+    let g = Pool2d {
+        input: two(&x.shape[2..]),
+        out: two(out_sp),
+        kernel: two(&p.kernel),
+        strides: two(&p.strides),
+        dilations: two(&p.dilations),
+        pad_begin: two(&p.pads[..2]),
+        pad_end: two(&p.pads[2..]),
+    };
+    let n = planes * out_sp.iter().product::<usize>();
+    if n == 0 {
+        return None;
+    }
+    let shape = shape.to_vec();
+    Some(match (&x.data, p.kind) {
+        (TensorData::F32(_) | TensorData::F16(_), kind) => {
+            let xf = floats(x);
+            let mut out = vec![0f32; n];
+            match kind {
+                PoolKind::Max => max2d(&xf, &g, (f32::MIN, f32::MIN), f32::max, &mut out),
+                PoolKind::Avg => avg2d(&xf, &g, p.count_include_pad, &mut out),
+            }
+            float_tensor(x.dtype(), shape, out)
+        }
+        (TensorData::U8(v), PoolKind::Max) => {
+            let mut out = vec![0u8; n];
+            max2d(v, &g, (u8::MIN, 0), u8::max, &mut out);
+            Tensor::from_u8(shape, out)
+        }
+        (TensorData::I8(v), PoolKind::Max) => {
+            let mut out = vec![0i8; n];
+            max2d(v, &g, (i8::MIN, 0), i8::max, &mut out);
+            Tensor::from_i8(shape, out)
+        }
+        (TensorData::I32(v), PoolKind::Max) => {
+            let mut out = vec![0i32; n];
+            max2d(v, &g, (i32::MIN, 0), i32::max, &mut out);
+            Tensor::from_i32(shape, out)
+        }
+        _ => return None,
+    })
 }
 
 pub(crate) fn global_pool(x: &Tensor, kind: PoolKind) -> OpResult<Tensor> {

@@ -1,15 +1,27 @@
 //! QLinearConv (per-tensor or per-output-channel weight scale/zero point, int32 bias)
-//! and ConvInteger. Both subtract the zero points, accumulate in int32 with
-//! wrap-around (im2col + integer GEMM, or the direct depthwise kernel), and QLinearConv
-//! requantizes per output channel with `requant_f32(acc + bias, (x_s * w_s[m]) / y_s)`,
-//! which is what onnxruntime's MLAS output processor computes.
+//! and ConvInteger. Both compute the int32 sums of (x - x_zp)(w - w_zp[m]) with
+//! wrap-around and QLinearConv requantizes per output channel with
+//! `requant_f32(acc + bias, (x_s * w_s[m]) / y_s)`, which is what onnxruntime's MLAS
+//! output processor computes.
+//!
+//! u8/i8 tensors of 1-D and 2-D convolutions run on the packed integer GEMM (the
+//! weights of a group are its rows, output positions its columns, packed panel by
+//! panel from the input) or, with one input channel per group, the depthwise kernel;
+//! the requantization is fused into the kernels' output. Other ranks use im2col and
+//! the portable int32 GEMM below. Every path is exact.
 
 use crate::error::{OpResult, unsupported};
 use crate::exec::Ctx;
+use crate::kernels::depthwise::depthwise_int;
+use crate::kernels::im2col::{Conv2d, Im2col2d};
+use crate::kernels::qgemm::{QGemm, Sink, StoreI32, Strided, Zp, qgemm};
+use crate::kernels::qgemm_kernels::{TILE_LD, Tile};
+use crate::kernels::requant::{bounds, byte_tensor, requant_row};
+use crate::kernels::{SendPtr, i8_bytes};
 use crate::ops::conv::{Geom, depthwise2d_plane, im2col};
 use crate::ops::quant::{igemm, q_tensor, qrange, scalar, zp_scalar};
 use crate::quant::{output_scale, requant_f32};
-use pimkit_ir::{ConvAttrs, Tensor};
+use pimkit_ir::{ConvAttrs, DType, Tensor, TensorData};
 use rayon::prelude::*;
 use std::cell::RefCell;
 
@@ -28,7 +40,153 @@ fn per_channel<T: Copy>(v: Vec<T>, m: usize, what: &str) -> OpResult<Vec<T>> {
     }
 }
 
-/// int32 accumulators of conv(x - x_zp, w - w_zp[m]), shape [N, M, out...].
+/// The bytes of a u8 or i8 tensor, and whether they are signed.
+pub(crate) fn bytes(t: &Tensor) -> Option<(&[u8], bool)> {
+    match &t.data {
+        TensorData::U8(v) => Some((v, false)),
+        TensorData::I8(v) => Some((i8_bytes(v), true)),
+        _ => None,
+    }
+}
+
+/// The byte a zero point is stored as in a tensor of the given signedness.
+fn zp_byte(zp: i32, signed: bool) -> u8 {
+    if signed { zp as i8 as u8 } else { zp as u8 }
+}
+
+/// Where the packed GEMM's results go for one (image, group) of a convolution.
+enum ConvOut<'a> {
+    /// requant_row per output channel into bytes.
+    Requant {
+        out: SendPtr<u8>,
+        scale: &'a [f32],
+        bias: &'a [i32],
+        zp: i32,
+        bounds: (f32, f32),
+    },
+    /// Raw int32 sums.
+    I32(StoreI32),
+}
+
+struct ConvSink<'a> {
+    out: ConvOut<'a>,
+    /// Output positions per channel (row stride of the output).
+    ld: usize,
+}
+
+impl Sink for ConvSink<'_> {
+    #[inline(always)]
+    fn tile(&self, r0: usize, nr: usize, c0: usize, nc: usize, acc: &Tile, row_add: &[i32]) {
+        match &self.out {
+            ConvOut::Requant {
+                out,
+                scale,
+                bias,
+                zp,
+                bounds,
+            } => {
+                for r in 0..nr {
+                    let m = r0 + r;
+                    // SAFETY: row m of this (image, group) is out[m*ld..(m+1)*ld]; the
+                    // caller sized the buffer, and tiles are disjoint.
+                    let o = unsafe {
+                        std::slice::from_raw_parts_mut(out.get().add(m * self.ld + c0), nc)
+                    };
+                    let a = &acc[r * TILE_LD..r * TILE_LD + nc];
+                    let b = bias[m].wrapping_add(row_add[r]);
+                    requant_row(a, b, scale[m], *zp, *bounds, o);
+                }
+            }
+            ConvOut::I32(s) => s.tile(r0, nr, c0, nc, acc, row_add),
+        }
+    }
+}
+
+/// The packed-kernel path: int32 sums of every (image, group) handed to `out(image,
+/// group)` as a sink, or per depthwise plane to `dw_post`. None when the tensors or the
+/// rank do not fit it.
+fn fast_conv<'s>(
+    x: &Tensor,
+    x_zp: i32,
+    w: &Tensor,
+    w_zp: &[i32],
+    g: &Geom,
+    sink: &(dyn Fn(usize, usize) -> ConvSink<'s> + Sync),
+    dw_post: &(dyn Fn(usize, &[i32]) + Sync),
+) -> Option<()> {
+    let ((xb, xs), (wb, ws)) = (bytes(x)?, bytes(w)?);
+    let r = g.kernel.len();
+    if !(1..=2).contains(&r) {
+        return None;
+    }
+    if r == 2
+        && let Some(dg) = g.depthwise2d()
+    {
+        depthwise_int((xb, xs), x_zp, (wb, ws), w_zp, &dg, |i, acc| {
+            dw_post(i, acc)
+        });
+        return Some(());
+    }
+    // 1-D is 2-D with height 1.
+    let two = |v: &[usize], one: usize| if r == 2 { [v[0], v[1]] } else { [one, v[0]] };
+    let geo = Conv2d {
+        channels: g.cg,
+        input: two(&g.in_sp, 1),
+        out: two(&g.out_sp, 1),
+        kernel: two(&g.kernel, 1),
+        strides: two(&g.strides, 1),
+        dilations: two(&g.dilations, 1),
+        pad_begin: two(&g.pad_begin, 0),
+    };
+    let per_w = g.cg * g.k_vol;
+    for n in 0..g.n {
+        for grp in 0..g.group {
+            let xs_bytes = &xb[(n * g.cin + grp * g.cg) * g.in_vol..][..g.cg * g.in_vol];
+            let a = Strided {
+                data: &wb[grp * g.mg * per_w..][..g.mg * per_w],
+                signed: ws,
+                s_idx: per_w,
+                s_k: 1,
+            };
+            let a_zp = Zp::Each(&w_zp[grp * g.mg..(grp + 1) * g.mg]);
+            let s = sink(n, grp);
+            if g.is_pointwise() {
+                let b = Strided {
+                    data: xs_bytes,
+                    signed: xs,
+                    s_idx: 1,
+                    s_k: g.in_vol,
+                };
+                let q = QGemm {
+                    m: g.mg,
+                    n: g.out_vol,
+                    k: per_w,
+                    a,
+                    a_zp,
+                    b: &b,
+                    b_zp: Zp::Scalar(x_zp),
+                };
+                qgemm(&q, &s);
+            } else {
+                let b = Im2col2d::new(xs_bytes, xs, zp_byte(x_zp, xs), &geo);
+                let q = QGemm {
+                    m: g.mg,
+                    n: g.out_vol,
+                    k: per_w,
+                    a,
+                    a_zp,
+                    b: &b,
+                    b_zp: Zp::Scalar(x_zp),
+                };
+                qgemm(&q, &s);
+            }
+        }
+    }
+    Some(())
+}
+
+/// int32 accumulators of conv(x - x_zp, w - w_zp[m]), shape [N, M, out...]: the
+/// generic path (any rank and integer dtype; im2col + the portable int32 GEMM).
 fn int_conv(
     x: &Tensor,
     x_zp: i32,
@@ -101,8 +259,34 @@ pub(crate) fn qlinear_conv(c: &Ctx, a: &ConvAttrs) -> OpResult<Tensor> {
     };
     let dt = c.out_ty(0).dtype;
     let (lo, hi) = qrange(dt)?;
-    let (g, acc) = int_conv(x, x_zp, w, &w_zp, a)?;
     let scales: Vec<f32> = w_s.iter().map(|&ws| output_scale(x_s, ws, y_s)).collect();
+    let g = Geom::new(&x.shape, &w.shape, a)?;
+    if let (Some(bnd), DType::U8 | DType::I8) = (bounds(y_zp, lo, hi), dt) {
+        let ov = g.out_vol;
+        let mut out = vec![0u8; g.n * g.m * ov];
+        let optr = SendPtr(out.as_mut_ptr());
+        let sink = |n: usize, grp: usize| ConvSink {
+            out: ConvOut::Requant {
+                // SAFETY: the (image, group) block starts inside `out`.
+                out: SendPtr(unsafe { optr.get().add((n * g.m + grp * g.mg) * ov) }),
+                scale: &scales[grp * g.mg..(grp + 1) * g.mg],
+                bias: &bias[grp * g.mg..(grp + 1) * g.mg],
+                zp: y_zp,
+                bounds: bnd,
+            },
+            ld: ov,
+        };
+        let dw_post = |i: usize, acc: &[i32]| {
+            let ch = i % g.m;
+            // SAFETY: plane i is out[i*ov..(i+1)*ov], written by this task only.
+            let o = unsafe { std::slice::from_raw_parts_mut(optr.get().add(i * ov), ov) };
+            requant_row(acc, bias[ch], scales[ch], y_zp, bnd, o);
+        };
+        if fast_conv(x, x_zp, w, &w_zp, &g, &sink, &dw_post).is_some() {
+            return Ok(byte_tensor(dt, g.out_shape(), out));
+        }
+    }
+    let (g, acc) = int_conv(x, x_zp, w, &w_zp, a)?;
     let ov = g.out_vol;
     let mut out = vec![0i32; acc.len()];
     out.par_chunks_mut(ov.max(1))
@@ -125,6 +309,32 @@ pub(crate) fn conv_integer(c: &Ctx, a: &ConvAttrs) -> OpResult<Tensor> {
         w.shape[0],
         "w_zero_point",
     )?;
+    let g = Geom::new(&x.shape, &w.shape, a)?;
+    let ov = g.out_vol;
+    let mut out = vec![0i32; g.n * g.m * ov];
+    let len = out.len();
+    let optr = SendPtr(out.as_mut_ptr());
+    let sink = |n: usize, grp: usize| {
+        let off = (n * g.m + grp * g.mg) * ov;
+        ConvSink {
+            out: ConvOut::I32(StoreI32 {
+                // SAFETY: the (image, group) block starts inside `out`.
+                out: SendPtr(unsafe { optr.get().add(off) }),
+                len: len - off,
+                ld: ov,
+                transposed: false,
+            }),
+            ld: ov,
+        }
+    };
+    let dw_post = |i: usize, acc: &[i32]| {
+        // SAFETY: plane i is out[i*ov..(i+1)*ov], written by this task only.
+        let o = unsafe { std::slice::from_raw_parts_mut(optr.get().add(i * ov), ov) };
+        o.copy_from_slice(acc);
+    };
+    if fast_conv(x, x_zp, w, &w_zp, &g, &sink, &dw_post).is_some() {
+        return Ok(Tensor::from_i32(g.out_shape(), out));
+    }
     let (g, acc) = int_conv(x, x_zp, w, &w_zp, a)?;
     Ok(Tensor::from_i32(g.out_shape(), acc))
 }

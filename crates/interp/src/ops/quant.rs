@@ -5,7 +5,10 @@
 use crate::elem::{broadcast_map, floats};
 use crate::error::{OpResult, unsupported};
 use crate::exec::Ctx;
+use crate::kernels::qgemm::{Strided, Zp, matmul_i32};
+use crate::kernels::requant::{bounds, byte_tensor, quantize_bytes, requant_row_scales};
 use crate::ops::linalg;
+use crate::ops::qconv::bytes;
 use crate::quant::{output_scale, quantize_f32, requant_f32};
 use pimkit_ir::{DType, Tensor, TensorData, broadcast_shapes};
 use rayon::prelude::*;
@@ -93,6 +96,9 @@ pub(crate) fn quantize_linear(c: &Ctx, axis: usize, to: DType) -> OpResult<Tenso
     }
     let (lo, hi) = qrange(to)?;
     let ax = axis_index(&x.shape, axis, s.len())?;
+    if matches!(to, DType::U8 | DType::I8) && zp.iter().all(|&z| bounds(z, lo, hi).is_some()) {
+        return Ok(quantize_bytes(&xf, &s, &zp, ax, (lo, hi), to, &x.shape));
+    }
     let out = xf
         .iter()
         .enumerate()
@@ -167,6 +173,29 @@ fn qmatmul(
     let zb_idx = operand_param(zb, &b_q, "b zero point")?;
     let (zav, zbv) = (za.to_i32_vec(), zb.to_i32_vec());
     let mut acc = vec![0i32; plan.batches.len() * m * n];
+    if let (Some((ad, asg)), Some((bd, bsg))) = (bytes(a), bytes(b)) {
+        // u8/i8 operands: the packed integer kernels.
+        for (bi, &(oa, ob)) in plan.batches.iter().enumerate() {
+            let (abatch, bbatch) = (oa / (m * k).max(1), ob / (k * n).max(1));
+            let zr: Vec<i32> = (0..m).map(|i| zav[za_idx[abatch * m + i]]).collect();
+            let zc: Vec<i32> = (0..n).map(|j| zbv[zb_idx[bbatch * n + j]]).collect();
+            let sa = Strided {
+                data: &ad[oa..oa + m * k],
+                signed: asg,
+                s_idx: k,
+                s_k: 1,
+            };
+            let sb = Strided {
+                data: &bd[ob..ob + k * n],
+                signed: bsg,
+                s_idx: 1,
+                s_k: n,
+            };
+            let out = &mut acc[bi * m * n..(bi + 1) * m * n];
+            matmul_i32((m, k, n), sa, Zp::Each(&zr), sb, Zp::Each(&zc), out);
+        }
+        return Ok(QMatmul { plan, acc });
+    }
     let mut ab = vec![0i32; m * k];
     let mut bb = vec![0i32; k * n];
     for (bi, &(oa, ob)) in plan.batches.iter().enumerate() {
@@ -223,6 +252,22 @@ pub(crate) fn qlinear_matmul(c: &Ctx) -> OpResult<Tensor> {
     let sa_idx = operand_param(a_s, &a_param_shape(&a.shape), "a_scale")?;
     let sb_idx = operand_param(b_s, &b_param_shape(&b.shape), "b_scale")?;
     let (sav, sbv) = (floats(a_s), floats(b_s));
+    if let (Some(bnd), DType::U8 | DType::I8) = (bounds(y_zp, lo, hi), out_dt) {
+        let mut out = vec![0u8; q.acc.len()];
+        let mut scales = vec![0f32; n];
+        for (bi, &(oa, ob)) in q.plan.batches.iter().enumerate() {
+            let (abatch, bbatch) = (oa / (m * q.plan.k).max(1), ob / (q.plan.k * n).max(1));
+            for i in 0..m {
+                let sa = sav[sa_idx[abatch * m + i]];
+                for (j, s) in scales.iter_mut().enumerate() {
+                    *s = output_scale(sa, sbv[sb_idx[bbatch * n + j]], y_s);
+                }
+                let r = (bi * m + i) * n;
+                requant_row_scales(&q.acc[r..r + n], &scales, y_zp, bnd, &mut out[r..r + n]);
+            }
+        }
+        return Ok(byte_tensor(out_dt, c.out_ty(0).shape.clone(), out));
+    }
     let mut out = Vec::with_capacity(q.acc.len());
     for (bi, &(oa, ob)) in q.plan.batches.iter().enumerate() {
         let (abatch, bbatch) = (oa / (m * q.plan.k).max(1), ob / (q.plan.k * n).max(1));
@@ -281,6 +326,42 @@ pub(crate) fn qgemm(c: &Ctx, alpha: f32, trans_a: bool, trans_b: bool) -> OpResu
     if (b_s.len() != 1 && b_s.len() != n) || (b_zp.len() != 1 && b_zp.len() != n) {
         return unsupported(format!("b_scale/b_zero_point must be scalar or length {n}"));
     }
+    let mut acc = vec![0i32; m * n];
+    if let (Some((ad, asg)), Some((bd, bsg))) = (bytes(a), bytes(b)) {
+        let sa = Strided {
+            data: ad,
+            signed: asg,
+            s_idx: if trans_a { 1 } else { k },
+            s_k: if trans_a { m } else { 1 },
+        };
+        let sb = Strided {
+            data: bd,
+            signed: bsg,
+            s_idx: if trans_b { k } else { 1 },
+            s_k: if trans_b { 1 } else { n },
+        };
+        let zc = if b_zp.len() == 1 {
+            Zp::Scalar(b_zp[0])
+        } else {
+            Zp::Each(&b_zp)
+        };
+        matmul_i32((m, k, n), sa, Zp::Scalar(a_zp), sb, zc, &mut acc);
+    } else {
+        acc = qgemm_generic(a, b, a_zp, &b_zp, (m, k, n), trans_a, trans_b);
+    }
+    qgemm_finish(c, acc, alpha, a_s, &b_s, (m, n))
+}
+
+/// int32 sums of QGemm for integer dtypes the packed kernels do not take.
+fn qgemm_generic(
+    a: &Tensor,
+    b: &Tensor,
+    a_zp: i32,
+    b_zp: &[i32],
+    (m, k, n): (usize, usize, usize),
+    trans_a: bool,
+    trans_b: bool,
+) -> Vec<i32> {
     let (av, bv) = (a.to_i32_vec(), b.to_i32_vec());
     let mut am = vec![0i32; m * k];
     for i in 0..m {
@@ -306,6 +387,18 @@ pub(crate) fn qgemm(c: &Ctx, alpha: f32, trans_a: bool, trans_b: bool) -> OpResu
     }
     let mut acc = vec![0i32; m * n];
     igemm(m, k, n, &am, &bm, &mut acc);
+    acc
+}
+
+/// QGemm's epilogue: add C, then requantize (with y_scale) or scale to f32.
+fn qgemm_finish(
+    c: &Ctx,
+    mut acc: Vec<i32>,
+    alpha: f32,
+    a_s: f32,
+    b_s: &[f32],
+    (m, n): (usize, usize),
+) -> OpResult<Tensor> {
     if let Some(cb) = c.opt(6) {
         let cv = cb.to_i32_vec();
         let idx = broadcast_map(&cb.shape, &[m, n]);
@@ -321,6 +414,14 @@ pub(crate) fn qgemm(c: &Ctx, alpha: f32, trans_a: bool, trans_b: bool) -> OpResu
             let y_zp = zp_scalar(c.opt(8), "y_zero_point")?;
             let dt = c.out_ty(0).dtype;
             let (lo, hi) = qrange(dt)?;
+            if let (Some(bnd), DType::U8 | DType::I8) = (bounds(y_zp, lo, hi), dt) {
+                let scales: Vec<f32> = (0..n).map(|j| col_scale(j) / y_s).collect();
+                let mut out = vec![0u8; m * n];
+                for (o, a) in out.chunks_mut(n.max(1)).zip(acc.chunks(n.max(1))) {
+                    requant_row_scales(a, &scales, y_zp, bnd, o);
+                }
+                return Ok(byte_tensor(dt, shape, out));
+            }
             let out = acc
                 .iter()
                 .enumerate()

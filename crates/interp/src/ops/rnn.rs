@@ -1,11 +1,14 @@
 //! LSTM (gates i, o, f, c in ONNX order) and GRU (gates z, r, h; linear_before_reset
 //! both ways), forward / reverse / bidirectional, optional initial states, layout 0
 //! ([seq, batch, feature]) or batch_first. Default activations (sigmoid, tanh, tanh),
-//! no peepholes, no sequence_lens: what PyTorch exports.
+//! no peepholes, no sequence_lens: what PyTorch exports. tanh is `kernels::vmath`'s
+//! (f64, rounded once); the time loops run in the vector trampoline of `kernels::ewise`.
 
 use crate::elem::{float_tensor, floats, sgemm};
 use crate::error::{OpResult, unsupported};
 use crate::exec::Ctx;
+use crate::kernels::ewise::simd;
+use crate::kernels::vmath::tanh_f32;
 use crate::ops::elementwise::sigmoid_f32;
 use pimkit_ir::{RnnAttrs, RnnDirection, Tensor};
 
@@ -111,6 +114,17 @@ fn dims(c: &Ctx, a: &RnnAttrs) -> OpResult<Dims> {
     })
 }
 
+/// `m` ([rows, cols] row-major) transposed to [cols, rows].
+fn transpose(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0f32; rows * cols];
+    for (r, row) in m.chunks_exact(cols).enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            t[c * rows + r] = v;
+        }
+    }
+    t
+}
+
 /// Time steps of direction `dir` in processing order.
 fn steps(a: &RnnAttrs, dir: usize, seq: usize) -> Vec<usize> {
     let reverse = a.direction == RnnDirection::Reverse || (dir == 1);
@@ -146,7 +160,10 @@ pub(crate) fn lstm(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
     let mut yc = vec![0f32; d.dirs * d.batch * h];
     for dir in 0..d.dirs {
         let wd = &w[dir * gh * d.feat..(dir + 1) * gh * d.feat];
-        let rd = &r[dir * gh * h..(dir + 1) * gh * h];
+        // R transposed to [h, gates * h] once per direction: for batch 1 each step's
+        // H R^T is then a sum of R^T's rows scaled by H (`sgemm`'s row path, contiguous
+        // and register-blocked) instead of a GEMM that would pack R again every step.
+        let rt = transpose(&r[dir * gh * h..(dir + 1) * gh * h], gh, h);
         // LSTM gates add Wb and Rb unconditionally: fold both into the projection.
         let bias: Vec<f32> = match &b {
             Some(b) => (0..gh)
@@ -158,23 +175,31 @@ pub(crate) fn lstm(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
         let mut hs = init_state(c.opt(5), &d, dir, a.batch_first);
         let mut cs = init_state(c.opt(6), &d, dir, a.batch_first);
         let mut g = vec![0f32; d.batch * gh];
-        for t in steps(a, dir, d.seq) {
-            g.copy_from_slice(&xw[t * d.batch * gh..(t + 1) * d.batch * gh]);
-            sgemm(d.batch, h, gh, 1.0, &hs, h, 1, rd, 1, h, 1.0, &mut g);
-            for bi in 0..d.batch {
-                let gb = &g[bi * gh..(bi + 1) * gh];
-                for j in 0..h {
-                    let i_g = sigmoid_f32(gb[j]);
-                    let o_g = sigmoid_f32(gb[h + j]);
-                    let f_g = sigmoid_f32(gb[2 * h + j]);
-                    let c_g = gb[3 * h + j].tanh();
-                    let cv = f_g * cs[bi * h + j] + i_g * c_g;
-                    cs[bi * h + j] = cv;
-                    hs[bi * h + j] = o_g * cv.tanh();
+        // The gate math runs with the host's vector instructions (and FMA, which the
+        // MLAS logistic formula uses).
+        simd(
+            #[inline(always)]
+            || {
+                for t in steps(a, dir, d.seq) {
+                    g.copy_from_slice(&xw[t * d.batch * gh..(t + 1) * d.batch * gh]);
+                    sgemm(d.batch, h, gh, 1.0, &hs, h, 1, &rt, gh, 1, 1.0, &mut g);
+                    for bi in 0..d.batch {
+                        let gb = &g[bi * gh..(bi + 1) * gh];
+                        let (ig, og, fg, cg) =
+                            (&gb[..h], &gb[h..2 * h], &gb[2 * h..3 * h], &gb[3 * h..]);
+                        let (cb, hb) =
+                            (&mut cs[bi * h..(bi + 1) * h], &mut hs[bi * h..(bi + 1) * h]);
+                        for j in 0..h {
+                            let cv =
+                                sigmoid_f32(fg[j]) * cb[j] + sigmoid_f32(ig[j]) * tanh_f32(cg[j]);
+                            cb[j] = cv;
+                            hb[j] = sigmoid_f32(og[j]) * tanh_f32(cv);
+                        }
+                    }
+                    y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
                 }
-            }
-            y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
-        }
+            },
+        );
         yh[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&hs);
         yc[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&cs);
     }
@@ -192,7 +217,10 @@ pub(crate) fn gru(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
     let mut yh = vec![0f32; d.dirs * d.batch * h];
     for dir in 0..d.dirs {
         let wd = &w[dir * gh * d.feat..(dir + 1) * gh * d.feat];
-        let rd = &r[dir * gh * h..(dir + 1) * gh * h];
+        // R transposed to [h, gates * h] once per direction: for batch 1 each step's
+        // H R^T is then a sum of R^T's rows scaled by H (`sgemm`'s row path, contiguous
+        // and register-blocked) instead of a GEMM that would pack R again every step.
+        let rt = transpose(&r[dir * gh * h..(dir + 1) * gh * h], gh, h);
         let (wb, rb): (Vec<f32>, Vec<f32>) = match &b {
             Some(b) => (
                 b[dir * 2 * gh..dir * 2 * gh + gh].to_vec(),
@@ -205,45 +233,63 @@ pub(crate) fn gru(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
         let mut hr = vec![0f32; d.batch * gh];
         let mut rh = vec![0f32; d.batch * h];
         let mut rhr = vec![0f32; d.batch * h];
-        let rh_w = &rd[2 * h * h..3 * h * h];
-        for t in steps(a, dir, d.seq) {
-            // H_{t-1} R^T + Rb for all three gates.
-            for bi in 0..d.batch {
-                hr[bi * gh..(bi + 1) * gh].copy_from_slice(&rb);
-            }
-            sgemm(d.batch, h, gh, 1.0, &hs, h, 1, rd, 1, h, 1.0, &mut hr);
-            let xt = &xw[t * d.batch * gh..(t + 1) * d.batch * gh];
-            let mut z = vec![0f32; d.batch * h];
-            for bi in 0..d.batch {
-                for j in 0..h {
-                    let (xg, hg) = (&xt[bi * gh..], &hr[bi * gh..]);
-                    z[bi * h + j] = sigmoid_f32(xg[j] + hg[j]);
-                    rh[bi * h + j] = sigmoid_f32(xg[h + j] + hg[h + j]);
+        // Rh^T is columns 2h..3h of R^T.
+        simd(
+            #[inline(always)]
+            || {
+                for t in steps(a, dir, d.seq) {
+                    // H_{t-1} R^T + Rb for all three gates.
+                    for bi in 0..d.batch {
+                        hr[bi * gh..(bi + 1) * gh].copy_from_slice(&rb);
+                    }
+                    sgemm(d.batch, h, gh, 1.0, &hs, h, 1, &rt, gh, 1, 1.0, &mut hr);
+                    let xt = &xw[t * d.batch * gh..(t + 1) * d.batch * gh];
+                    let mut z = vec![0f32; d.batch * h];
+                    for bi in 0..d.batch {
+                        for j in 0..h {
+                            let (xg, hg) = (&xt[bi * gh..], &hr[bi * gh..]);
+                            z[bi * h + j] = sigmoid_f32(xg[j] + hg[j]);
+                            rh[bi * h + j] = sigmoid_f32(xg[h + j] + hg[h + j]);
+                        }
+                    }
+                    if !a.linear_before_reset {
+                        // (r . H_{t-1}) Rh^T + Rbh
+                        let rprod: Vec<f32> = rh.iter().zip(&hs).map(|(r, hv)| r * hv).collect();
+                        for bi in 0..d.batch {
+                            rhr[bi * h..(bi + 1) * h].copy_from_slice(&rb[2 * h..3 * h]);
+                        }
+                        sgemm(
+                            d.batch,
+                            h,
+                            h,
+                            1.0,
+                            &rprod,
+                            h,
+                            1,
+                            &rt[2 * h..],
+                            gh,
+                            1,
+                            1.0,
+                            &mut rhr,
+                        );
+                    }
+                    for bi in 0..d.batch {
+                        for j in 0..h {
+                            let xg = xt[bi * gh + 2 * h + j];
+                            let pre = if a.linear_before_reset {
+                                xg + rh[bi * h + j] * hr[bi * gh + 2 * h + j]
+                            } else {
+                                xg + rhr[bi * h + j]
+                            };
+                            let cand = tanh_f32(pre);
+                            let zv = z[bi * h + j];
+                            hs[bi * h + j] = (1.0 - zv) * cand + zv * hs[bi * h + j];
+                        }
+                    }
+                    y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
                 }
-            }
-            if !a.linear_before_reset {
-                // (r . H_{t-1}) Rh^T + Rbh
-                let rprod: Vec<f32> = rh.iter().zip(&hs).map(|(r, hv)| r * hv).collect();
-                for bi in 0..d.batch {
-                    rhr[bi * h..(bi + 1) * h].copy_from_slice(&rb[2 * h..3 * h]);
-                }
-                sgemm(d.batch, h, h, 1.0, &rprod, h, 1, rh_w, 1, h, 1.0, &mut rhr);
-            }
-            for bi in 0..d.batch {
-                for j in 0..h {
-                    let xg = xt[bi * gh + 2 * h + j];
-                    let pre = if a.linear_before_reset {
-                        xg + rh[bi * h + j] * hr[bi * gh + 2 * h + j]
-                    } else {
-                        xg + rhr[bi * h + j]
-                    };
-                    let cand = pre.tanh();
-                    let zv = z[bi * h + j];
-                    hs[bi * h + j] = (1.0 - zv) * cand + zv * hs[bi * h + j];
-                }
-            }
-            y[(t * d.dirs + dir) * d.batch * h..][..d.batch * h].copy_from_slice(&hs);
-        }
+            },
+        );
         yh[dir * d.batch * h..(dir + 1) * d.batch * h].copy_from_slice(&hs);
     }
     Ok(finish(x, &d, a.batch_first, y, vec![yh]))

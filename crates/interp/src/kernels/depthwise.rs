@@ -1,0 +1,356 @@
+//! 2-D depthwise convolution (one input channel per group, any channel multiplier,
+//! strides, dilations, pads), f32 and integer.
+//!
+//! Each input plane is copied, zero padded, into `sh x sw` stride-phase planes
+//! (`phase (py, px)`, element `(r, c)` = padded input `(r * sh + py, c * sw + px)`),
+//! so that every kernel tap is a stride-1 shift of one phase plane. With output rows
+//! laid out at the phase planes' width `C`, one tap over the whole output is then a
+//! single contiguous run `out[j] += w * phase[off + j]`, `j < oh * C`, which
+//! vectorizes fully; the `C - ow` extra columns per row are dropped at the end.
+//!
+//! Padding reads 0: the integer path stores `x - x_zp`, so padded taps contribute
+//! nothing, exactly as a zero-point pad would. Every output sums its taps in (ky, kx)
+//! order, like the direct kernel this replaces (f32: fused multiply-adds where the
+//! host has FMA).
+
+use super::{Isa, SendPtr, isa};
+use rayon::prelude::*;
+use std::cell::RefCell;
+
+/// Geometry of a 2-D depthwise convolution (one input channel per group).
+pub(crate) struct Geom {
+    pub n: usize,
+    pub cin: usize,
+    /// Output channels, and output channels per input channel.
+    pub m: usize,
+    pub mg: usize,
+    pub in_sp: [usize; 2],
+    pub out_sp: [usize; 2],
+    pub kernel: [usize; 2],
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+    pub pad_begin: [usize; 2],
+    pub in_vol: usize,
+    pub out_vol: usize,
+    pub k_vol: usize,
+}
+
+/// Element of the phase planes (also its accumulator type) and its multiply-add;
+/// `FMA` fuses it (only where the instruction exists: in software it would be slow).
+pub(crate) trait DwElem: Copy + Default + Send + Sync + 'static {
+    fn mac<const FMA: bool>(acc: Self, w: Self, x: Self) -> Self;
+}
+
+impl DwElem for f32 {
+    #[inline(always)]
+    fn mac<const FMA: bool>(acc: f32, w: f32, x: f32) -> f32 {
+        if FMA { w.mul_add(x, acc) } else { acc + w * x }
+    }
+}
+
+impl DwElem for i32 {
+    #[inline(always)]
+    fn mac<const FMA: bool>(acc: i32, w: i32, x: i32) -> i32 {
+        acc.wrapping_add(w.wrapping_mul(x))
+    }
+}
+
+/// Shape of the phase planes.
+struct Phases {
+    /// Rows and columns of each phase plane.
+    rows: usize,
+    cols: usize,
+}
+
+impl Phases {
+    fn new(g: &Geom) -> Phases {
+        // Largest whole-step shift of a tap along each axis.
+        let shift = |i: usize| (g.kernel[i] - 1) * g.dilations[i] / g.strides[i];
+        Phases {
+            // One spare row: the last run reads up to `shift(1)` past the output rows.
+            rows: g.out_sp[0] + shift(0) + 1,
+            cols: g.out_sp[1] + shift(1),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.rows * self.cols
+    }
+}
+
+/// Per-thread buffers of one element type.
+#[derive(Default)]
+struct Bufs<T> {
+    phases: Vec<T>,
+    /// Output rows at the phase planes' width.
+    wide: Vec<T>,
+    /// The plane's outputs (integer path) and weights.
+    out: Vec<T>,
+    w: Vec<T>,
+}
+
+#[derive(Default)]
+struct Scratch {
+    f: Bufs<f32>,
+    i: Bufs<i32>,
+    /// Integer sums handed to the caller.
+    acc: Vec<i32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Fill the phase planes of one input plane (`src(iy * iw + ix)`, 0 outside it).
+#[inline(always)]
+fn fill<T: DwElem>(g: &Geom, p: &Phases, buf: &mut Vec<T>, src: impl Fn(usize) -> T) {
+    let (ih, iw) = (g.in_sp[0], g.in_sp[1]);
+    let (ph, pw) = (g.pad_begin[0], g.pad_begin[1]);
+    let (sh, sw) = (g.strides[0], g.strides[1]);
+    buf.clear();
+    // BLOCK spare elements: the last register block may read past the last run.
+    buf.resize(sh * sw * p.len() + BLOCK, T::default());
+    for py in 0..sh {
+        for r in 0..p.rows {
+            let Some(iy) = (r * sh + py).checked_sub(ph).filter(|&v| v < ih) else {
+                continue;
+            };
+            let xrow = iy * iw;
+            for px in 0..sw {
+                // Columns c with 0 <= c * sw + px - pw < iw.
+                let lo = pw.saturating_sub(px).div_ceil(sw);
+                let hi = (iw + pw).saturating_sub(px).div_ceil(sw).min(p.cols);
+                if lo >= hi {
+                    continue;
+                }
+                let base = (py * sw + px) * p.len() + r * p.cols;
+                let dst = &mut buf[base + lo..base + hi];
+                let x0 = xrow + lo * sw + px - pw;
+                match sw {
+                    1 => dst
+                        .iter_mut()
+                        .enumerate()
+                        .for_each(|(i, d)| *d = src(x0 + i)),
+                    _ => dst
+                        .iter_mut()
+                        .enumerate()
+                        .for_each(|(i, d)| *d = src(x0 + i * sw)),
+                }
+            }
+        }
+    }
+}
+
+/// Outputs per register block of [`plane`].
+const BLOCK: usize = 32;
+
+/// One output plane from its phase planes, with output rows laid out `p.cols` wide (in
+/// `wide`): for each block of [`BLOCK`] outputs every tap is added in registers (one
+/// load per tap), then the valid columns are copied to `out`.
+#[inline(always)]
+fn plane<T: DwElem, const FMA: bool>(
+    g: &Geom,
+    p: &Phases,
+    buf: &[T],
+    w: &[T],
+    wide: &mut Vec<T>,
+    out: &mut [T],
+) {
+    let (oh, ow) = (g.out_sp[0], g.out_sp[1]);
+    let (kh, kw) = (g.kernel[0], g.kernel[1]);
+    let (sh, sw) = (g.strides[0], g.strides[1]);
+    let n = oh * p.cols;
+    let blocks = n.div_ceil(BLOCK);
+    wide.clear();
+    wide.resize(blocks * BLOCK, T::default());
+    // (start of the tap's run in buf, weight), in (ky, kx) order.
+    let mut taps = Vec::with_capacity(kh * kw);
+    for ky in 0..kh {
+        let (py, dy) = ((ky * g.dilations[0]) % sh, (ky * g.dilations[0]) / sh);
+        for kx in 0..kw {
+            let (px, dx) = ((kx * g.dilations[1]) % sw, (kx * g.dilations[1]) / sw);
+            taps.push(((py * sw + px) * p.len() + dy * p.cols + dx, w[ky * kw + kx]));
+        }
+    }
+    for (b, ob) in wide.chunks_exact_mut(BLOCK).enumerate() {
+        let j0 = b * BLOCK;
+        let mut acc = [T::default(); BLOCK];
+        for &(start, wv) in &taps {
+            let x = &buf[start + j0..start + j0 + BLOCK];
+            for l in 0..BLOCK {
+                acc[l] = T::mac::<FMA>(acc[l], wv, x[l]);
+            }
+        }
+        ob.copy_from_slice(&acc);
+    }
+    for (orow, wrow) in out.chunks_exact_mut(ow).zip(wide.chunks_exact(p.cols)) {
+        orow.copy_from_slice(&wrow[..ow]);
+    }
+}
+
+/// The work on one (image, output channel) plane.
+trait PlaneWork: Sync {
+    fn run<const FMA: bool>(&self, i: usize, s: &mut Scratch);
+}
+
+/// Run `w` on every plane, in parallel, compiled with the host's vector instructions
+/// (the work is inlined into a `target_feature` trampoline).
+fn for_planes<W: PlaneWork>(count: usize, w: &W) {
+    // The thread-local is fetched here: `LocalKey::with` is not inlined, so work inside
+    // it would lose the trampolines' target features.
+    let body = |i: usize| {
+        SCRATCH.with(|s| {
+            let s = &mut s.borrow_mut();
+            match isa() {
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx512Vnni => {
+                    // SAFETY: AVX-512 F/BW and FMA are available (the ISA was detected).
+                    unsafe { call_avx512(w, i, s) }
+                }
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx2 | Isa::AvxVnni => {
+                    // SAFETY: AVX2 and FMA are available (the ISA was detected).
+                    unsafe { call_avx2(w, i, s) }
+                }
+                _ => w.run::<false>(i, s),
+            }
+        })
+    };
+    if super::threads() == 1 || count < 2 {
+        (0..count).for_each(body);
+    } else {
+        (0..count).into_par_iter().for_each(body);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
+unsafe fn call_avx512<W: PlaneWork>(w: &W, i: usize, s: &mut Scratch) {
+    w.run::<true>(i, s)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn call_avx2<W: PlaneWork>(w: &W, i: usize, s: &mut Scratch) {
+    w.run::<true>(i, s)
+}
+
+struct F32Work<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    g: &'a Geom,
+    p: Phases,
+    out: SendPtr<f32>,
+}
+
+impl PlaneWork for F32Work<'_> {
+    #[inline(always)]
+    fn run<const FMA: bool>(&self, i: usize, s: &mut Scratch) {
+        let g = self.g;
+        let (n, oc) = (i / g.m, i % g.m);
+        let ic = oc / g.mg;
+        let xs = &self.x[(n * g.cin + ic) * g.in_vol..][..g.in_vol];
+        // SAFETY: plane i is out[i*ov..(i+1)*ov], disjoint between planes, in bounds
+        // (checked by depthwise_f32).
+        let o =
+            unsafe { std::slice::from_raw_parts_mut(self.out.get().add(i * g.out_vol), g.out_vol) };
+        let b = &mut s.f;
+        fill(g, &self.p, &mut b.phases, |j| xs[j]);
+        let w = &self.w[oc * g.k_vol..(oc + 1) * g.k_vol];
+        plane::<f32, FMA>(g, &self.p, &b.phases, w, &mut b.wide, o);
+    }
+}
+
+/// f32 depthwise convolution of `x` ([N, C, H, W]) with `w` ([M, 1, kh, kw]) into
+/// `out` ([N, M, oh, ow]), without bias. Products are fused into the sums where the
+/// host has FMA.
+pub(crate) fn depthwise_f32(x: &[f32], w: &[f32], g: &Geom, out: &mut [f32]) {
+    assert!(
+        out.len() >= g.n * g.m * g.out_vol,
+        "depthwise: output too small"
+    );
+    let work = F32Work {
+        x,
+        w,
+        g,
+        p: Phases::new(g),
+        out: SendPtr(out.as_mut_ptr()),
+    };
+    for_planes(g.n * g.m, &work);
+}
+
+struct IntWork<'a, P> {
+    x: (&'a [u8], bool),
+    x_zp: i32,
+    w: (&'a [u8], bool),
+    w_zp: &'a [i32],
+    g: &'a Geom,
+    p: Phases,
+    post: P,
+}
+
+#[inline(always)]
+fn val(b: u8, signed: bool) -> i32 {
+    if signed { b as i8 as i32 } else { b as i32 }
+}
+
+/// Taps up to which f32 sums of 8-bit products are exact: every product is an integer
+/// of magnitude <= 383^2 and every partial sum stays below 2^24.
+const EXACT_F32_TAPS: usize = (1 << 24) / (383 * 383);
+
+impl<P: Fn(usize, &[i32]) + Sync> PlaneWork for IntWork<'_, P> {
+    #[inline(always)]
+    fn run<const FMA: bool>(&self, i: usize, s: &mut Scratch) {
+        let g = self.g;
+        let (n, oc) = (i / g.m, i % g.m);
+        let ic = oc / g.mg;
+        let xs = &self.x.0[(n * g.cin + ic) * g.in_vol..][..g.in_vol];
+        let (wz, xz) = (self.w_zp[oc], self.x_zp);
+        let wb = &self.w.0[oc * g.k_vol..(oc + 1) * g.k_vol];
+        let xv = |j: usize| val(xs[j], self.x.1).wrapping_sub(xz);
+        s.acc.resize(g.out_vol, 0);
+        if g.k_vol <= EXACT_F32_TAPS {
+            // Integers below 2^24 in f32: the sums are exact and FMA units do the work.
+            let b = &mut s.f;
+            b.w.clear();
+            b.w.extend(wb.iter().map(|&v| val(v, self.w.1).wrapping_sub(wz) as f32));
+            fill(g, &self.p, &mut b.phases, |j| xv(j) as f32);
+            b.out.resize(g.out_vol, 0.0);
+            plane::<f32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide, &mut b.out);
+            for (a, &v) in s.acc.iter_mut().zip(&b.out) {
+                *a = v as i32;
+            }
+        } else {
+            let b = &mut s.i;
+            b.w.clear();
+            b.w.extend(wb.iter().map(|&v| val(v, self.w.1).wrapping_sub(wz)));
+            fill(g, &self.p, &mut b.phases, xv);
+            plane::<i32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide, &mut s.acc);
+        }
+        (self.post)(i, &s.acc);
+    }
+}
+
+/// Integer depthwise convolution of u8/i8 bytes (`(data, signed)`): per (image, output
+/// channel) plane the int32 sums of `(x - x_zp) * (w - w_zp[oc])` are handed to
+/// `post(plane index, sums)`. Exact: f32 arithmetic on integers below 2^24 for kernels
+/// of up to [`EXACT_F32_TAPS`] taps, wrapping int32 beyond.
+pub(crate) fn depthwise_int<P: Fn(usize, &[i32]) + Sync>(
+    x: (&[u8], bool),
+    x_zp: i32,
+    w: (&[u8], bool),
+    w_zp: &[i32],
+    g: &Geom,
+    post: P,
+) {
+    let work = IntWork {
+        x,
+        x_zp,
+        w,
+        w_zp,
+        g,
+        p: Phases::new(g),
+        post,
+    };
+    for_planes(g.n * g.m, &work);
+}

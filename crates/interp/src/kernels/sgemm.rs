@@ -1,0 +1,259 @@
+//! f32 GEMM: `matrixmultiply` (packed AVX2/FMA kernels with runtime dispatch; on this
+//! project's hosts it is faster than the `gemm` crate for the conv shapes, see
+//! docs/interpreter.md) for matrices, vectorized dot products / axpys for the
+//! matrix-vector shapes it is slow at (a fully connected layer on one sample, one RNN
+//! step), and rayon over column blocks. No reduction is split, so the thread count does
+//! not change any result.
+
+use super::{SendPtr, threads};
+use rayon::prelude::*;
+
+/// `c[m x n] = alpha * a * b + beta * c` with element strides (row, column) for a and
+/// b; c is row-major contiguous. `beta == 0` ignores the old contents of c.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: &[f32],
+    (rsa, csa): (usize, usize),
+    b: &[f32],
+    (rsb, csb): (usize, usize),
+    beta: f32,
+    c: &mut [f32],
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(c.len() >= m * n, "sgemm: output buffer too small");
+    if k > 0 {
+        assert!(
+            a.len() > (m - 1) * rsa + (k - 1) * csa,
+            "sgemm: a too small"
+        );
+        assert!(
+            b.len() > (k - 1) * rsb + (n - 1) * csb,
+            "sgemm: b too small"
+        );
+    }
+    if k > 0 && (m == 1 || n == 1) {
+        gemv(m, k, n, alpha, a, (rsa, csa), b, (rsb, csb), beta, c);
+        return;
+    }
+    let th = threads();
+    let cols = if th > 1 && m * n * k >= 1 << 21 {
+        // Column blocks of at least 64, about four per thread.
+        n.div_ceil(4 * th).max(64)
+    } else {
+        n
+    };
+    let cp = SendPtr(c.as_mut_ptr());
+    let block = |j0: usize| {
+        let w = cols.min(n - j0);
+        // SAFETY: the asserts above bound every element of a and b that is read
+        // (i*rs + j*cs inside the slices); this block writes the disjoint columns
+        // j0..j0+w of the m x n output.
+        unsafe {
+            matrixmultiply::sgemm(
+                m,
+                k,
+                w,
+                alpha,
+                a.as_ptr(),
+                rsa as isize,
+                csa as isize,
+                b.as_ptr().add(j0 * csb),
+                rsb as isize,
+                csb as isize,
+                beta,
+                cp.get().add(j0),
+                n as isize,
+                1,
+            );
+        }
+    };
+    if cols >= n {
+        block(0);
+    } else {
+        (0..n.div_ceil(cols))
+            .into_par_iter()
+            .for_each(|i| block(i * cols));
+    }
+}
+
+/// Matrix-vector products (m == 1 or n == 1), in the vector trampoline (with fused
+/// multiply-adds where the host has FMA).
+#[allow(clippy::too_many_arguments)]
+fn gemv(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: &[f32],
+    sa: (usize, usize),
+    b: &[f32],
+    sb: (usize, usize),
+    beta: f32,
+    c: &mut [f32],
+) {
+    if super::ewise::has_fma() {
+        super::ewise::simd(
+            #[inline(always)]
+            || gemv_impl::<true>(m, k, n, alpha, a, sa, b, sb, beta, c),
+        )
+    } else {
+        gemv_impl::<false>(m, k, n, alpha, a, sa, b, sb, beta, c)
+    }
+}
+
+#[inline(always)]
+fn mac<const FMA: bool>(acc: f32, x: f32, y: f32) -> f32 {
+    if FMA { x.mul_add(y, acc) } else { acc + x * y }
+}
+
+/// `alpha * s + beta * c` (`beta == 0` ignores c).
+#[inline(always)]
+fn store(c: &mut f32, s: f32, alpha: f32, beta: f32) {
+    *c = if beta == 0.0 {
+        alpha * s
+    } else {
+        alpha * s + beta * *c
+    }
+}
+
+/// Columns `4q..4q+4` (those below n) of the contiguous-columns case of [`gemv_impl`].
+///
+/// # Safety
+/// `c` points at n writable elements, and no other thread writes columns 4q..4q+4.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn quad<const FMA: bool>(
+    av: &[f32],
+    b: &[f32],
+    csb: usize,
+    n: usize,
+    q: usize,
+    (alpha, beta): (f32, f32),
+    c: *mut f32,
+) {
+    let (j0, k) = (q * 4, av.len());
+    let cols = 4.min(n - j0);
+    let col = |i: usize| &b[(j0 + i.min(cols - 1)) * csb..][..k];
+    let s = dot4::<FMA>(av, [col(0), col(1), col(2), col(3)]);
+    for (i, &v) in s.iter().enumerate().take(cols) {
+        // SAFETY: j0 + i < n (the caller's contract).
+        store(unsafe { &mut *c.add(j0 + i) }, v, alpha, beta);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn gemv_impl<const FMA: bool>(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: &[f32],
+    (rsa, csa): (usize, usize),
+    b: &[f32],
+    (rsb, csb): (usize, usize),
+    beta: f32,
+    c: &mut [f32],
+) {
+    let ab = (alpha, beta);
+    if m == 1 && rsb == 1 && csa == 1 {
+        // c[j] = dot(a, column j of b), each column contiguous (an RNN's R as stored, a
+        // transposed weight): four columns at a time share the loads of a.
+        let av = &a[..k];
+        let quads = n.div_ceil(4);
+        assert!(c.len() >= n, "gemv: output too small");
+        if threads() > 1 && n * k >= 1 << 18 {
+            let cp = SendPtr(c.as_mut_ptr());
+            // SAFETY: every quad writes its own four columns of c (n long, asserted).
+            (0..quads)
+                .into_par_iter()
+                .with_min_len(8)
+                .for_each(|q| unsafe { quad::<FMA>(av, b, csb, n, q, ab, cp.get()) });
+        } else {
+            for q in 0..quads {
+                // SAFETY: as above, one quad at a time.
+                unsafe { quad::<FMA>(av, b, csb, n, q, ab, c.as_mut_ptr()) };
+            }
+        }
+    } else if m == 1 && csb == 1 {
+        // c[j] = sum_k a[k] * b[k][j]: rows of b scaled and added, 64 columns at a time
+        // kept in registers.
+        const W: usize = 64;
+        for j0 in (0..n).step_by(W) {
+            let w = W.min(n - j0);
+            let mut acc = [0f32; W];
+            for kk in 0..k {
+                let av = a[kk * csa];
+                let row = &b[kk * rsb + j0..kk * rsb + j0 + w];
+                if let Ok(row) = <&[f32; W]>::try_from(row) {
+                    // A fixed trip count, so the loop becomes W / lanes vector FMAs.
+                    for l in 0..W {
+                        acc[l] = mac::<FMA>(acc[l], av, row[l]);
+                    }
+                } else {
+                    for (s, &v) in acc.iter_mut().zip(row) {
+                        *s = mac::<FMA>(*s, av, v);
+                    }
+                }
+            }
+            for (cj, &s) in c[j0..j0 + w].iter_mut().zip(&acc) {
+                store(cj, s, alpha, beta);
+            }
+        }
+    } else if n == 1 && csa == 1 && rsb == 1 {
+        let bv = &b[..k];
+        for i in 0..m {
+            let s = dot4::<FMA>(bv, [&a[i * rsa..i * rsa + k]; 4])[0];
+            store(&mut c[i], s, alpha, beta);
+        }
+    } else {
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0f32;
+                for kk in 0..k {
+                    s = mac::<FMA>(s, a[i * rsa + kk * csa], b[kk * rsb + j * csb]);
+                }
+                store(&mut c[i * n + j], s, alpha, beta);
+            }
+        }
+    }
+}
+
+/// Four dot products with one vector: 16 interleaved partial sums each, added up in a
+/// fixed order.
+#[inline(always)]
+fn dot4<const FMA: bool>(x: &[f32], ys: [&[f32]; 4]) -> [f32; 4] {
+    let len = ys.iter().fold(x.len(), |l, y| l.min(y.len()));
+    let mut acc = [[0f32; 16]; 4];
+    let full = len / 16 * 16;
+    for c in (0..full).step_by(16) {
+        let xc = &x[c..c + 16];
+        for (a, y) in acc.iter_mut().zip(&ys) {
+            let yc = &y[c..c + 16];
+            for l in 0..16 {
+                a[l] = mac::<FMA>(a[l], xc[l], yc[l]);
+            }
+        }
+    }
+    let mut out = [0f32; 4];
+    for ((o, a), y) in out.iter_mut().zip(acc.iter_mut()).zip(&ys) {
+        for (l, i) in (full..len).enumerate() {
+            a[l] = mac::<FMA>(a[l], x[i], y[i]);
+        }
+        let mut w = 16;
+        while w > 1 {
+            w /= 2;
+            for l in 0..w {
+                a[l] += a[l + w];
+            }
+        }
+        *o = a[0];
+    }
+    out
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""pimkit's reference interpreter against onnxruntime, side by side in one run.
+
+Usage (builds nothing; build the release binary first):
+    cargo build --release -p pimkit
+    /work/venv/bin/python tools/bench_vs_ort.py [--pimkit target/release/pimkit]
+        [--runs 10] [--threads 1] [--clock wall|cpu] [--only NAME ...] [--keep DIR]
+
+For every model both runtimes get the same input (.npy, seed 0) and run single threaded:
+onnxruntime with intra_op_num_threads = inter_op_num_threads = 1 (CPU provider, default
+graph optimizations), pimkit with `pimkit --threads 1 exec MODEL --runs N --json`, which
+times the interpreter only (no import, no file I/O). Each side: one warm-up run, then the
+median of N runs. `--clock cpu` compares process CPU time instead of wall time (both
+sides single threaded), which leaves out the time other processes hold the cores on a
+shared machine. The table also shows the largest output difference, so a fast wrong
+answer cannot pass unnoticed.
+
+Models (generated into a temporary directory, random weights, nothing downloaded):
+torchvision MobileNetV2 / ResNet18 / SqueezeNet 1.1 exported to ONNX (f32), the same three
+quantized by onnxruntime's `quantize_static` (QuantFormat.QOperator, u8 activations, s8
+per-channel weights, 8 random calibration images), a pre-norm transformer block and a
+2-layer LSTM (both torch modules, f32).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import onnxruntime as ort
+import torch
+import torchvision
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+from onnxruntime.quantization.shape_inference import quant_pre_process
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class PreNormBlock(torch.nn.Module):
+    """x + Attn(LN(x)); x + MLP(LN(x)) with GELU, causal mask (GPT-2 style)."""
+
+    def __init__(self, d=256, heads=4, ff=1024, seq=64):
+        super().__init__()
+        self.heads, self.seq = heads, seq
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.fc1 = torch.nn.Linear(d, ff)
+        self.fc2 = torch.nn.Linear(ff, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        hd = d // self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.reshape(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / (hd ** 0.5)
+        att = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+class Lstm2(torch.nn.Module):
+    def __init__(self, fin=64, hid=128):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(fin, hid, num_layers=2)
+        self.head = torch.nn.Linear(hid, 10)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.head(y[-1])
+
+
+def export(module, shape, path):
+    if os.path.exists(path):  # kept from an earlier --keep run
+        return
+    torch.manual_seed(0)
+    x = torch.randn(*shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module.eval(), (x,), path, dynamo=False, opset_version=17,
+                          input_names=["input"], output_names=["output"])
+
+
+class Calib(CalibrationDataReader):
+    def __init__(self, shape, n=8):
+        rng = np.random.default_rng(99)
+        self.it = iter([{"input": rng.normal(0, 1, shape).astype(np.float32)} for _ in range(n)])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+def quantize(src, dst, shape, tmp):
+    if os.path.exists(dst):
+        return
+    pre = os.path.join(tmp, os.path.basename(dst) + ".pre.onnx")
+    quant_pre_process(src, pre, skip_symbolic_shape=True)
+    quantize_static(pre, dst, Calib(shape), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    per_channel=True)
+
+
+def build_models(tmp, only):
+    img = (1, 3, 224, 224)
+    torch.manual_seed(0)
+    cnns = {
+        "MobileNetV2": torchvision.models.mobilenet_v2,
+        "ResNet18": torchvision.models.resnet18,
+        "SqueezeNet 1.1": torchvision.models.squeezenet1_1,
+    }
+    rows = []  # (label, kind, path, input shape)
+    for name, ctor in cnns.items():
+        f32 = os.path.join(tmp, name.replace(" ", "_") + ".onnx")
+        want_f = f"{name} f32"
+        want_q = f"{name} int8"
+        if not (wanted(want_f, only) or wanted(want_q, only)):
+            continue
+        torch.manual_seed(0)
+        export(ctor(weights=None), img, f32)
+        if wanted(want_q, only):
+            q = f32.replace(".onnx", "_int8.onnx")
+            quantize(f32, q, img, tmp)
+            rows.append((want_q, "int8", q, img))
+        if wanted(want_f, only):
+            rows.append((want_f, "f32", f32, img))
+    if wanted("transformer block f32", only):
+        p = os.path.join(tmp, "transformer_block.onnx")
+        torch.manual_seed(0)
+        export(PreNormBlock(), (1, 64, 256), p)
+        rows.append(("transformer block f32", "f32", p, (1, 64, 256)))
+    if wanted("2-layer LSTM f32", only):
+        p = os.path.join(tmp, "lstm2.onnx")
+        torch.manual_seed(0)
+        export(Lstm2(), (32, 1, 64), p)
+        rows.append(("2-layer LSTM f32", "f32", p, (32, 1, 64)))
+    order = {"int8": 0, "f32": 1}
+    return sorted(rows, key=lambda r: order[r[1]])
+
+
+def wanted(label, only):
+    return not only or any(o.lower() in label.lower() for o in only)
+
+
+def time_ort(path, x, runs, clock):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    feed = {s.get_inputs()[0].name: x}
+    out = s.run(None, feed)
+    now = time.process_time if clock == "cpu" else time.perf_counter
+    times = []
+    for _ in range(runs):
+        t0 = now()
+        s.run(None, feed)
+        times.append((now() - t0) * 1e3)
+    return statistics.median(times), out
+
+
+def time_pimkit(binary, path, xfile, runs, threads, outdir, clock):
+    cmd = [binary, "--threads", str(threads), "exec", path, "-i", xfile, "--runs", str(runs + 1),
+           "--json", "-o", outdir]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
+    d = json.loads(r.stdout)
+    times = d["cpu_times_ms" if clock == "cpu" else "times_ms"][1:]  # first run: warm-up
+    outs = [np.load(o["file"]) for o in d["outputs"]]
+    return statistics.median(times), outs
+
+
+def max_diff(a, b):
+    return max(float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) if x.size else 0.0
+               for x, y in zip(a, b))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pimkit", default=os.path.join(ROOT, "target", "release", "pimkit"))
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="wall time (default) or process CPU time")
+    ap.add_argument("--only", nargs="*", default=[], help="substrings of the model labels to run")
+    ap.add_argument("--keep", help="generate the models into this directory and keep them "
+                    "(models already there are reused)")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    a = ap.parse_args()
+    if not os.path.exists(a.pimkit):
+        sys.exit(f"{a.pimkit} not found: build it with `cargo build --release -p pimkit`")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = a.keep or tmp
+        os.makedirs(work, exist_ok=True)
+        print(f"generating models in {work} ...", file=sys.stderr)
+        rows = build_models(work, a.only)
+        res = []
+        for label, kind, path, shape in rows:
+            x = np.random.default_rng(0).normal(0, 1, shape).astype(np.float32)
+            xf = os.path.join(work, os.path.basename(path) + ".input.npy")
+            np.save(xf, x)
+            ort_ms, want = time_ort(path, x, a.runs, a.clock)
+            outdir = os.path.join(work, os.path.basename(path) + ".out")
+            pk_ms, got = time_pimkit(a.pimkit, path, xf, a.runs, a.threads, outdir, a.clock)
+            res.append({"model": label, "onnxruntime_ms": ort_ms, "pimkit_ms": pk_ms,
+                        "ratio": pk_ms / ort_ms, "max_abs_diff": max_diff(got, want)})
+            print(f"  {label}: ort {ort_ms:.2f} ms, pimkit {pk_ms:.2f} ms", file=sys.stderr)
+    if a.json:
+        print(json.dumps(res, indent=2))
+        return
+    print(f"{'CPU' if a.clock == 'cpu' else 'wall'} time, median of {a.runs} runs "
+          f"(onnxruntime {ort.__version__} intra_op_num_threads=1, pimkit --threads {a.threads})\n")
+    print("| model | onnxruntime | pimkit interpreter | ratio | max abs diff |")
+    print("|---|---|---|---|---|")
+    for r in res:
+        print(f"| {r['model']} | {r['onnxruntime_ms']:.2f} ms | {r['pimkit_ms']:.2f} ms | "
+              f"{r['ratio']:.2f}x | {r['max_abs_diff']:.2g} |")
+
+
+if __name__ == "__main__":
+    main()
