@@ -200,6 +200,9 @@ pub struct Snapshot {
     kept: Vec<(usize, Vec<u8>)>,
 }
 
+/// The simulated system. `Clone` gives an independent copy (memory included), which is
+/// how `auto`'s dataflow trials run side by side.
+#[derive(Clone)]
 pub struct Machine {
     pub arch: Arch,
     pub vlen: usize,
@@ -384,6 +387,12 @@ impl Machine {
     pub fn host_loop(&mut self, n: u64) {
         let c = self.sat_mul(n, self.arch.host.loop_cycles);
         self.host(c);
+    }
+
+    /// The host clock [`Machine::finish`] would end at: every VPU and the DMA idle.
+    pub fn finish_time(&self) -> u64 {
+        let v = self.t.vpu_t.iter().copied().max().unwrap_or(0);
+        self.t.host_t.max(v).max(self.t.dma_t)
     }
 
     /// Wait for every VPU and the DMA channel to go idle.
@@ -619,19 +628,18 @@ impl Machine {
         for r in 0..x.rows {
             let base = x.addr as usize + r * x.row_stride;
             let vbase = x.vrf_off + r * x.vrf_row_stride;
-            let vrf = &mut self.vrf[p];
-            if to_mem {
-                for c in 0..x.cols {
-                    write_elem(
-                        &mut self.mem,
-                        base + c * x.col_stride,
-                        x.elem,
-                        vrf[vbase + c],
-                    );
+            let v = &mut self.vrf[p][vbase..vbase + x.cols];
+            if x.col_stride == es {
+                // A contiguous run: one conversion loop per element type.
+                let mem = &mut self.mem[base..base + x.cols * es];
+                copy_run(mem, v, x.elem, to_mem);
+            } else if to_mem {
+                for (c, &e) in v.iter().enumerate() {
+                    write_elem(&mut self.mem, base + c * x.col_stride, x.elem, e);
                 }
             } else {
-                for c in 0..x.cols {
-                    vrf[vbase + c] = read_elem(&self.mem, base + c * x.col_stride, x.elem);
+                for (c, e) in v.iter_mut().enumerate() {
+                    *e = read_elem(&self.mem, base + c * x.col_stride, x.elem);
                 }
             }
         }
@@ -741,6 +749,27 @@ impl Machine {
         self.t.avail[dst_p][dst_reg] = end;
         self.t.avail_dma[dst_p][dst_reg] = true;
         self.t.free[dst_p][dst_reg] = end;
+    }
+}
+
+/// Contiguous elements between memory and int32 register lanes: widened on the way in,
+/// narrowed (low bytes) on the way out, as [`read_elem`] / [`write_elem`] do one by one.
+fn copy_run(mem: &mut [u8], v: &mut [i32], e: Elem, to_mem: bool) {
+    match (e, to_mem) {
+        (Elem::U8, false) => v.iter_mut().zip(mem.iter()).for_each(|(d, &b)| *d = b as i32),
+        (Elem::I8, false) => v
+            .iter_mut()
+            .zip(mem.iter())
+            .for_each(|(d, &b)| *d = b as i8 as i32),
+        (Elem::U8 | Elem::I8, true) => mem.iter_mut().zip(v.iter()).for_each(|(b, &s)| *b = s as u8),
+        (Elem::I32, false) => v
+            .iter_mut()
+            .zip(mem.chunks_exact(4))
+            .for_each(|(d, b)| *d = i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        (Elem::I32, true) => mem
+            .chunks_exact_mut(4)
+            .zip(v.iter())
+            .for_each(|(b, &s)| b.copy_from_slice(&s.to_le_bytes())),
     }
 }
 

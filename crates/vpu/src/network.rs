@@ -20,6 +20,7 @@ use crate::machine::{Elem, Machine, Stats};
 use crate::ops::Work;
 use crate::quant::{IntRequant, output_scale};
 use pimkit_ir::{DType, Graph, Node, NodeId, Op, Tensor, ValueId};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -427,25 +428,27 @@ impl Net<'_> {
     }
 
     /// Run one kernel call and return its dataflow: `prefer` (the node's earlier calls),
-    /// the fixed one, the family's, or (`Auto`) the fastest of the three, each tried from
-    /// the current state and rolled back, `out` (the region the kernel writes) included
-    /// (a winning family trial is kept as the run).
+    /// the fixed one, the family's, or (`Auto`) the fastest of the three, each tried on
+    /// its own copy of the machine (side by side when the pool has threads) and the
+    /// winner's copy kept. This is exactly the outcome of trying them one after the
+    /// other from snapshots: the simulation is deterministic, a trial's time is the
+    /// clock `finish` would reach, and the kept state is the winner's run (the family's
+    /// after `finish`, as a kept family trial always was; another winner's as its run
+    /// left it, as a re-run from the restored state would). Ties go to the family.
     /// A dataflow whose tiles do not fit (a kernel or VRF error) is skipped; any other
-    /// error stops the run. If none fits, the family's runs and reports its error.
+    /// error stops the run (the first one in trial order). If none fits, the family's
+    /// runs and reports its error.
     fn run_kernel(
         &mut self,
         kind: KernelKind,
-        out: (u64, usize),
         prefer: Option<Dataflow>,
-        run: &mut dyn FnMut(&mut Machine, Dataflow) -> Result<()>,
+        run: &(dyn Fn(&mut Machine, Dataflow) -> Result<()> + Sync),
     ) -> Result<Dataflow> {
         let family = self.choice.pick(kind);
         let df = match prefer {
             Some(d) => d,
             None if self.choice != DataflowChoice::Auto => family,
             None => {
-                // The family's dataflow goes last: when it wins (most layers), its trial
-                // is kept instead of being run again.
                 // Depthwise WS is IS's schedule (the filter and output are resident in
                 // both, kernels/depthwise.rs): one trial fewer.
                 let tried: &[Dataflow] = if kind == KernelKind::Depthwise {
@@ -453,38 +456,48 @@ impl Net<'_> {
                 } else {
                     &Dataflow::ALL
                 };
-                let order = tried
+                // The family's dataflow last, as the order the results are scanned in.
+                let order: Vec<Dataflow> = tried
                     .iter()
                     .copied()
                     .filter(|&d| d != family)
-                    .chain([family]);
-                let mut best: Option<(u64, Dataflow)> = None;
-                for df in order {
-                    let snap = self.m.snapshot(&[out])?;
-                    let t0 = self.m.now();
-                    let r = run(&mut self.m, df);
-                    self.m.finish();
-                    let t = self.m.now() - t0;
+                    .chain([family])
+                    .collect();
+                let copies: Vec<Machine> = order.iter().map(|_| self.m.clone()).collect();
+                let trials: Vec<(Dataflow, Result<()>, u64, Machine)> = order
+                    .par_iter()
+                    .zip(copies)
+                    .map(|(&df, mut m)| {
+                        let t0 = m.now();
+                        let r = run(&mut m, df);
+                        let t = m.finish_time() - t0;
+                        (df, r, t, m)
+                    })
+                    .collect();
+                let mut best: Option<(u64, usize)> = None;
+                let mut results = Vec::with_capacity(trials.len());
+                for (i, (df, r, t, m)) in trials.into_iter().enumerate() {
                     let fits = match r {
-                        Ok(()) => !self.m.overflowed(),
+                        Ok(()) => !m.overflowed(),
                         Err(VpuError::VrfTooSmall { .. } | VpuError::Kernel { .. }) => false,
-                        Err(e) => {
-                            self.m.restore(snap);
-                            return Err(e);
-                        }
+                        Err(e) => return Err(e),
                     };
-                    // Ties go to the family's dataflow.
-                    let wins =
-                        fits && best.is_none_or(|(bt, _)| t < bt || (t == bt && df == family));
-                    if wins && df == family {
+                    if fits && best.is_none_or(|(bt, _)| t < bt || (t == bt && df == family)) {
+                        best = Some((t, i));
+                    }
+                    results.push((df, m));
+                }
+                match best {
+                    Some((_, i)) => {
+                        let (df, m) = results.swap_remove(i);
+                        self.m = m;
+                        if df == family {
+                            self.m.finish();
+                        }
                         return Ok(df);
                     }
-                    self.m.restore(snap);
-                    if wins {
-                        best = Some((t, df));
-                    }
+                    None => family,
                 }
-                best.map_or(family, |b| b.1)
             }
         };
         run(&mut self.m, df)?;

@@ -349,3 +349,29 @@ fn progress_callback_sees_every_node_in_order() {
         .collect();
     assert_eq!(seen, want);
 }
+
+#[test]
+fn auto_trials_in_parallel_equal_one_thread() {
+    // auto's dataflow trials run on copies of the machine side by side; the result must
+    // be the one a single thread (trials one after another) gives, layer by layer.
+    let g = zoo("q_mobilenet_v2?res=32");
+    let inputs = pimkit_interp::random_inputs(&g, 3);
+    let o = NetOptions {
+        dataflow: DataflowChoice::Auto,
+        ..Default::default()
+    };
+    let run_with = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| run_network(&g, &inputs, &Arch::default(), &o).unwrap())
+    };
+    let (one, four) = (run_with(1), run_with(4));
+    assert_eq!(one.cycles, four.cycles);
+    assert_eq!(
+        serde_json::to_string(&one.layers).unwrap(),
+        serde_json::to_string(&four.layers).unwrap()
+    );
+    assert_eq!(one.outputs, four.outputs);
+}

@@ -10,8 +10,8 @@
 //!
 //! Padding reads 0: the integer path stores `x - x_zp`, so padded taps contribute
 //! nothing, exactly as a zero-point pad would. Every output sums its taps in (ky, kx)
-//! order, like the direct kernel this replaces (f32: fused multiply-adds where the
-//! host has FMA).
+//! order with separate multiplies and adds, like the direct kernel this replaces (the
+//! integer path runs on exact f32 integers and may fuse them).
 
 use super::{Isa, SendPtr, isa};
 use rayon::prelude::*;
@@ -257,13 +257,14 @@ impl PlaneWork for F32Work<'_> {
         let b = &mut s.f;
         fill(g, &self.p, &mut b.phases, |j| xs[j]);
         let w = &self.w[oc * g.k_vol..(oc + 1) * g.k_vol];
-        plane::<f32, FMA>(g, &self.p, &b.phases, w, &mut b.wide, o);
+        // Unfused, taps in (ky, kx) order: the same bits as the direct kernel this
+        // replaced (the zoo calibrates its quantized models on these results).
+        plane::<f32, false>(g, &self.p, &b.phases, w, &mut b.wide, o);
     }
 }
 
 /// f32 depthwise convolution of `x` ([N, C, H, W]) with `w` ([M, 1, kh, kw]) into
-/// `out` ([N, M, oh, ow]), without bias. Products are fused into the sums where the
-/// host has FMA.
+/// `out` ([N, M, oh, ow]), without bias.
 pub(crate) fn depthwise_f32(x: &[f32], w: &[f32], g: &Geom, out: &mut [f32]) {
     assert!(
         out.len() >= g.n * g.m * g.out_vol,

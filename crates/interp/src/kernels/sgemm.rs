@@ -10,6 +10,10 @@ use rayon::prelude::*;
 
 /// `c[m x n] = alpha * a * b + beta * c` with element strides (row, column) for a and
 /// b; c is row-major contiguous. `beta == 0` ignores the old contents of c.
+///
+/// Every shape goes to `matrixmultiply`, so Conv / MatMul / Gemm results are the same
+/// bits as before the vectorized kernels (the zoo's quantized models are calibrated on
+/// them). [`sgemm_rnn`] adds the matrix-vector path for recurrent steps.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sgemm(
     m: usize,
@@ -36,10 +40,6 @@ pub(crate) fn sgemm(
             b.len() > (k - 1) * rsb + (n - 1) * csb,
             "sgemm: b too small"
         );
-    }
-    if k > 0 && (m == 1 || n == 1) {
-        gemv(m, k, n, alpha, a, (rsa, csa), b, (rsb, csb), beta, c);
-        return;
     }
     let th = threads();
     let cols = if th > 1 && m * n * k >= 1 << 21 {
@@ -79,6 +79,39 @@ pub(crate) fn sgemm(
         (0..n.div_ceil(cols))
             .into_par_iter()
             .for_each(|i| block(i * cols));
+    }
+}
+
+/// [`sgemm`], with matrix-vector shapes (m == 1 or n == 1) on the register-blocked path
+/// below instead of `matrixmultiply` (which packs both operands at every call): one
+/// RNN step is such a product. Sums in a different order, so results differ from
+/// [`sgemm`]'s in the last bits.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_rnn(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: &[f32],
+    sa: (usize, usize),
+    b: &[f32],
+    sb: (usize, usize),
+    beta: f32,
+    c: &mut [f32],
+) {
+    if k > 0 && (m == 1 || n == 1) {
+        assert!(c.len() >= m * n, "sgemm: output buffer too small");
+        assert!(
+            a.len() > (m - 1) * sa.0 + (k - 1) * sa.1,
+            "sgemm: a too small"
+        );
+        assert!(
+            b.len() > (k - 1) * sb.0 + (n - 1) * sb.1,
+            "sgemm: b too small"
+        );
+        gemv(m, k, n, alpha, a, sa, b, sb, beta, c);
+    } else {
+        sgemm(m, k, n, alpha, a, sa, b, sb, beta, c);
     }
 }
 

@@ -8,6 +8,7 @@ use crate::elem::{float_tensor, floats, sgemm};
 use crate::error::{OpResult, unsupported};
 use crate::exec::Ctx;
 use crate::kernels::ewise::simd;
+use crate::kernels::sgemm::sgemm_rnn;
 use crate::kernels::vmath::tanh_f32;
 use crate::ops::elementwise::sigmoid_f32;
 use pimkit_ir::{RnnAttrs, RnnDirection, Tensor};
@@ -182,7 +183,7 @@ pub(crate) fn lstm(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
             || {
                 for t in steps(a, dir, d.seq) {
                     g.copy_from_slice(&xw[t * d.batch * gh..(t + 1) * d.batch * gh]);
-                    sgemm(d.batch, h, gh, 1.0, &hs, h, 1, &rt, gh, 1, 1.0, &mut g);
+                    sgemm_rnn(d.batch, h, gh, 1.0, &hs, (h, 1), &rt, (gh, 1), 1.0, &mut g);
                     for bi in 0..d.batch {
                         let gb = &g[bi * gh..(bi + 1) * gh];
                         let (ig, og, fg, cg) =
@@ -242,7 +243,7 @@ pub(crate) fn gru(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
                     for bi in 0..d.batch {
                         hr[bi * gh..(bi + 1) * gh].copy_from_slice(&rb);
                     }
-                    sgemm(d.batch, h, gh, 1.0, &hs, h, 1, &rt, gh, 1, 1.0, &mut hr);
+                    sgemm_rnn(d.batch, h, gh, 1.0, &hs, (h, 1), &rt, (gh, 1), 1.0, &mut hr);
                     let xt = &xw[t * d.batch * gh..(t + 1) * d.batch * gh];
                     let mut z = vec![0f32; d.batch * h];
                     for bi in 0..d.batch {
@@ -258,17 +259,16 @@ pub(crate) fn gru(c: &Ctx, a: &RnnAttrs) -> OpResult<Vec<Tensor>> {
                         for bi in 0..d.batch {
                             rhr[bi * h..(bi + 1) * h].copy_from_slice(&rb[2 * h..3 * h]);
                         }
-                        sgemm(
+                        let rh_t = &rt[2 * h..];
+                        sgemm_rnn(
                             d.batch,
                             h,
                             h,
                             1.0,
                             &rprod,
-                            h,
-                            1,
-                            &rt[2 * h..],
-                            gh,
-                            1,
+                            (h, 1),
+                            rh_t,
+                            (gh, 1),
                             1.0,
                             &mut rhr,
                         );

@@ -141,12 +141,9 @@ impl Net<'_> {
                 y: y_addr,
                 out: out.clone(),
             };
-            let df = self.run_kernel(
-                KernelKind::Depthwise,
-                (y_addr, y_bytes),
-                None,
-                &mut |m, df| depthwise::depthwise(m, &job, df),
-            )?;
+            let df = self.run_kernel(KernelKind::Depthwise, None, &|m, df| {
+                depthwise::depthwise(m, &job, df)
+            })?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
             return Ok((KernelKind::Depthwise, Some(df), work, shape));
         }
@@ -208,7 +205,7 @@ impl Net<'_> {
         };
         // A grouped (not depthwise) convolution runs the kernel once per group.
         let jobs = job.split_groups(groups);
-        let mut run = |m: &mut Machine, df: Dataflow| -> Result<()> {
+        let run = |m: &mut Machine, df: Dataflow| -> Result<()> {
             for job in &jobs {
                 if is1d {
                     conv1d::conv1d(m, job, df)?;
@@ -218,7 +215,7 @@ impl Net<'_> {
             }
             Ok(())
         };
-        let df = self.run_kernel(kind, (y_addr, y_bytes), None, &mut run)?;
+        let df = self.run_kernel(kind, None, &run)?;
         self.collect(n, y, y_addr, Layout::Chw, out.elem)?;
         Ok((kind, Some(df), work, shape))
     }
@@ -233,9 +230,7 @@ impl Net<'_> {
             vecmat(&mut self.m, job)?;
             Ok((KernelKind::Vm, None))
         } else {
-            let out = (job.y, job.m * job.n * job.out.elem.size());
-            let df =
-                self.run_kernel(KernelKind::Mm, out, prefer, &mut |m, df| matmul(m, job, df))?;
+            let df = self.run_kernel(KernelKind::Mm, prefer, &|m, df| matmul(m, job, df))?;
             Ok((KernelKind::Mm, Some(df)))
         }
     }
