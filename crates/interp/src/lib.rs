@@ -29,6 +29,6 @@ pub mod quant;
 mod random;
 
 pub use error::InterpError;
-pub use exec::{run, run_observed};
+pub use exec::{Substitute, eval_node, run, run_observed, run_substituted};
 pub use ops::elementwise::sigmoid_f32;
 pub use random::{check_memory, min_run_bytes, random_inputs};
