@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::encode::IntWeights;
 use crate::irdrop;
 use crate::rng::{Stream, mix};
+
 use serde::{Deserialize, Serialize};
 
 /// How the mapping cuts one matrix into arrays: weight rows per array along the input
@@ -81,22 +82,40 @@ pub struct Arrays {
     pub stats: ProgramStats,
 }
 
+/// The random streams of one array: stuck-at draws and programming-error draws come from
+/// separate streams, so a sweep over one rate keeps the other's pattern (common random
+/// numbers) and a zero rate draws nothing.
+pub(crate) struct CellRng {
+    saf: Stream,
+    var: Stream,
+}
+
+impl CellRng {
+    fn new(seed: u64) -> Self {
+        CellRng {
+            saf: Stream::new(mix(seed, &[0])),
+            var: Stream::new(mix(seed, &[1])),
+        }
+    }
+}
+
 /// Draws for one cell of nominal conductance `g` (level units): (conductance, fault).
 #[inline]
-fn draw_cell(cfg: &Config, g0: f64, top: f64, g: f64, rng: &mut Stream) -> (f64, u8) {
+fn draw_cell(cfg: &Config, g0: f64, top: f64, g: f64, rng: &mut CellRng) -> (f64, u8) {
     let d = &cfg.device;
-    if !d.programming_is_random() {
+    if d.saf_off > 0.0 || d.saf_on > 0.0 {
+        let u = rng.saf.uniform();
+        if u < d.saf_off {
+            return (g0, 1);
+        }
+        if u >= 1.0 - d.saf_on {
+            return (g0 + top, 2);
+        }
+    }
+    if d.variation == 0.0 {
         return (g, 0);
     }
-    // Always two draws per cell, so a sweep over one rate keeps the others' pattern.
-    let u = rng.uniform();
-    let z = rng.normal();
-    if u < d.saf_off {
-        return (g0, 1);
-    }
-    if u >= 1.0 - d.saf_on {
-        return (g0 + top, 2);
-    }
+    let z = rng.var.normal();
     let v = match d.variation_model {
         crate::config::VariationModel::Gaussian => g * (1.0 + d.variation * z),
         crate::config::VariationModel::Lognormal => g * (d.variation * z).exp(),
@@ -131,7 +150,7 @@ pub fn program(w: &IntWeights, map: &MatMap, cfg: &Config, seed: u64) -> Arrays 
             let mut b = 0u64;
             while j0 < n {
                 let j1 = (j0 + map.cols_per_array).min(n);
-                let mut rng = Stream::new(mix(seed, &[ci as u64, b]));
+                let mut rng = CellRng::new(mix(seed, &[ci as u64, b]));
                 let st = perturb_array(w, cfg, r0, rows, j0, j1, &mut e, width, &mut rng);
                 stats.add(&st);
                 j0 = j1;
@@ -191,7 +210,7 @@ fn perturb_array(
     j1: usize,
     e: &mut [f32],
     width: usize,
-    rng: &mut Stream,
+    rng: &mut CellRng,
 ) -> ProgramStats {
     let geom = &cfg.geom;
     let d = &cfg.device;
@@ -209,29 +228,34 @@ fn perturb_array(
     let mut st = ProgramStats::default();
     let mut g = vec![0f64; rows * cols];
     let mut fault = vec![0u8; rows * cols];
+    let noisy = d.read_noise > 0.0;
+    let spares = cfg.analog.spare_cols > 0;
     for _ in 0..copies {
         for k in 0..rows * cols {
             let (v, f) = draw_cell(cfg, g0, top, lv[k] as f64 + g0, rng);
             g[k] = v;
             fault[k] = f;
         }
-        remap_spares(
-            cfg, g0, top, &lv, &mut g, &mut fault, rows, cols, rng, &mut st,
-        );
+        if spares {
+            remap_spares(
+                cfg, g0, top, &lv, &mut g, &mut fault, rows, cols, rng, &mut st,
+            );
+        }
         st.cells += (rows * cols) as u64;
         for &f in &fault {
-            match f {
-                1 => st.stuck_off += 1,
-                2 => st.stuck_on += 1,
-                _ => {}
-            }
+            st.stuck_off += u64::from(f == 1);
+            st.stuck_on += u64::from(f == 2);
         }
         st.ir_drop_max = st
             .ir_drop_max
             .max(irdrop::apply(&mut g, rows, cols, geom.rows, alpha));
         for k in 0..rows * cols {
             delta[k] += g[k] - (lv[k] as f64 + g0);
-            sq[k] += g[k] * g[k];
+        }
+        if noisy {
+            for k in 0..rows * cols {
+                sq[k] += g[k] * g[k];
+            }
         }
     }
     let inv = 1.0 / copies as f64;
@@ -270,7 +294,7 @@ fn remap_spares(
     fault: &mut [u8],
     rows: usize,
     cols: usize,
-    rng: &mut Stream,
+    rng: &mut CellRng,
     st: &mut ProgramStats,
 ) {
     let spares = cfg.analog.spare_cols;

@@ -68,9 +68,13 @@ pub struct Readout<'a> {
     pub profile: Option<&'a Mutex<Profile>>,
 }
 
-/// Input vectors per block: the block's partial sums (T*block x width f32) stay near 512 KiB.
+/// Input vectors per block: about 512 GEMM rows (the GEMM packs the array matrix once per
+/// call, so short blocks spend their time packing), with the block's partial sums
+/// (rows x width f32) kept under 8 MiB.
 fn block_len(p: usize, planes: usize, width: usize) -> usize {
-    (131_072 / (planes * width.max(1)).max(1)).clamp(1, p.max(1))
+    let rows = 512 / planes.max(1);
+    let mem = (2 << 20) / (planes * width.max(1)).max(1);
+    rows.min(mem).clamp(1, p.max(1))
 }
 
 /// sum_i x[p, i] w[i, j] through `arrays` for the `p` input vectors `x` (p x k, row-major,
@@ -208,6 +212,21 @@ fn sliced_block(
         .map(|p| Profile::new(p.lock().map(|p| p.full_scale).unwrap_or(1.0)));
     for ch in &arrays.chunks {
         let rows = ch.rows;
+        if sn <= NARROW {
+            narrow_chunk(
+                arrays,
+                cfg,
+                ch,
+                xb,
+                q_n,
+                planes,
+                ro,
+                rng.as_deref_mut(),
+                prof.as_mut(),
+                out,
+            );
+            continue;
+        }
         a.clear();
         a.resize(m * rows, 0.0);
         for q in 0..q_n {
@@ -249,22 +268,7 @@ fn sliced_block(
                 let dst = &mut out[q * n..(q + 1) * n];
                 for s in 0..s_n {
                     let shift = (1u64 << (d as usize * t + cb as usize * s)) as f64;
-                    let src = &part[s * n..(s + 1) * n];
-                    match ro.adc {
-                        Some(adc) => {
-                            let inv = 1.0 / adc.step;
-                            let f = shift * adc.step as f64;
-                            for (o, &v) in dst.iter_mut().zip(src) {
-                                let code = round_fast((v * inv).clamp(adc.lo, adc.hi));
-                                *o += code as f64 * f;
-                            }
-                        }
-                        None => {
-                            for (o, &v) in dst.iter_mut().zip(src) {
-                                *o += v as f64 * shift;
-                            }
-                        }
-                    }
+                    read_out(ro.adc, shift, &part[s * n..(s + 1) * n], dst.iter_mut());
                 }
             }
         }
@@ -273,5 +277,97 @@ fn sliced_block(
         && let Ok(mut t) = target.lock()
     {
         t.merge(&pf);
+    }
+}
+
+/// Matrices at most this wide (slices x outputs: depthwise groups) skip the GEMM.
+const NARROW: usize = 16;
+
+/// Digitize partial sums `src` and add them, times `shift`, to `dst`.
+#[inline]
+fn read_out<'o>(adc: Option<Adc>, shift: f64, src: &[f32], dst: impl Iterator<Item = &'o mut f64>) {
+    match adc {
+        Some(adc) => {
+            let inv = 1.0 / adc.step;
+            let f = shift * adc.step as f64;
+            for (o, &v) in dst.zip(src) {
+                let code = round_fast((v * inv).clamp(adc.lo, adc.hi));
+                *o += code as f64 * f;
+            }
+        }
+        None => {
+            for (o, &v) in dst.zip(src) {
+                *o += v as f64 * shift;
+            }
+        }
+    }
+}
+
+/// One chunk of a narrow matrix (a depthwise group: a few taps by a few slices): the
+/// partial sums are built column by column as axpys over all planes and vectors of the
+/// block (the GEMM's packing would cost more than the product), then read out per column.
+#[allow(clippy::too_many_arguments)]
+fn narrow_chunk(
+    arrays: &Arrays,
+    cfg: &Config,
+    ch: &crate::device::Chunk,
+    xb: &[u16],
+    q_n: usize,
+    planes: usize,
+    ro: &Readout,
+    mut rng: Option<&mut Stream>,
+    mut prof: Option<&mut Profile>,
+    out: &mut [f64],
+) {
+    let (k, n, s_n) = (arrays.k, arrays.n, arrays.slices);
+    let (d, cb) = (cfg.geom.dac_bits, cfg.geom.cell_bits);
+    let mask = (1u16 << d) - 1;
+    let (m, rows, sn) = (planes * q_n, ch.rows, s_n * n);
+    // Planes transposed: at[i][t * q_n + q].
+    let mut at = vec![0f32; rows * m];
+    for (i, row) in at.chunks_mut(m).enumerate() {
+        for (t, dst) in row.chunks_mut(q_n).enumerate() {
+            let sh = d as usize * t;
+            for (q, o) in dst.iter_mut().enumerate() {
+                *o = ((xb[q * k + ch.r0 + i] >> sh) & mask) as f32;
+            }
+        }
+    }
+    let columns = |off: usize, sq: bool| -> Vec<f32> {
+        let mut ct = vec![0f32; sn * m];
+        for col in 0..sn {
+            let dst = &mut ct[col * m..(col + 1) * m];
+            for i in 0..rows {
+                let w = ch.e[i * ch.width + off + col];
+                if w != 0.0 {
+                    for (o, &x) in dst.iter_mut().zip(&at[i * m..(i + 1) * m]) {
+                        *o += if sq { x * x } else { x } * w;
+                    }
+                }
+            }
+        }
+        ct
+    };
+    let mut ct = columns(0, false);
+    if let Some(r) = rng.as_deref_mut() {
+        let var = columns(sn, d > 1);
+        for (v, &s2) in ct.iter_mut().zip(&var) {
+            *v += (s2.max(0.0).sqrt() as f64 * r.normal()) as f32;
+        }
+    }
+    if let Some(pf) = prof.as_deref_mut() {
+        for &v in &ct {
+            pf.add(v);
+        }
+    }
+    for s in 0..s_n {
+        for j in 0..n {
+            let col = &ct[(s * n + j) * m..(s * n + j + 1) * m];
+            for t in 0..planes {
+                let shift = (1u64 << (d as usize * t + cb as usize * s)) as f64;
+                let src = &col[t * q_n..(t + 1) * q_n];
+                read_out(ro.adc, shift, src, out.iter_mut().skip(j).step_by(n));
+            }
+        }
     }
 }

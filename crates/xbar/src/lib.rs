@@ -29,7 +29,7 @@ pub mod sweep;
 pub use arch::{Arch, DepthwiseMapping, Mode};
 pub use bounds::Bounds;
 pub use error::{Result, XbarError};
-pub use layer::{Extraction, Layer, LayerKind, Skipped, extract};
+pub use layer::{Extraction, Layer, LayerKind, NodeLayer, Skipped, extract, extract_nodes};
 pub use map::{
     Budget, MapOptions, Mapping, baseline, baseline_mapping, budget_crossbars, compile,
     isaac_crossbars, map_graph, map_layers, partition_all, sim_layers, simulate_mapping, summarize,
