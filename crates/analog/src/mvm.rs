@@ -315,8 +315,8 @@ fn narrow_chunk(
     q_n: usize,
     planes: usize,
     ro: &Readout,
-    mut rng: Option<&mut Stream>,
-    mut prof: Option<&mut Profile>,
+    rng: Option<&mut Stream>,
+    prof: Option<&mut Profile>,
     out: &mut [f64],
 ) {
     let (k, n, s_n) = (arrays.k, arrays.n, arrays.slices);
@@ -349,13 +349,13 @@ fn narrow_chunk(
         ct
     };
     let mut ct = columns(0, false);
-    if let Some(r) = rng.as_deref_mut() {
+    if let Some(r) = rng {
         let var = columns(sn, d > 1);
         for (v, &s2) in ct.iter_mut().zip(&var) {
             *v += (s2.max(0.0).sqrt() as f64 * r.normal()) as f32;
         }
     }
-    if let Some(pf) = prof.as_deref_mut() {
+    if let Some(pf) = prof {
         for &v in &ct {
             pf.add(v);
         }
