@@ -11,6 +11,7 @@
 //! baseline once), [`compile`] + [`simulate_mapping`] (reuse one packing for many sample
 //! counts), [`sweep::sweep`] (budgets × S_DW × samples).
 
+pub mod accuracy;
 pub mod arch;
 pub mod bounds;
 pub mod dup;
