@@ -22,14 +22,15 @@ pub struct IntWeights {
     pub colsum: Vec<i64>,
 }
 
-/// Largest magnitude (differential) or range (offset) a `b`-bit weight may take.
+/// The integer weights an array can hold: a differential pair stores |w| in its slices'
+/// S x c bits; an offset array stores w + 2^(b-1) in them.
 fn encodable(geom: &Geometry) -> (i64, i64) {
-    let half = 1i64 << (geom.weight_bits - 1);
+    let cap = (1i64 << (geom.slices() as u32 * geom.cell_bits).min(40)) - 1;
     if geom.differential {
-        // Magnitudes go into ceil(b/c) slices of c bits: a b-bit signed weight's |w| <= 2^(b-1).
-        (-half, half)
+        (-cap, cap)
     } else {
-        (-half, half - 1)
+        let half = 1i64 << (geom.weight_bits - 1);
+        (-half, cap - half)
     }
 }
 
