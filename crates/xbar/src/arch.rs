@@ -8,6 +8,9 @@ use std::path::Path;
 /// The text of `arch/rram-128.toml`, the default architecture.
 pub const RRAM_128_TOML: &str = include_str!("../../../arch/rram-128.toml");
 
+/// The text of `arch/rram-128-2bit.toml`: 2-bit cells on differential pairs (accuracy studies).
+pub const RRAM_128_2BIT_TOML: &str = include_str!("../../../arch/rram-128-2bit.toml");
+
 /// Which rule set the compiler follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
