@@ -323,13 +323,20 @@ fn narrow_chunk(
     let (d, cb) = (cfg.geom.dac_bits, cfg.geom.cell_bits);
     let mask = (1u16 << d) - 1;
     let (m, rows, sn) = (planes * q_n, ch.rows, s_n * n);
-    // Planes transposed: at[i][t * q_n + q].
+    // Planes transposed: at[i][t * q_n + q] (codes transposed first, so every plane is a
+    // contiguous shift-and-mask).
+    let mut xt = vec![0u16; rows * q_n];
+    for q in 0..q_n {
+        for (i, &v) in xb[q * k + ch.r0..q * k + ch.r0 + rows].iter().enumerate() {
+            xt[i * q_n + q] = v;
+        }
+    }
     let mut at = vec![0f32; rows * m];
-    for (i, row) in at.chunks_mut(m).enumerate() {
+    for (row, codes) in at.chunks_mut(m).zip(xt.chunks(q_n)) {
         for (t, dst) in row.chunks_mut(q_n).enumerate() {
             let sh = d as usize * t;
-            for (q, o) in dst.iter_mut().enumerate() {
-                *o = ((xb[q * k + ch.r0 + i] >> sh) & mask) as f32;
+            for (o, &v) in dst.iter_mut().zip(codes) {
+                *o = ((v >> sh) & mask) as f32;
             }
         }
     }
@@ -366,7 +373,11 @@ fn narrow_chunk(
             for t in 0..planes {
                 let shift = (1u64 << (d as usize * t + cb as usize * s)) as f64;
                 let src = &col[t * q_n..(t + 1) * q_n];
-                read_out(ro.adc, shift, src, out.iter_mut().skip(j).step_by(n));
+                if n == 1 {
+                    read_out(ro.adc, shift, src, out.iter_mut());
+                } else {
+                    read_out(ro.adc, shift, src, out.iter_mut().skip(j).step_by(n));
+                }
             }
         }
     }

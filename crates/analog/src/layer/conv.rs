@@ -2,7 +2,7 @@
 //! matrix per group, C/g x kernel rows by M/g columns, fed by im2col vectors.
 
 use super::epilogue;
-use super::im2col::{ConvShape, im2col};
+use super::im2col::{ConvShape, Offsets, im2col};
 use super::{Arith, LayerRun, input, layer_err};
 use crate::encode::{encode_quantized, shr_round};
 use crate::error::Result;
@@ -134,13 +134,14 @@ pub(super) fn eval(
         (c, e, pad, None)
     };
     let p = s.positions();
+    let off = Offsets::new(a, &s);
     let per_group: Vec<Vec<f64>> = (0..s.group)
         .into_par_iter()
         .map(|grp| {
-            let cols = im2col(&codes, a, &s, grp, pad);
+            let cols = im2col(&codes, &off, &s, grp, pad);
             match &xf {
                 Some(xf) => {
-                    let fcols = im2col(xf, a, &s, grp, 0.0f32);
+                    let fcols = im2col(xf, &off, &s, grp, 0.0f32);
                     run.float_error(grp, &fcols, &cols, p, &enc, 0)
                 }
                 None => run.product(grp, &cols, p, &enc, 0),

@@ -11,7 +11,14 @@ use pimkit_ir::{DType, Node, Tensor, TensorData, TensorType};
 /// the reference's int32 accumulation.
 #[inline]
 pub fn acc_i32(v: f64) -> i32 {
-    (v.round() as i64) as i32
+    // Round half to even by the 1.5 * 2^52 trick (no libm call on baseline x86-64).
+    const M: f64 = 6_755_399_441_055_744.0;
+    let r = if v.abs() < 1e15 {
+        (v + M) - M
+    } else {
+        v.round_ties_even()
+    };
+    (r as i64) as i32
 }
 
 fn scalar_f32(node: &Node, t: Option<&Tensor>, what: &str) -> Result<f32> {

@@ -48,45 +48,55 @@ fn axis_table(a: &ConvAttrs, s: &ConvShape, d: usize) -> Vec<Option<usize>> {
     t
 }
 
+/// For every (output position, tap) of one channel plane: the input offset read, or None
+/// in the padding. Shared by all groups and channels of a layer.
+pub struct Offsets(Vec<Option<u32>>);
+
+impl Offsets {
+    pub fn new(a: &ConvAttrs, s: &ConvShape) -> Offsets {
+        let r = s.kernel.len();
+        let tables: Vec<Vec<Option<usize>>> = (0..r).map(|d| axis_table(a, s, d)).collect();
+        let (kv, ov) = (s.k_vol(), s.out_vol());
+        let mut off = Vec::with_capacity(ov * kv);
+        let mut o_idx = vec![0usize; r];
+        for _ in 0..ov {
+            let mut t_idx = vec![0usize; r];
+            for _ in 0..kv {
+                let mut lin = Some(0usize);
+                for d in 0..r {
+                    lin = match (lin, tables[d][o_idx[d] * s.kernel[d] + t_idx[d]]) {
+                        (Some(l), Some(p)) => Some(l * s.input[d] + p),
+                        _ => None,
+                    };
+                }
+                off.push(lin.map(|l| l as u32));
+                odometer(&mut t_idx, &s.kernel);
+            }
+            odometer(&mut o_idx, &s.output);
+        }
+        Offsets(off)
+    }
+}
+
 /// The input vectors of group `grp`: positions x k_rows, row-major.
 pub fn im2col<T: Copy + Send + Sync>(
     x: &[T],
-    a: &ConvAttrs,
+    off: &Offsets,
     s: &ConvShape,
     grp: usize,
     pad: T,
 ) -> Vec<T> {
-    let r = s.kernel.len();
-    let tables: Vec<Vec<Option<usize>>> = (0..r).map(|d| axis_table(a, s, d)).collect();
     let (cg, kv, ov, iv) = (s.c / s.group, s.k_vol(), s.out_vol(), s.in_vol());
     let kr = cg * kv;
     let mut out = vec![pad; s.positions() * kr];
-    // Input offset of every (output position, tap) pair within one channel plane.
-    let mut off: Vec<Option<usize>> = Vec::with_capacity(ov * kv);
-    let mut o_idx = vec![0usize; r];
-    for _ in 0..ov {
-        let mut t_idx = vec![0usize; r];
-        for _ in 0..kv {
-            let mut lin = Some(0usize);
-            for d in 0..r {
-                lin = match (lin, tables[d][o_idx[d] * s.kernel[d] + t_idx[d]]) {
-                    (Some(l), Some(p)) => Some(l * s.input[d] + p),
-                    _ => None,
-                };
-            }
-            off.push(lin);
-            odometer(&mut t_idx, &s.kernel);
-        }
-        odometer(&mut o_idx, &s.output);
-    }
     for b in 0..s.n {
         for ci in 0..cg {
             let plane = &x[(b * s.c + grp * cg + ci) * iv..][..iv];
             for o in 0..ov {
                 let row = &mut out[(b * ov + o) * kr + ci * kv..][..kv];
-                for (dst, src) in row.iter_mut().zip(&off[o * kv..(o + 1) * kv]) {
+                for (dst, src) in row.iter_mut().zip(&off.0[o * kv..(o + 1) * kv]) {
                     if let Some(i) = src {
-                        *dst = plane[*i];
+                        *dst = plane[*i as usize];
                     }
                 }
             }
@@ -130,7 +140,7 @@ mod tests {
             output: vec![2, 2],
             kernel: vec![2, 2],
         };
-        let cols = im2col(&x, &a, &s, 0, 0);
+        let cols = im2col(&x, &Offsets::new(&a, &s), &s, 0, 0);
         assert_eq!(cols, vec![0, 0, 0, 1, 0, 0, 2, 3, 0, 4, 0, 7, 5, 6, 8, 9]);
     }
 }
