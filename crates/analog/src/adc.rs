@@ -93,6 +93,12 @@ impl Profile {
         self.bins[b.min(BINS - 1)] += 1;
     }
 
+    /// `n` partial sums that are exactly zero (inputs all zero).
+    pub fn add_zeros(&mut self, n: u64) {
+        self.count += n;
+        self.bins[0] += n;
+    }
+
     pub fn merge(&mut self, o: &Profile) {
         self.max = self.max.max(o.max);
         self.count += o.count;

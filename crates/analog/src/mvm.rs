@@ -199,8 +199,9 @@ fn sliced_block(
     let mask = (1u16 << d) - 1;
     let m = planes * q_n;
     let sn = s_n * n;
-    let mut a: Vec<f32> = Vec::new();
+    let mut a: Vec<f32> = Vec::with_capacity(m * 128);
     let mut a2: Vec<f32> = Vec::new();
+    let mut kept: Vec<(usize, usize)> = Vec::with_capacity(m);
     let mut c = vec![0f32; m * sn];
     let mut cv = if arrays.noisy {
         vec![0f32; m * sn]
@@ -227,19 +228,29 @@ fn sliced_block(
             );
             continue;
         }
+        // Only (plane, vector) rows with a nonzero input: an all-zero row drives no current
+        // (no partial sum, no noise), and its ADC code is 0.
         a.clear();
-        a.resize(m * rows, 0.0);
+        kept.clear();
         for q in 0..q_n {
             let xr = &xb[q * k + ch.r0..q * k + ch.r0 + rows];
             for t in 0..planes {
-                let dst = &mut a[(t * q_n + q) * rows..][..rows];
                 let sh = d as usize * t;
-                for (o, &v) in dst.iter_mut().zip(xr) {
-                    *o = ((v >> sh) & mask) as f32;
+                if xr.iter().all(|&v| (v >> sh) & mask == 0) {
+                    continue;
                 }
+                a.extend(xr.iter().map(|&v| ((v >> sh) & mask) as f32));
+                kept.push((t, q));
             }
         }
-        sgemm(m, rows, sn, &a, rows, &ch.e, ch.width, &mut c);
+        let mk = kept.len();
+        if let Some(pf) = prof.as_mut() {
+            pf.add_zeros(((m - mk) * sn) as u64);
+        }
+        if mk == 0 {
+            continue;
+        }
+        sgemm(mk, rows, sn, &a, rows, &ch.e, ch.width, &mut c);
         if arrays.noisy {
             // Variance of the read noise: sum_i x_t,i^2 sigma^2 G_ij^2 (x_t^2 = x_t for 1-bit DACs).
             let sq: &[f32] = if d == 1 {
@@ -249,27 +260,25 @@ fn sliced_block(
                 a2.extend(a.iter().map(|v| v * v));
                 &a2
             };
-            sgemm(m, rows, sn, sq, rows, &ch.e[sn..], ch.width, &mut cv);
+            sgemm(mk, rows, sn, sq, rows, &ch.e[sn..], ch.width, &mut cv);
         }
-        for t in 0..planes {
-            for q in 0..q_n {
-                let row = (t * q_n + q) * sn;
-                let part = &mut c[row..row + sn];
-                if let Some(r) = rng.as_deref_mut() {
-                    for (v, &var) in part.iter_mut().zip(&cv[row..row + sn]) {
-                        *v += (var.max(0.0).sqrt() as f64 * r.normal()) as f32;
-                    }
+        for (r, &(t, q)) in kept.iter().enumerate() {
+            let row = r * sn;
+            let part = &mut c[row..row + sn];
+            if let Some(r) = rng.as_deref_mut() {
+                for (v, &var) in part.iter_mut().zip(&cv[row..row + sn]) {
+                    *v += (var.max(0.0).sqrt() as f64 * r.normal()) as f32;
                 }
-                if let Some(pf) = prof.as_mut() {
-                    for &v in part.iter() {
-                        pf.add(v);
-                    }
+            }
+            if let Some(pf) = prof.as_mut() {
+                for &v in part.iter() {
+                    pf.add(v);
                 }
-                let dst = &mut out[q * n..(q + 1) * n];
-                for s in 0..s_n {
-                    let shift = (1u64 << (d as usize * t + cb as usize * s)) as f64;
-                    read_out(ro.adc, shift, &part[s * n..(s + 1) * n], dst.iter_mut());
-                }
+            }
+            let dst = &mut out[q * n..(q + 1) * n];
+            for s in 0..s_n {
+                let shift = (1u64 << (d as usize * t + cb as usize * s)) as f64;
+                read_out(ro.adc, shift, &part[s * n..(s + 1) * n], dst.iter_mut());
             }
         }
     }
