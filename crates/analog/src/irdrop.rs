@@ -17,7 +17,8 @@
 /// Apply the first-order correction in place to `g` (`rows` x `cols`, row-major, any
 /// conductance unit) with `alpha` = wire resistance x that unit; `sense_rows` is the
 /// crossbar's row count (the sense amplifiers sit below its last row). Returns the
-/// largest relative correction applied.
+/// largest relative correction (a value near or above 1 means the first-order model
+/// is far outside its range).
 pub fn apply(g: &mut [f64], rows: usize, cols: usize, sense_rows: usize, alpha: f64) -> f64 {
     if alpha == 0.0 || rows == 0 || cols == 0 {
         return 0.0;
@@ -51,7 +52,9 @@ pub fn apply(g: &mut [f64], rows: usize, cols: usize, sense_rows: usize, alpha: 
     for (v, k) in g.iter_mut().zip(&corr) {
         let f = alpha * k;
         worst = worst.max(f);
-        *v *= 1.0 - f;
+        // Beyond a drop of the whole voltage the first-order model no longer holds; a cell
+        // never conducts backwards.
+        *v *= (1.0 - f).max(0.0);
     }
     worst
 }

@@ -87,16 +87,20 @@ impl Stat {
         }
         let n = v.len() as f64;
         let mean = v.iter().sum::<f64>() / n;
-        let std = if v.len() > 1 && mean.is_finite() {
+        let (min, max) = (
+            v.iter().copied().fold(f64::INFINITY, f64::min),
+            v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        );
+        let std = if v.len() > 1 && mean.is_finite() && min < max {
             (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt()
         } else {
             0.0
         };
         Stat {
-            mean,
+            mean: if min == max { min } else { mean },
             std,
-            min: v.iter().copied().fold(f64::INFINITY, f64::min),
-            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            min,
+            max,
         }
     }
 }

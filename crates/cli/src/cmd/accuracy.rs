@@ -14,6 +14,9 @@ pub struct AccuracyArgs {
     /// Architecture TOML with [analog] and [device] sections (default: the built-in arch/rram-128.toml).
     #[arg(long)]
     pub arch: Option<PathBuf>,
+    /// Crossbar size (rows = columns): the rows each ADC read sums (NeuroSim's parallelRead).
+    #[arg(long, value_parser = crate::bounds::int_in::<1, 65536>)]
+    pub xbar: Option<usize>,
     /// Directory of .npy inputs (one file per input; or N stacked on a new first axis).
     #[arg(long, conflicts_with = "random")]
     pub inputs: Option<PathBuf>,
@@ -146,10 +149,15 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> anyhow::Result<()> {
 }
 
 pub fn run(a: AccuracyArgs) -> anyhow::Result<()> {
-    let arch = match &a.arch {
+    let mut arch = match &a.arch {
         Some(p) => Arch::from_file(p).map_err(user)?,
         None => Arch::default(),
     };
+    if let Some(n) = a.xbar {
+        arch.crossbar.rows = n;
+        arch.crossbar.cols = n;
+        arch.validate().map_err(user)?;
+    }
     let opts = options(&a, a.seed.unwrap_or(arch.defaults.seed))?;
     // Settings are checked before the model is built and run.
     accuracy::base_config(&arch, &opts).map_err(xerr)?;
