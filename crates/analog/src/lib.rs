@@ -24,6 +24,7 @@ pub mod irdrop;
 pub mod layer;
 pub mod metrics;
 pub mod mvm;
+pub mod mvmu;
 pub mod network;
 pub mod rng;
 pub mod study;
