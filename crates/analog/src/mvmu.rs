@@ -33,14 +33,25 @@ pub fn read_sections(text: Option<&str>) -> Result<(AnalogSpec, DeviceSpec)> {
                 .into_iter()
                 .filter(|(k, _)| k == "analog" || k == "device")
                 .collect();
-            keep.try_into().map_err(|e: toml::de::Error| bad(e.to_string()))
+            keep.try_into()
+                .map_err(|e: toml::de::Error| bad(e.to_string()))
         })?;
     match (s.analog, s.device) {
         (Some(a), Some(d)) => Ok((a, d)),
         _ => Err(bad(
-            "the file needs both an [analog] and a [device] section (see arch/rram-128.toml)".into(),
+            "the file needs both an [analog] and a [device] section (see arch/rram-128.toml)"
+                .into(),
         )),
     }
+}
+
+/// What a PUMA run with `--nonideal` adds: read-out range, device and seed (the crossbar
+/// geometry, DAC and ADC bits and word width come from the PUMA architecture).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NonIdeal {
+    pub analog: AnalogSpec,
+    pub device: DeviceSpec,
+    pub seed: u64,
 }
 
 /// The model of a crossbar MVMU: `word_bits`-bit signed weights and inputs on
@@ -97,7 +108,14 @@ pub struct Mvmu {
 impl Mvmu {
     /// Program `w[i * stride + j]` (output i < `rows`, input j < `cols`) as unit `unit`
     /// of the run (its draws come from (seed, unit)).
-    pub fn program(model: &MvmuModel, w: &[i16], stride: usize, rows: usize, cols: usize, unit: u64) -> Mvmu {
+    pub fn program(
+        model: &MvmuModel,
+        w: &[i16],
+        stride: usize,
+        rows: usize,
+        cols: usize,
+        unit: u64,
+    ) -> Mvmu {
         // The crossbar holds W^T: inputs on its rows, outputs on its columns.
         let mut t = vec![0i64; cols * rows];
         for i in 0..rows {
@@ -154,8 +172,12 @@ mod tests {
     #[test]
     fn an_ideal_mvmu_is_exact_and_a_noisy_one_is_seeded() {
         let (rows, cols) = (50, 128);
-        let w: Vec<i16> = (0..rows * cols).map(|k| ((k * 7919) % 65536) as i32 as i16).collect();
-        let x: Vec<i32> = (0..cols).map(|k| ((k * 104_729) % 65536) as i32 - 32768).collect();
+        let w: Vec<i16> = (0..rows * cols)
+            .map(|k| ((k * 7919) % 65536) as i32 as i16)
+            .collect();
+        let x: Vec<i32> = (0..cols)
+            .map(|k| ((k * 104_729) % 65536) as i32 - 32768)
+            .collect();
         let (a, mut d) = read_sections(None).unwrap();
         let ideal = DeviceSpec::ideal();
         let m = MvmuModel::new(128, 2, 1, 24, 16, a.clone(), ideal, 1).unwrap();
@@ -163,12 +185,17 @@ mod tests {
         let mut out = vec![0f64; rows];
         u.mvm(&x, &mut out);
         for i in 0..rows {
-            let want: i64 = (0..cols).map(|j| w[i * cols + j] as i64 * x[j] as i64).sum();
+            let want: i64 = (0..cols)
+                .map(|j| w[i * cols + j] as i64 * x[j] as i64)
+                .sum();
             assert_eq!(out[i], want as f64, "row {i}");
         }
         d.variation = 0.05;
         let noisy = MvmuModel::new(128, 2, 1, 8, 16, a, d, 1).unwrap();
-        let (mut p, mut q) = (Mvmu::program(&noisy, &w, cols, rows, cols, 3), Mvmu::program(&noisy, &w, cols, rows, cols, 3));
+        let (mut p, mut q) = (
+            Mvmu::program(&noisy, &w, cols, rows, cols, 3),
+            Mvmu::program(&noisy, &w, cols, rows, cols, 3),
+        );
         let (mut o1, mut o2) = (vec![0f64; rows], vec![0f64; rows]);
         p.mvm(&x, &mut o1);
         q.mvm(&x, &mut o2);

@@ -171,3 +171,27 @@ fn the_report_has_an_accuracy_section() {
     assert_eq!(sec["points"].as_array().map(|p| p.len()), Some(9), "{json}");
     assert!(dir.path().join("lenet5-accuracy-heatmap.svg").exists());
 }
+
+#[test]
+fn puma_nonideal_runs_the_crossbar_model() {
+    let o = pimkit(&["puma", "run", "zoo:lenet5", "--nonideal", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ideal = pimkit(&["puma", "run", "zoo:lenet5", "--json"]);
+    let err = |o: &Output| -> f64 {
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        j["max_abs_error"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no max_abs_error in {j}"))
+    };
+    // The built-in device (MNSIM's variation and stuck cells, an 8-bit ADC) is far from exact.
+    assert!(
+        err(&o) > 10.0 * err(&ideal),
+        "{} vs {}",
+        err(&o),
+        err(&ideal)
+    );
+    assert_user_error(
+        &pimkit(&["puma", "run", "zoo:lenet5", "--nonideal", "/no/such.toml"]),
+        &["--nonideal", "/no/such.toml"],
+    );
+}
