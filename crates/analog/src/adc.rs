@@ -40,8 +40,9 @@ impl Adc {
     }
 
     /// The layer's ADC under `cfg`'s range policy (`calibrated` = that layer's profiled
-    /// range), or None without ADC quantization.
-    pub fn for_layer(cfg: &Config, calibrated: Option<f64>) -> Option<Adc> {
+    /// range), or None without ADC quantization. Signed codes for differential arrays and
+    /// for signed inputs (`signed_inputs`: sign x magnitude DACs).
+    pub fn for_layer(cfg: &Config, calibrated: Option<f64>, signed_inputs: bool) -> Option<Adc> {
         let a = &cfg.analog;
         if a.adc_bits == 0 {
             return None;
@@ -52,7 +53,11 @@ impl Adc {
             AdcRange::Clipped => a.adc_clip * fs,
             AdcRange::Calibrated => calibrated.unwrap_or(fs).clamp(1.0, fs),
         };
-        Some(Adc::new(a.adc_bits, cfg.geom.differential, range))
+        Some(Adc::new(
+            a.adc_bits,
+            cfg.geom.differential || signed_inputs,
+            range,
+        ))
     }
 }
 

@@ -8,6 +8,7 @@
 //! The crossbar computes sum_i x_u w; the rest is digital and exact.
 
 use crate::config::Geometry;
+use crate::mvm::Coding;
 
 /// Integer weights of one crossbar matrix, `k` inputs (rows) x `n` outputs (columns),
 /// row-major, already fitted to the encodable range.
@@ -135,6 +136,8 @@ pub struct InputEnc {
     pub base: i64,
     /// Real value of one x_int step (1 for integer layers).
     pub scale: f64,
+    /// How the codes stream (unsigned, or sign-magnitude for signed float inputs).
+    pub coding: Coding,
 }
 
 /// Quantized inputs: codes of a `qbits`-bit type with minimum `qmin` and zero point `zp`
@@ -159,6 +162,7 @@ pub fn encode_quantized(
         shift,
         base: (qmin - zp) as i64,
         scale: 1.0,
+        coding: Coding::Unsigned,
     };
     (x, enc)
 }
@@ -172,11 +176,12 @@ pub struct FloatInputQuant {
 }
 
 impl FloatInputQuant {
-    /// Unsigned `input_bits` codes when the range is non-negative, else offset-binary
-    /// codes of a symmetric signed range (one code left unused).
+    /// Unsigned `input_bits` codes when the range is non-negative; otherwise a sign and
+    /// `input_bits - 1` magnitude bits of a symmetric range (a signed DAC drives the
+    /// magnitude's planes with the sign's polarity, MNSIM's sign x magnitude, [ni] §3).
     pub fn new(lo: f64, hi: f64, geom: &Geometry) -> Self {
         let bits = geom.input_bits;
-        let signed = lo < 0.0;
+        let signed = lo < 0.0 && bits > 1;
         let (m, levels) = if signed {
             (
                 lo.abs().max(hi.abs()),
@@ -199,11 +204,10 @@ impl FloatInputQuant {
 
     pub fn encode(&self, x: &[f32]) -> (Vec<u16>, InputEnc) {
         let inv = 1.0 / self.scale;
-        let (base, lo, hi) = if self.signed {
-            let h = (1i64 << (self.bits - 1)) - 1;
-            (-(1i64 << (self.bits - 1)), -h, h)
+        let top = if self.signed {
+            (1i64 << (self.bits - 1)) - 1
         } else {
-            (0, 0, (1i64 << self.bits) - 1)
+            (1i64 << self.bits) - 1
         };
         let v = x
             .iter()
@@ -212,29 +216,38 @@ impl FloatInputQuant {
                 let q = if q.is_nan() {
                     0
                 } else {
-                    (q as i64).clamp(lo, hi)
+                    (q as i64).clamp(-top, top)
                 };
-                (q - base) as u16
+                if self.signed {
+                    (if q < 0 { 0x8000 } else { 0 }) | q.unsigned_abs() as u16
+                } else {
+                    q.max(0) as u16
+                }
             })
             .collect();
         (
             v,
             InputEnc {
-                bits: self.bits,
+                bits: if self.signed {
+                    self.bits - 1
+                } else {
+                    self.bits
+                },
                 shift: 0,
-                base,
+                base: 0,
                 scale: self.scale,
+                coding: if self.signed {
+                    Coding::SignMagnitude
+                } else {
+                    Coding::Unsigned
+                },
             },
         )
     }
 
-    /// The value of one stream code after decoding (x_u -> x_int * scale).
+    /// The code of 0 (convolution padding).
     pub fn pad_code(&self) -> u16 {
-        if self.signed {
-            (1u32 << (self.bits - 1)) as u16
-        } else {
-            0
-        }
+        0
     }
 }
 
@@ -305,7 +318,7 @@ mod tests {
         assert_eq!((x.clone(), e.base), (vec![0, 100, 255, 255], 0));
         let s = FloatInputQuant::new(-1.0, 0.5, &g);
         let (x, e) = s.encode(&[-1.0, 0.0, 0.5]);
-        assert_eq!(e.base, -128);
-        assert_eq!(x, vec![1, 128, 128 + 64]);
+        assert_eq!((e.base, e.bits, e.coding), (0, 7, Coding::SignMagnitude));
+        assert_eq!(x, vec![0x8000 | 127, 0, 64]);
     }
 }

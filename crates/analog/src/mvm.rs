@@ -58,9 +58,67 @@ pub(crate) fn sgemm(
     }
 }
 
+/// How the input codes stream through the DACs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Coding {
+    /// Unsigned codes, every plane added (offset inputs carry their correction digitally).
+    #[default]
+    Unsigned,
+    /// Two's complement `x_bits`-bit words streamed bit by bit (1-bit DACs): the top
+    /// plane is subtracted (PUMA's bit-serial inputs).
+    TwosComplement,
+    /// Bit 15 is the sign, the rest the magnitude; a signed DAC drives the magnitude's
+    /// planes with the sign's polarity (MNSIM's sign x magnitude inputs).
+    SignMagnitude,
+}
+
+impl Coding {
+    /// The signed value of a code.
+    #[inline]
+    pub fn value(self, v: u16, x_bits: u32) -> f32 {
+        match self {
+            Coding::Unsigned => v as f32,
+            Coding::TwosComplement => {
+                let half = 1i32 << (x_bits - 1);
+                let u = v as i32 & ((1 << x_bits) - 1);
+                (if u >= half { u - 2 * half } else { u }) as f32
+            }
+            Coding::SignMagnitude => {
+                let m = (v & 0x7fff) as f32;
+                if v & 0x8000 != 0 { -m } else { m }
+            }
+        }
+    }
+
+    /// Plane `t` of a code (d-bit digit, negated for a negative sign-magnitude code).
+    #[inline]
+    fn plane(self, v: u16, sh: usize, mask: u16) -> f32 {
+        match self {
+            Coding::SignMagnitude => {
+                let p = (((v & 0x7fff) >> sh) & mask) as f32;
+                if v & 0x8000 != 0 { -p } else { p }
+            }
+            _ => ((v >> sh) & mask) as f32,
+        }
+    }
+
+    /// Significance of plane `t` of `planes` (d-bit DACs).
+    #[inline]
+    fn weight(self, t: usize, planes: usize, d: u32) -> f64 {
+        let w = (1u64 << (d as usize * t)) as f64;
+        if self == Coding::TwosComplement && t + 1 == planes {
+            -w
+        } else {
+            w
+        }
+    }
+}
+
 /// How one product is read out.
 #[derive(Clone, Copy, Default)]
 pub struct Readout<'a> {
+    /// How the input codes stream.
+    pub coding: Coding,
     pub adc: Option<Adc>,
     /// Seed of the read-noise draws of this product (used when the arrays are noisy).
     pub noise_seed: u64,
@@ -78,7 +136,7 @@ fn block_len(p: usize, planes: usize, width: usize) -> usize {
 }
 
 /// sum_i x[p, i] w[i, j] through `arrays` for the `p` input vectors `x` (p x k, row-major,
-/// `x_bits`-bit unsigned codes); returns p x n. Exact (integers) when nothing perturbs the
+/// `x_bits`-bit codes streamed as `ro.coding` says); returns p x n. Exact (integers) when nothing perturbs the
 /// arrays and the ADC resolves every level.
 pub fn mvm(
     arrays: &Arrays,
@@ -119,7 +177,7 @@ pub fn mvm(
             let q_n = out.len() / n;
             let xb = &x[bi * pb * k..(bi * pb + q_n) * k];
             if fused {
-                fused_block(arrays, &combined, xb, q_n, out);
+                fused_block(arrays, &combined, xb, q_n, ro.coding, x_bits, out);
             } else {
                 let mut rng = arrays
                     .noisy
@@ -131,8 +189,8 @@ pub fn mvm(
         // Offset encoding: the arrays hold w + 2^(b-1); take the offset back out digitally.
         let off = IntWeights::offset(geom) as f64;
         for (row, xr) in acc.chunks_mut(n).zip(x.chunks(k)) {
-            let sx: u64 = xr.iter().map(|&v| v as u64).sum();
-            let c = off * sx as f64;
+            let sx: f64 = xr.iter().map(|&v| ro.coding.value(v, x_bits) as f64).sum();
+            let c = off * sx;
             for v in row {
                 *v -= c;
             }
@@ -164,7 +222,15 @@ fn combine_slices(c: &crate::device::Chunk, s_n: usize, n: usize, cell_bits: u32
     out
 }
 
-fn fused_block(arrays: &Arrays, combined: &[Vec<f32>], xb: &[u16], q_n: usize, out: &mut [f64]) {
+fn fused_block(
+    arrays: &Arrays,
+    combined: &[Vec<f32>],
+    xb: &[u16],
+    q_n: usize,
+    coding: Coding,
+    x_bits: u32,
+    out: &mut [f64],
+) {
     let (k, n) = (arrays.k, arrays.n);
     let mut a = Vec::new();
     let mut c = vec![0f32; q_n * n];
@@ -174,7 +240,7 @@ fn fused_block(arrays: &Arrays, combined: &[Vec<f32>], xb: &[u16], q_n: usize, o
             a.extend(
                 xb[q * k + ch.r0..q * k + ch.r0 + ch.rows]
                     .iter()
-                    .map(|&v| v as f32),
+                    .map(|&v| coding.value(v, x_bits)),
             );
         }
         sgemm(q_n, ch.rows, n, &a, ch.rows, e, n, &mut c);
@@ -236,10 +302,15 @@ fn sliced_block(
             let xr = &xb[q * k + ch.r0..q * k + ch.r0 + rows];
             for t in 0..planes {
                 let sh = d as usize * t;
-                if xr.iter().all(|&v| (v >> sh) & mask == 0) {
+                let mag = if ro.coding == Coding::SignMagnitude {
+                    0x7fff
+                } else {
+                    0xffff
+                };
+                if xr.iter().all(|&v| ((v & mag) >> sh) & mask == 0) {
                     continue;
                 }
-                a.extend(xr.iter().map(|&v| ((v >> sh) & mask) as f32));
+                a.extend(xr.iter().map(|&v| ro.coding.plane(v, sh, mask)));
                 kept.push((t, q));
             }
         }
@@ -277,7 +348,7 @@ fn sliced_block(
             }
             let dst = &mut out[q * n..(q + 1) * n];
             for s in 0..s_n {
-                let shift = (1u64 << (d as usize * t + cb as usize * s)) as f64;
+                let shift = ro.coding.weight(t, planes, d) * (1u64 << (cb as usize * s)) as f64;
                 read_out(ro.adc, shift, &part[s * n..(s + 1) * n], dst.iter_mut());
             }
         }
@@ -345,7 +416,7 @@ fn narrow_chunk(
         for (t, dst) in row.chunks_mut(q_n).enumerate() {
             let sh = d as usize * t;
             for (o, &v) in dst.iter_mut().zip(codes) {
-                *o = ((v >> sh) & mask) as f32;
+                *o = ro.coding.plane(v, sh, mask);
             }
         }
     }
@@ -380,7 +451,7 @@ fn narrow_chunk(
         for j in 0..n {
             let col = &ct[(s * n + j) * m..(s * n + j + 1) * m];
             for t in 0..planes {
-                let shift = (1u64 << (d as usize * t + cb as usize * s)) as f64;
+                let shift = ro.coding.weight(t, planes, d) * (1u64 << (cb as usize * s)) as f64;
                 let src = &col[t * q_n..(t + 1) * q_n];
                 if n == 1 {
                     read_out(ro.adc, shift, src, out.iter_mut());

@@ -7,7 +7,7 @@ use crate::config::{AnalogSpec, Config, DeviceSpec, Geometry};
 use crate::device::{Arrays, MatMap, program};
 use crate::encode::IntWeights;
 use crate::error::{AnalogError, Result};
-use crate::mvm::{Readout, mvm};
+use crate::mvm::{Coding, Readout, mvm};
 use crate::rng::mix;
 use serde::{Deserialize, Serialize};
 
@@ -129,7 +129,7 @@ impl Mvmu {
         Mvmu {
             arrays: program(&iw, &map, &model.cfg, seed),
             w: iw,
-            adc: Adc::for_layer(&model.cfg, None),
+            adc: Adc::for_layer(&model.cfg, None, false),
             cfg: model.cfg.clone(),
             seed,
             reads: 0,
@@ -137,21 +137,28 @@ impl Mvmu {
     }
 
     /// out[i] = sum_j w[i][j] x[j] through the crossbars, the inputs taken as signed
-    /// `word_bits`-bit words (their low bits, two's complement). Exact (an integer) with an
-    /// ideal device and an ADC that resolves every level.
+    /// `word_bits`-bit words (their low bits, two's complement) and streamed bit-serially
+    /// as PUMA does, the top bit's stream subtracted (with wider DACs: offset binary and a
+    /// digital correction). Exact (an integer) with an ideal device and an ADC that
+    /// resolves every level.
     pub fn mvm(&mut self, x: &[i32], out: &mut [f64]) {
         let bits = self.cfg.geom.input_bits;
         let half = 1i64 << (bits - 1);
         let mask = (1i64 << bits) - 1;
-        // x_u = x + 2^(b-1) (offset binary); the periphery adds -2^(b-1) sum_j w back.
+        let twos = self.cfg.geom.dac_bits == 1;
         let xu: Vec<u16> = x[..self.w.k]
             .iter()
             .map(|&v| {
-                let s = ((v as i64) & mask) ^ half;
-                s as u16
+                let u = (v as i64) & mask;
+                (if twos { u } else { u ^ half }) as u16
             })
             .collect();
         let ro = Readout {
+            coding: if twos {
+                Coding::TwosComplement
+            } else {
+                Coding::Unsigned
+            },
             adc: self.adc,
             noise_seed: mix(self.seed, &[self.reads]),
             profile: None,
@@ -159,8 +166,9 @@ impl Mvmu {
         self.reads += 1;
         let acc = mvm(&self.arrays, &self.cfg, &xu, 1, bits, &ro);
         let f = (1u64 << self.w.shift) as f64;
+        let base = if twos { 0.0 } else { -(half as f64) };
         for ((o, a), &cs) in out.iter_mut().zip(&acc).zip(&self.w.colsum) {
-            *o = (a - half as f64 * cs as f64) * f;
+            *o = (a + base * cs as f64) * f;
         }
     }
 }

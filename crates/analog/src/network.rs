@@ -215,7 +215,9 @@ pub fn layer_adcs(calib: &Calibration, cfg: &Config) -> Vec<Option<Adc>> {
                 .profiles
                 .as_ref()
                 .map(|p| p[i].percentile(cfg.analog.adc_percentile));
-            Adc::for_layer(cfg, cal)
+            let signed = calib.ranges[i].iter().any(|r| r.0 < 0.0)
+                && calib.lowered[i].arith == crate::layer::Arith::Float;
+            Adc::for_layer(cfg, cal, signed)
         })
         .collect()
 }

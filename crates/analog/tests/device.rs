@@ -2,6 +2,7 @@
 //! arrays and ADC resolve every level; realised stuck-at rates within their binomial
 //! confidence interval; variation of the size the model says; mitigations that work.
 
+use pimkit_analog::mvm::Coding;
 use pimkit_analog::rng::{Stream, mix};
 use pimkit_analog::{
     AdcRange, Config, DeviceSpec, Geometry, IntWeights, MatMap, Readout, mvm, program,
@@ -21,16 +22,28 @@ fn rand_inputs(p: usize, k: usize, bits: u32, seed: u64) -> Vec<u16> {
         .collect()
 }
 
-fn exact(x: &[u16], w: &[i32], p: usize, k: usize, n: usize) -> Vec<i64> {
+fn exact_coded(
+    x: &[u16],
+    w: &[i32],
+    p: usize,
+    k: usize,
+    n: usize,
+    coding: Coding,
+    bits: u32,
+) -> Vec<i64> {
     let mut out = vec![0i64; p * n];
     for q in 0..p {
         for i in 0..k {
             for j in 0..n {
-                out[q * n + j] += x[q * k + i] as i64 * w[i * n + j] as i64;
+                out[q * n + j] += coding.value(x[q * k + i], bits) as i64 * w[i * n + j] as i64;
             }
         }
     }
     out
+}
+
+fn exact(x: &[u16], w: &[i32], p: usize, k: usize, n: usize) -> Vec<i64> {
+    exact_coded(x, w, p, k, n, Coding::Unsigned, 8)
 }
 
 fn geom(rows: usize, cell: u32, dac: u32, diff: bool) -> Geometry {
@@ -62,7 +75,7 @@ fn every_slicing_is_exact_with_an_ideal_device() {
                     let map = MatMap::uniform(k, g.rows, 16);
                     let arr = program(&w, &map, &cfg, 0);
                     let ro = Readout {
-                        adc: pimkit_analog::Adc::for_layer(&cfg, None),
+                        adc: pimkit_analog::Adc::for_layer(&cfg, None, false),
                         ..Default::default()
                     };
                     let got = mvm(&arr, &cfg, &x, p, 8, &ro);
@@ -88,7 +101,7 @@ fn adc_error_is_bounded_by_half_a_step_per_partial_sum() {
     let mut cfg = Config::ideal(g.clone());
     cfg.analog.adc_bits = 6;
     cfg.analog.adc_range = AdcRange::FullScale;
-    let adc = pimkit_analog::Adc::for_layer(&cfg, None).unwrap();
+    let adc = pimkit_analog::Adc::for_layer(&cfg, None, false).unwrap();
     let arr = program(&w, &MatMap::uniform(k, 128, 128), &cfg, 0);
     let got = mvm(
         &arr,
@@ -240,4 +253,48 @@ fn redundancy_averages_and_spares_remove_faults() {
     );
     let a = program(&w, &map, &saf, 1);
     assert!(a.stats.remapped_cols > 0);
+}
+
+#[test]
+fn signed_input_codings_are_exact_with_an_ideal_device() {
+    let (p, k, n) = (9, 200, 12);
+    let mut r = Stream::new(21);
+    // Two's complement 8-bit words (1-bit DACs); sign + 7-bit magnitude (any DAC width).
+    let twos: Vec<u16> = (0..p * k).map(|_| (r.uniform() * 256.0) as u16).collect();
+    let sm: Vec<u16> = (0..p * k)
+        .map(|_| ((r.uniform() * 128.0) as u16) | if r.uniform() < 0.5 { 0x8000 } else { 0 })
+        .collect();
+    for diff in [false, true] {
+        for (coding, x, bits, dacs) in [
+            (Coding::TwosComplement, &twos, 8, vec![1]),
+            (Coding::SignMagnitude, &sm, 7, vec![1, 2, 3]),
+        ] {
+            for dac in dacs {
+                let g = geom(128, 2, dac, diff);
+                let w = IntWeights::fit(k, n, &rand_weights(k, n, 22, -128, 127), &g);
+                let want = exact_coded(x, &w.w, p, k, n, coding, bits);
+                for adc_bits in [0, 20] {
+                    let mut cfg = Config::ideal(g.clone());
+                    cfg.analog.adc_bits = adc_bits;
+                    let arr = program(&w, &MatMap::uniform(k, 128, 16), &cfg, 0);
+                    let ro = Readout {
+                        coding,
+                        adc: pimkit_analog::Adc::for_layer(
+                            &cfg,
+                            None,
+                            coding == Coding::SignMagnitude,
+                        ),
+                        ..Default::default()
+                    };
+                    let got = mvm(&arr, &cfg, x, p, bits, &ro);
+                    for (a, b) in got.iter().zip(&want) {
+                        assert_eq!(
+                            *a, *b as f64,
+                            "{coding:?} diff {diff} dac {dac} adc {adc_bits}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -91,6 +91,7 @@ impl LayerRun<'_> {
     /// accumulators of sum x_int w_int, p x n. `call` separates read-noise streams.
     fn product(&self, mi: usize, x: &[u16], p: usize, enc: &InputEnc, call: u64) -> Vec<f64> {
         let ro = Readout {
+            coding: enc.coding,
             adc: self.adc,
             noise_seed: mix(self.noise_seed, &[mi as u64, call]),
             profile: self.profile,

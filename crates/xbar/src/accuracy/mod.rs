@@ -248,7 +248,7 @@ fn config_notes(cfgs: &[Config]) -> Vec<String> {
         .find(|c| c.analog.adc_bits > 0 && c.analog.adc_range == AdcRange::FullScale)
     {
         let fs = pimkit_analog::adc::full_scale(c);
-        if let Some(adc) = pimkit_analog::Adc::for_layer(c, None)
+        if let Some(adc) = pimkit_analog::Adc::for_layer(c, None, false)
             && adc.step > 1.0
         {
             notes.push(format!(
