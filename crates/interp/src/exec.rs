@@ -56,6 +56,23 @@ pub fn run_observed(
     inputs: &HashMap<String, Tensor>,
     observe: &mut dyn FnMut(NodeId, &[Tensor]),
 ) -> Result<Vec<Tensor>, InterpError> {
+    run_substituted(g, inputs, &mut |_, _| None, observe)
+}
+
+/// A hook that may compute a node's outputs in place of its kernel: it sees the node and
+/// its inputs and returns `None` to run the reference kernel, or the outputs (checked
+/// against the declared types like a kernel's) or an error message naming the problem.
+pub type Substitute<'a> =
+    dyn FnMut(NodeId, &[Option<&Tensor>]) -> Option<Result<Vec<Tensor>, String>> + 'a;
+
+/// Like [`run_observed`], asking `substitute` before every node (engines that model one
+/// kind of node differently, e.g. analog crossbars, and reuse every other kernel).
+pub fn run_substituted(
+    g: &Graph,
+    inputs: &HashMap<String, Tensor>,
+    substitute: &mut Substitute<'_>,
+    observe: &mut dyn FnMut(NodeId, &[Tensor]),
+) -> Result<Vec<Tensor>, InterpError> {
     pimkit_ir::verify(g)?;
     crate::check_memory(g)?;
     for name in inputs.keys() {
@@ -77,7 +94,7 @@ pub fn run_observed(
             })?;
         bound.push(t);
     }
-    execute(g, &bound, observe)
+    execute(g, &bound, substitute, observe)
 }
 
 /// Run a verified graph on its inputs given in `g.inputs` order (subgraph bodies).
@@ -93,12 +110,13 @@ pub(crate) fn run_positional(g: &Graph, inputs: &[&Tensor]) -> Result<Vec<Tensor
             ),
         });
     }
-    execute(g, inputs, &mut |_, _| {})
+    execute(g, inputs, &mut |_, _| None, &mut |_, _| {})
 }
 
 fn execute(
     g: &Graph,
     inputs: &[&Tensor],
+    substitute: &mut Substitute<'_>,
     observe: &mut dyn FnMut(NodeId, &[Tensor]),
 ) -> Result<Vec<Tensor>, InterpError> {
     let n = g.values.len();
@@ -155,22 +173,15 @@ fn execute(
                     },
                 }
             }
-            let ctx = Ctx {
-                ins,
-                out_tys: node.outputs.iter().map(|&o| g.ty(o)).collect(),
-            };
-            crate::threads::install(|| ops::eval(&node.op, &ctx)).map_err(|e| match e {
-                OpError::Unsupported(msg) => InterpError::Unsupported {
+            if let Some(r) = substitute(NodeId(ni as u32), &ins) {
+                r.map_err(|msg| InterpError::Node {
                     node: node.name.clone(),
                     op: node.op.name().into(),
                     msg,
-                },
-                OpError::Invalid(msg) => InterpError::Node {
-                    node: node.name.clone(),
-                    op: node.op.name().into(),
-                    msg,
-                },
-            })?
+                })?
+            } else {
+                eval_node(node, ins, node.outputs.iter().map(|&o| g.ty(o)).collect())?
+            }
         };
         if outs.len() != node.outputs.len() {
             return Err(InterpError::Node {
@@ -225,4 +236,27 @@ fn execute(
             }),
         })
         .collect()
+}
+
+/// Evaluate one node's reference kernel on `ins` (None = omitted optional input) with the
+/// output types `out_tys`; errors name the node. Engines use it to evaluate a node on
+/// inputs of their own (e.g. one time step of an LSTM).
+pub fn eval_node(
+    node: &pimkit_ir::Node,
+    ins: Vec<Option<&Tensor>>,
+    out_tys: Vec<&TensorType>,
+) -> Result<Vec<Tensor>, InterpError> {
+    let ctx = Ctx { ins, out_tys };
+    crate::threads::install(|| ops::eval(&node.op, &ctx)).map_err(|e| match e {
+        OpError::Unsupported(msg) => InterpError::Unsupported {
+            node: node.name.clone(),
+            op: node.op.name().into(),
+            msg,
+        },
+        OpError::Invalid(msg) => InterpError::Node {
+            node: node.name.clone(),
+            op: node.op.name().into(),
+            msg,
+        },
+    })
 }

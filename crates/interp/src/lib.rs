@@ -32,7 +32,7 @@ mod random;
 mod threads;
 
 pub use error::InterpError;
-pub use exec::{run, run_observed};
+pub use exec::{Substitute, eval_node, run, run_observed, run_substituted};
 pub use kernels::isa_name;
 pub use ops::elementwise::sigmoid_f32;
 pub use ort_kernels::{OrtKernels, ort_kernels, set_ort_kernels};

@@ -562,3 +562,143 @@ mod tests {
         assert_eq!(fmt_tick(0.25), "0.25");
     }
 }
+
+/// Viridis-like colour for `t` in [0, 1] (dark blue -> teal -> yellow).
+fn heat_colour(t: f64) -> (u8, u8, u8) {
+    const STOPS: [(f64, f64, f64); 5] = [
+        (68.0, 1.0, 84.0),
+        (59.0, 82.0, 139.0),
+        (33.0, 145.0, 140.0),
+        (94.0, 201.0, 98.0),
+        (253.0, 231.0, 37.0),
+    ];
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let x = t * (STOPS.len() - 1) as f64;
+    let i = (x.floor() as usize).min(STOPS.len() - 2);
+    let f = x - i as f64;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let mix = |p: f64, q: f64| (p + (q - p) * f).round() as u8;
+    (mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// Heat map of `values` (one row per y tick, top row first; NaN = empty cell) with the
+/// value printed in each cell; colours span `[lo, hi]`.
+pub fn heat_map(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_ticks: &[String],
+    y_ticks: &[String],
+    values: &[Vec<f64>],
+    range: (f64, f64),
+) -> String {
+    use std::fmt::Write;
+    let (nx, ny) = (x_ticks.len(), y_ticks.len());
+    if nx == 0 || ny == 0 || values.len() != ny || values.iter().any(|r| r.len() != nx) {
+        return message_svg(title, "no data to plot");
+    }
+    let esc = crate::html::escape;
+    let (cw, ch) = (90.0, 56.0);
+    let (left, top) = (110.0, 60.0);
+    let width = left + cw * nx as f64 + 30.0;
+    let height = top + ch * ny as f64 + 70.0;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{:.1}\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n",
+        width / 2.0,
+        esc(title)
+    );
+    let span = if range.1 > range.0 {
+        range.1 - range.0
+    } else {
+        1.0
+    };
+    for (r, row) in values.iter().enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            let (x, y) = (left + cw * c as f64, top + ch * r as f64);
+            let (fill, label) = if v.is_finite() {
+                let (cr, cg, cb) = heat_colour((v - range.0) / span);
+                (
+                    format!("rgb({cr},{cg},{cb})"),
+                    fmt_tick((v * 1000.0).round() / 1000.0),
+                )
+            } else {
+                ("rgb(230,230,230)".to_string(), "-".to_string())
+            };
+            let light = v.is_finite() && (v - range.0) / span > 0.6;
+            let _ = writeln!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cw:.1}\" height=\"{ch:.1}\" fill=\"{fill}\" stroke=\"white\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"14\" text-anchor=\"middle\" fill=\"{}\">{}</text>",
+                x + cw / 2.0,
+                y + ch / 2.0 + 5.0,
+                if light { "black" } else { "white" },
+                esc(&label)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"13\" text-anchor=\"end\">{}</text>",
+            left - 8.0,
+            top + ch * r as f64 + ch / 2.0 + 5.0,
+            esc(&y_ticks[r])
+        );
+    }
+    for (c, t) in x_ticks.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"13\" text-anchor=\"middle\">{}</text>",
+            left + cw * c as f64 + cw / 2.0,
+            top + ch * ny as f64 + 20.0,
+            esc(t)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"14\" text-anchor=\"middle\">{}</text>",
+        left + cw * nx as f64 / 2.0,
+        top + ch * ny as f64 + 50.0,
+        esc(x_label)
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"20\" y=\"{:.1}\" font-size=\"14\" text-anchor=\"middle\" transform=\"rotate(-90 20 {:.1})\">{}</text>",
+        top + ch * ny as f64 / 2.0,
+        top + ch * ny as f64 / 2.0,
+        esc(y_label)
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod heat_tests {
+    #[test]
+    fn heat_map_draws_every_cell_and_refuses_ragged_rows() {
+        let svg = super::heat_map(
+            "t",
+            "x",
+            "y",
+            &["a".into(), "b".into()],
+            &["1".into()],
+            &[vec![0.25, f64::NAN]],
+            (0.0, 1.0),
+        );
+        assert_eq!(svg.matches("<rect x=").count(), 2);
+        assert!(svg.contains(">0.25<") && svg.contains(">-<"));
+        let bad = super::heat_map(
+            "t",
+            "x",
+            "y",
+            &["a".into()],
+            &["1".into()],
+            &[vec![]],
+            (0.0, 1.0),
+        );
+        assert!(bad.contains("no data"));
+    }
+}

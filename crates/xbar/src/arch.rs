@@ -8,6 +8,9 @@ use std::path::Path;
 /// The text of `arch/rram-128.toml`, the default architecture.
 pub const RRAM_128_TOML: &str = include_str!("../../../arch/rram-128.toml");
 
+/// The text of `arch/rram-128-2bit.toml`: 2-bit cells on differential pairs (accuracy studies).
+pub const RRAM_128_2BIT_TOML: &str = include_str!("../../../arch/rram-128-2bit.toml");
+
 /// Which rule set the compiler follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -126,6 +129,12 @@ pub struct Arch {
     pub packing: PackingSpec,
     pub duplication: DuplicationSpec,
     pub defaults: Defaults,
+    /// Read-out of the functional (accuracy) model; see docs/accuracy.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analog: Option<pimkit_analog::AnalogSpec>,
+    /// Device of the functional (accuracy) model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<pimkit_analog::DeviceSpec>,
 }
 
 impl Default for Arch {
@@ -240,6 +249,52 @@ impl Arch {
             BitSlice::Columns => (1, slices * pol),
             BitSlice::Rows => (slices, pol),
         }
+    }
+
+    /// The functional crossbar model of this architecture: geometry from `[crossbar]` and
+    /// `[timing]` (weight rows per array = rows / the rows one weight takes), read-out and
+    /// device from `[analog]` and `[device]` (the built-in arch/rram-128.toml's sections
+    /// when the file has none; the bool says so).
+    pub fn analog_config(&self) -> Result<(pimkit_analog::Config, bool)> {
+        let (rm, _) = self.weight_footprint(Mode::Pimkit);
+        let c = &self.crossbar;
+        let geom = pimkit_analog::Geometry {
+            rows: (c.rows / rm).max(1),
+            weight_bits: c.weight_bits,
+            cell_bits: c.cell_bits,
+            input_bits: self.timing.input_bits,
+            dac_bits: self.timing.dac_bits,
+            differential: c.differential,
+        };
+        let mut fallback = false;
+        let (analog, device) = match (&self.analog, &self.device) {
+            (Some(a), Some(d)) => (a.clone(), d.clone()),
+            (a, d) => {
+                fallback = true;
+                let base = Arch::from_toml_str(RRAM_128_TOML)?;
+                (
+                    a.clone()
+                        .or(base.analog)
+                        .unwrap_or_else(pimkit_analog::AnalogSpec::ideal),
+                    d.clone()
+                        .or(base.device)
+                        .unwrap_or_else(pimkit_analog::DeviceSpec::ideal),
+                )
+            }
+        };
+        let cfg = pimkit_analog::Config {
+            geom,
+            analog,
+            device,
+        };
+        cfg.validate().map_err(|e| match e {
+            pimkit_analog::AnalogError::Config { field, msg } => XbarError::Arch { field, msg },
+            other => XbarError::Option {
+                option: "arch",
+                msg: other.to_string(),
+            },
+        })?;
+        Ok((cfg, fallback))
     }
 
     /// Nanoseconds per crossbar cycle (one input vector read).

@@ -25,6 +25,8 @@ pub enum XbarError {
          share a crossbar, so use at least {layers} crossbars (or a larger --budget)"
     )]
     BudgetTooSmall { budget: usize, layers: usize },
+    #[error("{0}")]
+    Analog(#[from] pimkit_analog::AnalogError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }

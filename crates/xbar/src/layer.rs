@@ -2,7 +2,7 @@
 //! graph (or built directly, e.g. by a NAS loop that skips graph construction).
 
 use crate::error::{Result, XbarError};
-use pimkit_ir::{Graph, Node, Op, ValueDef, ValueId};
+use pimkit_ir::{Graph, Node, NodeId, Op, ValueDef, ValueId};
 use serde::{Deserialize, Serialize};
 
 /// What a layer is, for the box rules.
@@ -344,8 +344,27 @@ fn rnn_layer(g: &Graph, n: &Node, gates: usize) -> Result<Option<Layer>> {
 /// Extract the crossbar layers of `g` in node order. Nodes with non-constant weights
 /// (e.g. attention's activation x activation MatMul) are listed in `skipped`.
 pub fn extract(g: &Graph) -> Result<Extraction> {
-    let mut out = Extraction::default();
-    for n in &g.nodes {
+    let (layers, skipped) = extract_nodes(g)?;
+    Ok(Extraction {
+        layers: layers.into_iter().map(|l| l.layer).collect(),
+        skipped,
+    })
+}
+
+/// A layer with the node it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeLayer {
+    pub node: NodeId,
+    pub layer: Layer,
+    /// A product whose weight is its first operand (y = W x): the crossbar holds W^T.
+    pub weight_left: bool,
+}
+
+/// [`extract`] with each layer's node.
+pub fn extract_nodes(g: &Graph) -> Result<(Vec<NodeLayer>, Vec<Skipped>)> {
+    let mut layers = Vec::new();
+    let mut skipped = Vec::new();
+    for (ni, n) in g.nodes.iter().enumerate() {
         // A zero-size operand has no weights or vectors to place.
         if let Some(v) = n
             .inputs
@@ -364,31 +383,51 @@ pub fn extract(g: &Graph) -> Result<Extraction> {
                 ),
             });
         }
-        let layer = match &n.op {
-            Op::Conv(a) => conv_layer(g, n, 0, 1, a.group)?,
-            Op::ConvInteger(a) => conv_layer(g, n, 0, 1, a.group)?,
-            Op::QLinearConv(a) => conv_layer(g, n, 0, 3, a.group)?,
-            Op::ConvTranspose(a) => conv_transpose_layer(g, n, a.group)?,
+        // The second operand of a product holds the weight unless only the first is one.
+        let right_weight = |b: usize| {
+            n.inputs
+                .get(b)
+                .copied()
+                .flatten()
+                .is_some_and(|v| is_weight(g, v) && g.ty(v).shape.len() == 2)
+        };
+        let (layer, left) = match &n.op {
+            Op::Conv(a) => (conv_layer(g, n, 0, 1, a.group)?, false),
+            Op::ConvInteger(a) => (conv_layer(g, n, 0, 1, a.group)?, false),
+            Op::QLinearConv(a) => (conv_layer(g, n, 0, 3, a.group)?, false),
+            Op::ConvTranspose(a) => (conv_transpose_layer(g, n, a.group)?, false),
             Op::Gemm {
                 trans_a, trans_b, ..
-            } => matmul_layer(g, n, 0, 1, *trans_a, *trans_b)?,
+            } => (
+                matmul_layer(g, n, 0, 1, *trans_a, *trans_b)?,
+                !right_weight(1),
+            ),
             Op::QGemm {
                 trans_a, trans_b, ..
-            } => matmul_layer(g, n, 0, 3, *trans_a, *trans_b)?,
-            Op::MatMul | Op::MatMulInteger => matmul_layer(g, n, 0, 1, false, false)?,
-            Op::QLinearMatMul => matmul_layer(g, n, 0, 3, false, false)?,
-            Op::Lstm(_) => rnn_layer(g, n, 4)?,
-            Op::Gru(_) => rnn_layer(g, n, 3)?,
+            } => (
+                matmul_layer(g, n, 0, 3, *trans_a, *trans_b)?,
+                !right_weight(3),
+            ),
+            Op::MatMul | Op::MatMulInteger => {
+                (matmul_layer(g, n, 0, 1, false, false)?, !right_weight(1))
+            }
+            Op::QLinearMatMul => (matmul_layer(g, n, 0, 3, false, false)?, !right_weight(3)),
+            Op::Lstm(_) => (rnn_layer(g, n, 4)?, false),
+            Op::Gru(_) => (rnn_layer(g, n, 3)?, false),
             _ => continue,
         };
         match layer {
-            Some(l) if l.weights() > 0 => out.layers.push(l),
-            _ => out.skipped.push(Skipped {
+            Some(l) if l.weights() > 0 => layers.push(NodeLayer {
+                node: NodeId(ni as u32),
+                layer: l,
+                weight_left: left,
+            }),
+            _ => skipped.push(Skipped {
                 node: n.name.clone(),
                 op: n.op.name().into(),
                 reason: "no constant weight operand (both operands are activations)".into(),
             }),
         }
     }
-    Ok(out)
+    Ok((layers, skipped))
 }

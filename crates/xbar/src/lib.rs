@@ -11,6 +11,7 @@
 //! baseline once), [`compile`] + [`simulate_mapping`] (reuse one packing for many sample
 //! counts), [`sweep::sweep`] (budgets × S_DW × samples).
 
+pub mod accuracy;
 pub mod arch;
 pub mod bounds;
 pub mod dup;
@@ -29,7 +30,7 @@ pub mod sweep;
 pub use arch::{Arch, DepthwiseMapping, Mode};
 pub use bounds::Bounds;
 pub use error::{Result, XbarError};
-pub use layer::{Extraction, Layer, LayerKind, Skipped, extract};
+pub use layer::{Extraction, Layer, LayerKind, NodeLayer, Skipped, extract, extract_nodes};
 pub use map::{
     Budget, MapOptions, Mapping, baseline, baseline_mapping, budget_crossbars, compile,
     isaac_crossbars, map_graph, map_layers, partition_all, sim_layers, simulate_mapping, summarize,

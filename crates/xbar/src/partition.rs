@@ -47,6 +47,24 @@ impl PartitionCfg {
     }
 }
 
+impl PartitionCfg {
+    /// Physical rows of a piece: whole weights only (a weight's row slices never straddle
+    /// two crossbars), at least one weight.
+    pub fn array_rows(&self) -> usize {
+        (self.rows / self.row_mult).max(1) * self.row_mult
+    }
+
+    /// Weight rows (matrix rows) per crossbar.
+    pub fn weight_rows(&self) -> usize {
+        (self.rows / self.row_mult).max(1)
+    }
+
+    /// Weight columns (matrix outputs) per crossbar.
+    pub fn weight_cols(&self) -> usize {
+        (self.cols / self.col_mult).max(1)
+    }
+}
+
 /// Group counts of the S_DW parts of a layer with `g` groups.
 ///
 /// pimkit: exactly min(S, g) parts whose sizes differ by at most one (the paper's
@@ -109,7 +127,14 @@ pub fn partition(layer: &Layer, cfg: &PartitionCfg) -> Vec<Piece> {
     let pos = layer.positions;
     if layer.groups <= 1 {
         for &(r, c) in &layer.mats {
-            tile(r * rm, c * cm, cfg.rows, cfg.cols, |_, _| pos, &mut out);
+            tile(
+                r * rm,
+                c * cm,
+                cfg.array_rows(),
+                cfg.cols,
+                |_, _| pos,
+                &mut out,
+            );
         }
         return out;
     }
@@ -123,14 +148,14 @@ pub fn partition(layer: &Layer, cfg: &PartitionCfg) -> Vec<Piece> {
             for n in split_groups(layer.groups, cfg.sdw, cfg.mode) {
                 // One group per read: a piece needs one read per group it touches.
                 let touched = |c0: usize, c1: usize| ((c1.div_ceil(gc) - c0 / gc) as u64) * pos;
-                tile(gr, n * gc, cfg.rows, cfg.cols, touched, &mut out);
+                tile(gr, n * gc, cfg.array_rows(), cfg.cols, touched, &mut out);
             }
         }
         DepthwiseMapping::Blockdiag => {
             let per = (cfg.rows / gr).min(cfg.cols / gc);
             if per == 0 {
                 for _ in 0..layer.groups {
-                    tile(gr, gc, cfg.rows, cfg.cols, |_, _| pos, &mut out);
+                    tile(gr, gc, cfg.array_rows(), cfg.cols, |_, _| pos, &mut out);
                 }
             } else {
                 let mut left = layer.groups;

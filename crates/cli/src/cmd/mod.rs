@@ -1,3 +1,4 @@
+pub mod accuracy;
 pub mod dump;
 pub mod exec;
 pub mod info;

@@ -70,6 +70,11 @@ pub enum PumaCmd {
         /// (an infinite loop); at most 2^50.
         #[arg(long, default_value_t = pimkit_puma::sim::DEFAULT_MAX_CYCLES)]
         max_cycles: u64,
+        /// Send every MVM through the analog crossbar model (docs/accuracy.md): the [analog]
+        /// and [device] sections of FILE (default: the built-in arch/rram-128.toml's); the
+        /// geometry, DAC and ADC bits are the PUMA architecture's.
+        #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "FILE")]
+        nonideal: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -92,11 +97,33 @@ pub enum PumaCmd {
         /// and scaled, ISS-65). See docs/puma.md.
         #[arg(long)]
         per_layer: bool,
+        /// Send every MVM through the analog crossbar model (docs/accuracy.md): the [analog]
+        /// and [device] sections of FILE (default: the built-in arch/rram-128.toml's); the
+        /// geometry, DAC and ADC bits are the PUMA architecture's.
+        #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "FILE")]
+        nonideal: Option<String>,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         load: crate::model::LoadArgs,
     },
+}
+
+/// `--nonideal [FILE]`: the analog model's read-out and device sections.
+fn nonideal(arg: Option<String>) -> anyhow::Result<Option<pimkit_analog::mvmu::NonIdeal>> {
+    let Some(path) = arg else { return Ok(None) };
+    let text = if path.is_empty() {
+        None
+    } else {
+        Some(std::fs::read_to_string(&path).map_err(|e| user(format!("--nonideal {path}: {e}")))?)
+    };
+    let (analog, device) = pimkit_analog::mvmu::read_sections(text.as_deref())
+        .map_err(|e| user(format!("--nonideal {path}: {e}")))?;
+    Ok(Some(pimkit_analog::mvmu::NonIdeal {
+        analog,
+        device,
+        seed: 0,
+    }))
 }
 
 fn mode(bitserial: bool) -> NumMode {
@@ -133,11 +160,13 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             out,
             bitserial,
             max_cycles,
+            nonideal: ni,
             json,
         } => {
             let so = SimOptions {
                 mode: mode(bitserial),
                 max_cycles,
+                nonideal: nonideal(ni)?,
                 ..Default::default()
             };
             let (res, outs, _) = tool::sim_dir(&dir, &input, &so).map_err(user)?;
@@ -157,6 +186,7 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             bitserial,
             max_cycles,
             per_layer,
+            nonideal: ni,
             json,
             load,
         } => {
@@ -184,6 +214,7 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             let so = SimOptions {
                 mode: mode(bitserial),
                 max_cycles,
+                nonideal: nonideal(ni)?,
                 ..Default::default()
             };
             if per_layer {

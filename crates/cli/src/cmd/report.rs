@@ -28,6 +28,8 @@ pub enum Engine {
     Vpu,
     /// A short crossbar-aware NAS (only in the built-in set: it searches a space, not a model).
     Nas,
+    /// Analog accuracy of the crossbar mapping (functional model, Monte-Carlo trials).
+    Accuracy,
 }
 
 /// The built-in set: each engine on a model of the kind its paper studies.
@@ -39,6 +41,7 @@ pub const DEFAULT_JOBS: &[(Engine, &str)] = &[
     (Engine::Puma, "zoo:puma_mlp_l4"),
     (Engine::Vpu, "zoo:q_mobilenet_v2"),
     (Engine::Nas, "zoo:rnc_mobilenet_v3_small?weights=none"),
+    (Engine::Accuracy, "zoo:q_mobilenet_v2?res=64"),
 ];
 
 /// Every engine, for a model the user names.
@@ -49,6 +52,7 @@ pub const ALL_ENGINES: &[Engine] = &[
     Engine::Xbar,
     Engine::Puma,
     Engine::Vpu,
+    Engine::Accuracy,
 ];
 
 /// Loop nests of the model with native per-nest timings.
@@ -154,6 +158,46 @@ fn nas_section() -> anyhow::Result<Section> {
     Ok(s)
 }
 
+/// Trials, inputs and the sweep of the report's accuracy study: a few seconds on a small
+/// network; `pimkit xbar accuracy` runs any size.
+const REPORT_ACCURACY: (usize, usize) = (2, 2);
+
+/// Analog accuracy on ISAAC/PUMA-style 2-bit cells (arch/rram-128-2bit.toml) with
+/// calibrated ADC ranges: a 3 x 3 sweep of ADC bits x variation.
+fn accuracy_section(spec: &str, g: &Graph) -> anyhow::Result<Section> {
+    use pimkit_xbar::accuracy;
+    let arch =
+        pimkit_xbar::Arch::from_toml_str(pimkit_xbar::arch::RRAM_128_2BIT_TOML).map_err(user)?;
+    pimkit_interp::check_memory(g).map_err(user)?;
+    let (trials, n) = REPORT_ACCURACY;
+    let opts = accuracy::AccuracyOptions {
+        trials,
+        seed: arch.defaults.seed,
+        adc_range: Some(pimkit_analog::AdcRange::Calibrated),
+        sweep: vec![
+            ("adc_bits".into(), vec![4.0, 6.0, 8.0]),
+            ("variation".into(), vec![0.0, 0.05, 0.1]),
+        ],
+        ..Default::default()
+    };
+    let inputs = accuracy::random_inputs(g, n, 0);
+    let r = accuracy::run_accuracy(
+        &model_label(spec),
+        g,
+        &arch,
+        inputs,
+        None,
+        &opts,
+        &|_, _| {},
+    )
+    .map_err(user)?;
+    let mut s = accuracy::accuracy_section(&r);
+    s.note(format!(
+        "A short study ({trials} trials, {n} random inputs, calibrated ADC ranges) to keep the report quick;          `pimkit xbar accuracy MODEL --arch arch/rram-128-2bit.toml --calibrate-adc --sweep ...` runs any setting."
+    ));
+    Ok(s)
+}
+
 /// Run one engine; an engine that cannot handle the model yields a note, not a failure.
 fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
     // The engines map a fixed dataflow graph: control flow must flatten first.
@@ -184,6 +228,7 @@ fn engine_result(engine: Engine, spec: &str, g: &Graph) -> anyhow::Result<Sectio
         Engine::Puma => puma_section(g),
         Engine::Vpu => vpu_section(g),
         Engine::Nas => nas_section(),
+        Engine::Accuracy => accuracy_section(spec, g),
     }
 }
 

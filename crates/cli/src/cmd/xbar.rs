@@ -14,6 +14,9 @@ pub enum XbarCmd {
     Map(MapArgs),
     /// Sweep crossbar budgets x depthwise split factors x sample counts (CSV + SVG charts).
     Sweep(SweepArgs),
+    /// Analog accuracy: ADC/DAC precision, bit slicing, device variation, stuck-at faults and IR drop
+    /// on a model's outputs (Monte-Carlo trials, sweeps; docs/accuracy.md).
+    Accuracy(super::accuracy::AccuracyArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -134,6 +137,7 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> anyhow::Result<()> {
 pub fn run(c: XbarCmd) -> anyhow::Result<()> {
     match c {
         XbarCmd::Nas(a) => super::nas::run(a),
+        XbarCmd::Accuracy(a) => super::accuracy::run(a),
         XbarCmd::Map(a) => {
             let (g, arch, mut opts) = setup(&a.common)?;
             if let Some(b) = a.budget {

@@ -112,6 +112,8 @@ pub struct Machine<'a> {
     waiters: Waiters,
     /// The event being processed: (time, agent).
     cur: (u64, u32),
+    /// `--nonideal`: the MVMUs' crossbar model.
+    analog: Option<super::nonideal::Analog>,
 }
 
 impl Drop for Machine<'_> {
@@ -319,7 +321,12 @@ impl<'a> Machine<'a> {
         for t in 0..ntiles {
             heap.push(Reverse((0, (ntiles * nc + t) as u32)));
         }
+        let analog = match &opts.nonideal {
+            Some(ni) => Some(super::nonideal::Analog::new(arch, ni, p.weights.len())?),
+            None => None,
+        };
         Ok(Machine {
+            analog,
             p,
             arch,
             fmt: arch.fmt(),
@@ -865,7 +872,9 @@ impl<'a> Machine<'a> {
                                 let w = &p.weights[wi].data;
                                 // XbarIn lies below XbarOut; inputs are taken mod 2^16.
                                 let (lo, hi) = c.regs.split_at_mut(xout);
-                                fixed::mvm_with(
+                                super::nonideal::mvm_with(
+                                    &mut self.analog,
+                                    wi,
                                     &mut self.split,
                                     self.fmt,
                                     self.mode,

@@ -12,6 +12,7 @@
 mod alu;
 mod energy;
 mod exec;
+mod nonideal;
 mod pool;
 mod wait;
 
@@ -44,6 +45,8 @@ pub struct SimOptions {
     pub max_cycles: u64,
     /// Return the final register file of this (tile, core) (tests, debugging).
     pub dump_core: Option<(usize, usize)>,
+    /// Run every MVM through pimkit-analog's crossbar model (CLI `--nonideal`).
+    pub nonideal: Option<pimkit_analog::mvmu::NonIdeal>,
 }
 
 impl Default for SimOptions {
@@ -52,6 +55,7 @@ impl Default for SimOptions {
             mode: NumMode::Exact,
             max_cycles: DEFAULT_MAX_CYCLES,
             dump_core: None,
+            nonideal: None,
         }
     }
 }
