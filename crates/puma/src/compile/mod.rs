@@ -11,11 +11,18 @@
 //! 4. `loops`: repeated instruction blocks (convolutions) rolled into loops.
 
 mod alloc;
+mod assemble;
+pub mod check;
 mod codegen;
+mod emit;
 mod loops;
 mod lower;
 mod lower_nn;
+mod plan;
+mod regs;
 mod schedule;
+mod shm;
+pub mod trace;
 
 use crate::arch::Arch;
 use crate::isa::AluOp;
@@ -23,6 +30,7 @@ use crate::program::{MatrixInfo, Program};
 use pimkit_ir::Graph;
 
 pub use lower::Lowered;
+pub use shm::Reuse;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
@@ -66,6 +74,12 @@ pub struct CompileOptions {
     pub coalesce: bool,
     /// Roll repeated instruction blocks into loops.
     pub loops: bool,
+    /// Reuse of shared memory of dead values (docs/puma.md "Shared-memory reuse");
+    /// `Off`: every value gets fresh words, as in the original compiler.
+    pub reuse: Reuse,
+    /// Prove the shared-memory schedule safe with the checker (`check.rs`) and fail
+    /// with an internal error if it is not.
+    pub check: bool,
 }
 
 impl Default for CompileOptions {
@@ -73,6 +87,8 @@ impl Default for CompileOptions {
         CompileOptions {
             coalesce: true,
             loops: true,
+            reuse: Reuse::WhenFull,
+            check: true,
         }
     }
 }
@@ -267,9 +283,43 @@ pub fn compile(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<Program,
     })?;
     let (sched, lowered) = schedule(g, arch, opts)?;
     sched.verify().map_err(CompileError::Internal)?;
-    let mut prog = codegen::generate(&sched, &lowered, arch, g)?;
+    Ok(compile_traced(g, arch, opts, sched, lowered)?.0)
+}
+
+/// Code generation, loop rolling and the reuse check; also returns the trace.
+fn compile_traced(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CompileOptions,
+    sched: Schedule,
+    lowered: Lowered,
+) -> Result<(Program, trace::Trace), CompileError> {
+    let cg = codegen::CgOptions {
+        reuse: opts.reuse,
+        trace: opts.check,
+    };
+    let (mut prog, trace) = codegen::generate(&sched, &lowered, arch, g, &cg)?;
     if opts.loops {
         prog.placement.loops_rolled = loops::roll_program(&mut prog);
     }
-    Ok(prog)
+    if opts.check {
+        check::check_program(&prog, &trace)
+            .map_err(|e| CompileError::Internal(format!("shared-memory schedule: {e}")))?;
+    }
+    Ok((prog, trace))
+}
+
+/// Compile and return the shared-memory trace too (tests of the checker).
+pub fn compile_with_trace(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CompileOptions,
+) -> Result<(Program, trace::Trace), CompileError> {
+    let (sched, lowered) = schedule(g, arch, opts)?;
+    sched.verify().map_err(CompileError::Internal)?;
+    let opts = CompileOptions {
+        check: true,
+        ..opts.clone()
+    };
+    compile_traced(g, arch, &opts, sched, lowered)
 }

@@ -1,0 +1,102 @@
+//! Last step of code generation: per-core code into tiles (with `hlt`/`halt`), output
+//! address maps, MVMU weights and the placement summary.
+
+use super::emit::Mem;
+use super::lower::Lowered;
+use super::{CompileError, Kind};
+use crate::arch::Arch;
+use crate::isa::{CoreInstr, TileInstr};
+use crate::program::{
+    FIRST_COMPUTE_TILE, IoMap, MvmuWeights, OUTPUT_TILE, Placement, Program, TileProgram,
+};
+use pimkit_ir::Graph;
+use std::collections::HashMap;
+
+#[allow(clippy::too_many_arguments)]
+pub fn assemble(
+    arch: &Arch,
+    l: &Lowered,
+    g: &Graph,
+    mut tiles: Vec<TileProgram>,
+    cores: HashMap<(u32, u32), Vec<CoreInstr>>,
+    mem: &Mem,
+    inputs: Vec<IoMap>,
+    spill_stores: usize,
+    coalesced: usize,
+) -> Result<Program, CompileError> {
+    let ntiles = tiles.len();
+    let per_tile = arch.mvmus_per_tile();
+    let mut cores_used = 0;
+    for ((t, c), code) in cores {
+        if !code.is_empty() {
+            cores_used += 1;
+        }
+        tiles[t as usize].cores[c as usize] = code;
+    }
+    for tp in tiles.iter_mut() {
+        for c in tp.cores.iter_mut() {
+            c.push(CoreInstr::Hlt);
+        }
+        tp.tile_code.push(TileInstr::Halt);
+    }
+    for (t, a) in mem.tiles.iter().enumerate() {
+        tiles[t].shmem_words_used = a.high_water as usize;
+    }
+    let mut outputs = Vec::new();
+    for op in &l.ops {
+        if let Kind::Output { index, pieces } = &op.kind {
+            let mut addrs = Vec::with_capacity(op.len as usize);
+            for p in pieces {
+                let slot = mem.slot_of(OUTPUT_TILE as u32, p.v).ok_or_else(|| {
+                    CompileError::Internal(format!(
+                        "output value {} never reached the output tile",
+                        p.v
+                    ))
+                })?;
+                let base = mem.addr(OUTPUT_TILE as u32, slot);
+                addrs.extend((p.off..p.off + p.len).map(|w| base + w));
+            }
+            let (name, shape) = l.outputs[*index].clone();
+            outputs.push(IoMap {
+                name,
+                shape,
+                dtype: pimkit_ir::DType::F32,
+                tile: OUTPUT_TILE,
+                addrs,
+                counts: vec![],
+            });
+        }
+    }
+    let weights: Vec<MvmuWeights> = l
+        .weights
+        .iter()
+        .enumerate()
+        .map(|(gi, d)| MvmuWeights {
+            tile: FIRST_COMPUTE_TILE + gi / per_tile,
+            core: (gi % per_tile) / arch.core.mvmus,
+            mvmu: gi % arch.core.mvmus,
+            data: d.clone(),
+        })
+        .collect();
+    let tiles_used = ntiles - FIRST_COMPUTE_TILE;
+    let placement = Placement {
+        matrices: l.matrices.clone(),
+        tiles_used,
+        cores_used,
+        mvmus_used: weights.len(),
+        nodes_used: ntiles.div_ceil(arch.node.tiles),
+        spill_stores,
+        coalesced_mvms: coalesced,
+        loops_rolled: 0,
+    };
+    Ok(Program {
+        name: g.name.clone(),
+        arch: arch.clone(),
+        tiles,
+        weights,
+        inputs,
+        outputs,
+        placement,
+        shape_only: l.shape_only,
+    })
+}
