@@ -40,21 +40,22 @@ pub fn assemble(
         tp.tile_code.push(TileInstr::Halt);
     }
     for (t, a) in mem.tiles.iter().enumerate() {
-        tiles[t].shmem_words_used = a.high_water as usize;
+        // Flag words sit at the top of the memory.
+        tiles[t].shmem_words_used = a.words_used() as usize;
     }
     let mut outputs = Vec::new();
     for op in &l.ops {
         if let Kind::Output { index, pieces } = &op.kind {
             let mut addrs = Vec::with_capacity(op.len as usize);
             for p in pieces {
-                let slot = mem.slot_of(OUTPUT_TILE as u32, p.v).ok_or_else(|| {
-                    CompileError::Internal(format!(
-                        "output value {} never reached the output tile",
-                        p.v
-                    ))
-                })?;
-                let base = mem.addr(OUTPUT_TILE as u32, slot);
-                addrs.extend((p.off..p.off + p.len).map(|w| base + w));
+                for w in p.off..p.off + p.len {
+                    addrs.push(mem.word(OUTPUT_TILE as u32, p.v, w).ok_or_else(|| {
+                        CompileError::Internal(format!(
+                            "output value {} never reached the output tile",
+                            p.v
+                        ))
+                    })?);
+                }
             }
             let (name, shape) = l.outputs[*index].clone();
             outputs.push(IoMap {
@@ -70,12 +71,14 @@ pub fn assemble(
     let weights: Vec<MvmuWeights> = l
         .weights
         .iter()
-        .enumerate()
-        .map(|(gi, d)| MvmuWeights {
-            tile: FIRST_COMPUTE_TILE + gi / per_tile,
-            core: (gi % per_tile) / arch.core.mvmus,
-            mvmu: gi % arch.core.mvmus,
-            data: d.clone(),
+        .map(|(gi, d)| {
+            let gi = *gi as usize;
+            MvmuWeights {
+                tile: FIRST_COMPUTE_TILE + gi / per_tile,
+                core: (gi % per_tile) / arch.core.mvmus,
+                mvmu: gi % arch.core.mvmus,
+                data: d.clone(),
+            }
         })
         .collect();
     let tiles_used = ntiles - FIRST_COMPUTE_TILE;

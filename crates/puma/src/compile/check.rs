@@ -73,8 +73,8 @@ fn who(agent: u16, cores: usize) -> String {
     }
 }
 
-/// Check one tile's events (rules 1–3). `compute`: the tile must end with no valid
-/// non-persistent word.
+/// Check one tile's events (rules 1–4), chunk by chunk as the hardware runs them.
+/// `compute`: the tile must end with no valid non-persistent word.
 pub fn check_tile(
     tile: usize,
     events: &[Event],
@@ -84,14 +84,15 @@ pub fn check_tile(
 ) -> Result<CheckStats, CheckError> {
     let agents = cores + 1;
     let zero = vec![0u32; agents];
-    let mut states: Vec<WState> = vec![WState {
+    let blank = WState {
         remaining: 0,
         version: zero.clone(),
         rq_old: zero.clone(),
         rq_cur: zero.clone(),
         wq_cur: zero.clone(),
         k_cur: zero.clone(),
-    }];
+    };
+    let mut states: Vec<WState> = vec![blank.clone()];
     let mut word: Vec<u32> = vec![0; words];
     let mut clock: Vec<Vc> = vec![zero.clone(); agents];
     let mut stats = CheckStats::default();
@@ -104,138 +105,106 @@ pub fn check_tile(
     };
     for e in events {
         stats.events += 1;
-        let (lo, hi) = (e.addr as usize, e.addr as usize + e.len as usize);
-        if hi > words {
-            return Err(err(e, hi - 1, format!("beyond the tile's {words} words")));
+        if (e.addr + e.len()) as usize > words {
+            return Err(err(e, (e.addr + e.len()) as usize - 1, format!("beyond the tile's {words} words")));
         }
-        let mut cache: Vec<(u32, u32)> = Vec::new();
-        match e.kind {
-            EventKind::Init => {
-                let id = states.len() as u32;
-                states.push(WState {
-                    remaining: e.count,
-                    version: zero.clone(),
-                    rq_old: zero.clone(),
-                    rq_cur: zero.clone(),
-                    wq_cur: zero.clone(),
-                    k_cur: zero.clone(),
-                });
-                for w in lo..hi {
-                    if states[word[w] as usize].remaining != 0 {
-                        return Err(err(e, w, "preloaded over a valid word".into()));
+        if e.kind == EventKind::Init {
+            let id = states.len() as u32;
+            states.push(WState {
+                remaining: e.count,
+                ..blank.clone()
+            });
+            for w in e.addr as usize..(e.addr + e.len()) as usize {
+                if states[word[w] as usize].remaining != 0 {
+                    return Err(err(e, w, "preloaded over a valid word".into()));
+                }
+                word[w] = id;
+            }
+            continue;
+        }
+        let a = e.agent as usize;
+        for chunk in 0..e.vec {
+            let lo = (e.addr + chunk * e.width) as usize;
+            let hi = lo + e.width as usize;
+            let before = clock[a].clone();
+            let k = before[a] + 1;
+            let mut mine = before.clone();
+            mine[a] = k;
+            let mut learned = zero.clone();
+            let mut cache: Vec<(u32, u32)> = Vec::new();
+            for w in lo..hi {
+                let old = word[w];
+                if let Some(c) = cache.iter().find(|c| c.0 == old) {
+                    word[w] = c.1;
+                    continue;
+                }
+                let s = &states[old as usize];
+                let ns = if e.kind == EventKind::Write {
+                    if s.remaining != 0 {
+                        return Err(err(e, w, if s.remaining == PERSISTENT {
+                            "writes a persistent (constant) word".to_string()
+                        } else {
+                            format!(
+                                "overwritten while {} read(s) of its previous value come later in the global order (the write could wait forever)",
+                                s.remaining
+                            )
+                        }));
                     }
-                    word[w] = id;
-                }
+                    if let Some(q) = (0..agents).find(|&q| before[q] < s.wq_cur[q]) {
+                        return Err(err(e, w, format!(
+                            "may run before {}'s write (chunk #{}) of the word's previous value and be overwritten by it",
+                            who(q as u16, cores),
+                            s.wq_cur[q]
+                        )));
+                    }
+                    if s.rq_cur.iter().any(|&x| x > 0) || s.wq_cur.iter().any(|&x| x > 0) {
+                        stats.reused_writes += 1;
+                    }
+                    join(&mut learned, &s.k_cur);
+                    let mut wq = zero.clone();
+                    wq[a] = k;
+                    WState {
+                        remaining: e.count,
+                        version: before.clone(),
+                        rq_old: s.rq_cur.clone(),
+                        rq_cur: zero.clone(),
+                        wq_cur: wq,
+                        k_cur: zero.clone(),
+                    }
+                } else {
+                    if s.remaining == 0 {
+                        return Err(err(
+                            e,
+                            w,
+                            "read when no value is pending there (its writer comes later, or the count is exhausted)".into(),
+                        ));
+                    }
+                    if s.remaining == PERSISTENT {
+                        cache.push((old, old));
+                        continue;
+                    }
+                    if let Some(q) = (0..agents).find(|&q| before[q] < s.rq_old[q]) {
+                        return Err(err(e, w, format!(
+                            "may run before {}'s read (chunk #{}) of the word's previous value and consume it (stale read)",
+                            who(q as u16, cores),
+                            s.rq_old[q]
+                        )));
+                    }
+                    join(&mut learned, &s.version);
+                    let mut ns = s.clone();
+                    ns.remaining -= 1;
+                    ns.rq_cur[a] = ns.rq_cur[a].max(k);
+                    join(&mut ns.k_cur, &mine);
+                    ns
+                };
+                states.push(ns);
+                let id = states.len() as u32 - 1;
+                cache.push((old, id));
+                word[w] = id;
             }
-            EventKind::Write => {
-                let a = e.agent as usize;
-                let before = clock[a].clone();
-                let mut learned = zero.clone();
-                for w in lo..hi {
-                    let old = word[w];
-                    let new = match cache.iter().find(|c| c.0 == old) {
-                        Some(c) => c.1,
-                        None => {
-                            let s = &states[old as usize];
-                            if s.remaining != 0 {
-                                let what = if s.remaining == PERSISTENT {
-                                    "writes a persistent (constant) word".to_string()
-                                } else {
-                                    format!(
-                                        "overwritten while {} read(s) of its previous value come later in the global order (the write could wait forever)",
-                                        s.remaining
-                                    )
-                                };
-                                return Err(err(e, w, what));
-                            }
-                            if let Some(q) = (0..agents).find(|&q| before[q] < s.wq_cur[q]) {
-                                return Err(err(
-                                    e,
-                                    w,
-                                    format!(
-                                        "may run before {}'s write #{} of the word's previous value and be overwritten by it",
-                                        who(q as u16, cores),
-                                        s.wq_cur[q]
-                                    ),
-                                ));
-                            }
-                            if s.rq_cur.iter().any(|&x| x > 0) || s.wq_cur.iter().any(|&x| x > 0) {
-                                stats.reused_writes += 1;
-                            }
-                            join(&mut learned, &s.k_cur);
-                            let mut wq = zero.clone();
-                            wq[a] = before[a] + 1;
-                            let ns = WState {
-                                remaining: e.count,
-                                version: before.clone(),
-                                rq_old: s.rq_cur.clone(),
-                                rq_cur: zero.clone(),
-                                wq_cur: wq,
-                                k_cur: zero.clone(),
-                            };
-                            states.push(ns);
-                            let id = states.len() as u32 - 1;
-                            cache.push((old, id));
-                            id
-                        }
-                    };
-                    word[w] = new;
-                }
-                let c = &mut clock[a];
-                c[a] += 1;
-                join(c, &learned);
-            }
-            EventKind::Read => {
-                let a = e.agent as usize;
-                let before = clock[a].clone();
-                let k = before[a] + 1;
-                let mut learned = zero.clone();
-                for w in lo..hi {
-                    let old = word[w];
-                    let new = match cache.iter().find(|c| c.0 == old) {
-                        Some(c) => c.1,
-                        None => {
-                            let s = &states[old as usize];
-                            if s.remaining == 0 {
-                                return Err(err(
-                                    e,
-                                    w,
-                                    "read when no value is pending there (its writer comes later, or the count is exhausted)".into(),
-                                ));
-                            }
-                            if s.remaining == PERSISTENT {
-                                cache.push((old, old));
-                                old
-                            } else {
-                                if let Some(q) = (0..agents).find(|&q| before[q] < s.rq_old[q]) {
-                                    return Err(err(
-                                        e,
-                                        w,
-                                        format!(
-                                            "may run before {}'s read #{} of the word's previous value and consume it (stale read)",
-                                            who(q as u16, cores),
-                                            s.rq_old[q]
-                                        ),
-                                    ));
-                                }
-                                join(&mut learned, &s.version);
-                                let mut ns = s.clone();
-                                ns.remaining -= 1;
-                                ns.rq_cur[a] = ns.rq_cur[a].max(k);
-                                join(&mut ns.k_cur, &before);
-                                states.push(ns);
-                                let id = states.len() as u32 - 1;
-                                cache.push((old, id));
-                                id
-                            }
-                        }
-                    };
-                    word[w] = new;
-                }
-                let c = &mut clock[a];
-                join(c, &learned);
-                c[a] = k;
-            }
+            let c = &mut clock[a];
+            join(c, &learned);
+            c[a] = k;
         }
         // Keep the state table bounded: compact when it is much larger than the words.
         if states.len() > 4 * words + 1024 {
@@ -264,8 +233,8 @@ pub fn check_tile(
     Ok(stats)
 }
 
-/// One shared-memory access replayed from code: (is_write, addr, len, count).
-type Access = (bool, u32, u32, u32);
+/// One shared-memory access replayed from code: (is_write, addr, width, vec, count).
+type Access = (bool, u32, u32, u32, u32);
 
 /// Replay core `code` (control flow and address registers only) and list its
 /// shared-memory instructions. Registers written from data (loads, ALU results) are
@@ -307,7 +276,7 @@ fn replay_core(code: &[CoreInstr], regs: usize, limit: u64) -> Result<Vec<Access
                 }
             }
             CoreInstr::Load { d1, r1, width, vec } => {
-                out.push((false, get(&r, r1)? as u32, width * vec, 0));
+                out.push((false, get(&r, r1)? as u32, width, vec, 0));
                 clobber(&mut r, d1, width * vec);
             }
             CoreInstr::Store {
@@ -316,7 +285,7 @@ fn replay_core(code: &[CoreInstr], regs: usize, limit: u64) -> Result<Vec<Access
                 width,
                 vec,
                 ..
-            } => out.push((true, get(&r, d1)? as u32, width * vec, counter)),
+            } => out.push((true, get(&r, d1)? as u32, width, vec, counter)),
             CoreInstr::Alu { d1, vec, .. } | CoreInstr::Alui { d1, vec, .. } => {
                 clobber(&mut r, d1, vec)
             }
@@ -353,14 +322,14 @@ fn replay_tile(code: &[TileInstr]) -> Vec<Access> {
         .filter_map(|i| match *i {
             TileInstr::Send {
                 addr, width, vec, ..
-            } => Some((false, addr, width * vec, 0)),
+            } => Some((false, addr, width, vec, 0)),
             TileInstr::Receive {
                 addr,
                 width,
                 counter,
                 vec,
                 ..
-            } => Some((true, addr, width * vec, counter)),
+            } => Some((true, addr, width, vec, counter)),
             TileInstr::Halt => None,
         })
         .collect()
@@ -384,7 +353,13 @@ pub fn check_program(p: &Program, trace: &Trace) -> Result<CheckStats, CheckErro
             } else {
                 0
             };
-            per_agent[e.agent as usize].push((e.kind == EventKind::Write, e.addr, e.len, c));
+            per_agent[e.agent as usize].push((
+                e.kind == EventKind::Write,
+                e.addr,
+                e.width,
+                e.vec,
+                c,
+            ));
         }
         for (c, code) in tp.cores.iter().enumerate() {
             let got = replay_core(code, p.arch.reg_space(), 1 << 34)
@@ -396,7 +371,7 @@ pub fn check_program(p: &Program, trace: &Trace) -> Result<CheckStats, CheckErro
         let words = tp.shmem_words_used.max(
             events
                 .iter()
-                .map(|e| (e.addr + e.len) as usize)
+                .map(|e| (e.addr + e.len()) as usize)
                 .max()
                 .unwrap_or(0),
         );
@@ -416,10 +391,10 @@ fn compare(t: usize, who: &str, code: &[Access], trace: &[Access]) -> Result<(),
         None => code.len().min(trace.len()),
     };
     let show = |x: Option<&Access>| match x {
-        Some(&(w, a, l, c)) => format!(
-            "{} [{a}, {}){}",
+        Some(&(w, a, wd, v, c)) => format!(
+            "{} [{a}, {}) in {v} chunk(s){}",
             if w { "write" } else { "read" },
-            a + l,
+            a + wd * v,
             if w {
                 format!(" count {c}")
             } else {

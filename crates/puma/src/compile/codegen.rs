@@ -8,7 +8,7 @@ use super::emit::{self, Mem};
 use super::lower::Lowered;
 use super::plan::{Plan, plan, tile_of};
 use super::regs::{CoreState, Gen, Res};
-use super::shm::{Reuse, TileShm};
+use super::shm::{Reuse, SlotId, TileShm};
 use super::trace::Trace;
 use super::{CompileError, Kind, Loc, Schedule, VId, VOp};
 use crate::arch::Arch;
@@ -70,8 +70,8 @@ pub fn generate(
             max_tile = max_tile.max(tile as usize);
         }
     }
-    let ntiles =
-        max_tile.max(FIRST_COMPUTE_TILE + l.weights.len().div_ceil(per_tile).max(1) - 1) + 1;
+    let mvmus = l.weights.iter().map(|w| w.0 as usize + 1).max().unwrap_or(1);
+    let ntiles = max_tile.max(FIRST_COMPUTE_TILE + mvmus.div_ceil(per_tile).max(1) - 1) + 1;
     let big = u32::MAX / 4;
     let agents = arch.tile.cores + 1;
     let mem = Mem {
@@ -94,6 +94,9 @@ pub fn generate(
         addr_of: vec![HashMap::new(); ntiles],
         unit: arch.tile.cores,
         pos: 0,
+        flags: HashMap::new(),
+        pending: Vec::new(),
+        syncs: 0,
     };
     let mut cg = Cg {
         arch,
@@ -159,15 +162,29 @@ impl Cg<'_> {
         }
     }
 
-    /// Allocate value `v` on tile `t`, written by agent `writer`, for its readers there.
-    fn alloc_value(&mut self, t: u32, v: VId, writer: usize) -> Result<u32, CompileError> {
+    /// Allocate words `lo..hi` of value `v` on tile `t`, written by agent `writer`, for
+    /// its readers there. Returns the slot and the agents the writer must be synced
+    /// with before writing (`TileShm::alloc`).
+    fn alloc_value(
+        &mut self,
+        t: u32,
+        v: VId,
+        writer: usize,
+        (lo, hi): (u32, u32),
+    ) -> Result<(SlotId, Vec<usize>), CompileError> {
         let readers = self.plan.readers.get(&(t, v)).copied().unwrap_or(0);
-        let len = self.s.ops[v as usize].len;
-        let slot = self.mem.tiles[t as usize]
-            .alloc(len, writer, readers)
-            .ok_or_else(|| self.shm_err(t, v))?;
-        self.mem.addr_of[t as usize].insert(v, slot);
-        Ok(slot)
+        let Some((slot, wsync)) = self.mem.tiles[t as usize].alloc(hi - lo, writer, readers) else {
+            if std::env::var_os("PUMA_DEBUG_SHM").is_some() {
+                eprintln!(
+                    "tile {t} at position {}: {}",
+                    self.mem.pos,
+                    self.mem.tiles[t as usize].explain(hi - lo, writer, readers)
+                );
+            }
+            return Err(self.shm_err(t, v));
+        };
+        self.mem.addr_of[t as usize].insert(v, (slot, lo));
+        Ok((slot, wsync))
     }
 
     /// Constants are preloaded, persistent, into each tile that reads them.
@@ -177,7 +194,8 @@ impl Cg<'_> {
             let Kind::Const(data) = &self.s.ops[v as usize].kind else {
                 continue;
             };
-            let slot = self.alloc_value(t, v, self.mem.unit)?;
+            let len = self.s.ops[v as usize].len;
+            let (slot, _) = self.alloc_value(t, v, self.mem.unit, (0, len))?;
             let a = self.mem.addr(t, slot);
             self.mem.tiles[t as usize].preload(slot, a, data.len() as u32, PERSISTENT);
             self.tiles[t as usize].shmem_init.push((a, data.clone()));
@@ -193,7 +211,10 @@ impl Cg<'_> {
             let mut base: HashMap<VId, u32> = HashMap::new();
             for &(v, _) in map {
                 if let std::collections::hash_map::Entry::Vacant(e) = base.entry(v) {
-                    let slot = self.alloc_value(it, v, self.mem.unit).unwrap_or(0);
+                    let len = self.s.ops[v as usize].len;
+                    let (slot, _) = self
+                        .alloc_value(it, v, self.mem.unit, (0, len))
+                        .unwrap_or((0, Vec::new()));
                     let a = self.mem.addr(it, slot);
                     e.insert(a);
                     if let Some(c) = self.plan.prod_counts.get(&v) {
@@ -260,9 +281,16 @@ impl Cg<'_> {
             produced.push(o);
         }
         self.send(&produced)?;
+        for (t, c, code) in self.mem.take_pending() {
+            self.cores
+                .entry((t, c))
+                .or_insert_with(|| CoreState::new(self.arch))
+                .code
+                .extend(code);
+        }
         let frees = std::mem::take(&mut self.plan.frees_at[i]);
         for (t, v) in frees {
-            if let Some(slot) = self.mem.addr_of[t as usize].get(&v).copied()
+            if let Some(slot) = self.mem.slot_of(t, v)
                 && t as usize != OUTPUT_TILE
             {
                 self.mem.tiles[t as usize].free(slot);
@@ -455,10 +483,15 @@ impl Cg<'_> {
             if let Some(pc) = self.plan.prod_counts.get(&v).cloned()
                 && pc.iter().any(|&c| c > 0)
             {
-                let slot = self.alloc_value(tile, v, core as usize)?;
+                let runs = emit::equal_runs(&pc);
+                let lo = runs[0].0;
+                let hi = runs.last().map_or(lo, |r| r.0 + r.1);
+                let (slot, wsync) = self.alloc_value(tile, v, core as usize, (lo, hi))?;
+                for a in wsync {
+                    self.mem.sync(arch, tile, a, core as usize, &mut cs.code)?;
+                }
                 let a = self.mem.addr(tile, slot);
                 let reg = gx.reg_of(cs, v);
-                let runs = emit::equal_runs(&pc);
                 let n = runs.len();
                 for (k, (r0, rl, c)) in runs.into_iter().enumerate() {
                     emit::store(
@@ -468,7 +501,7 @@ impl Cg<'_> {
                         tile,
                         core,
                         slot,
-                        a + r0,
+                        a + r0 - lo,
                         reg + r0,
                         rl,
                         c,
@@ -491,21 +524,27 @@ impl Cg<'_> {
                 continue;
             };
             let src_t = tile_of(self.s.ops[v as usize].loc).unwrap_or(0);
-            let ss = self.mem.addr_of[src_t as usize][&v];
-            let sa = self.mem.addr(src_t, ss);
+            let ss = self.mem.slot_of(src_t, v).ok_or_else(|| {
+                CompileError::Internal(format!("value {v} is sent but not stored on tile {src_t}"))
+            })?;
             for d in ds {
                 let dc = self.plan.counts[&(d, v)].clone();
-                let dslot = self.alloc_value(d, v, self.mem.unit)?;
-                let da = self.mem.addr(d, dslot);
                 let runs = emit::equal_runs(&dc);
+                let lo = runs[0].0;
+                let hi = runs.last().map_or(lo, |r| r.0 + r.1);
+                let (dslot, _) = self.alloc_value(d, v, self.mem.unit, (lo, hi))?;
+                let da = self.mem.addr(d, dslot);
                 let n = runs.len();
                 for (k, (r0, rl, c)) in runs.into_iter().enumerate() {
+                    let sa = self.mem.word(src_t, v, r0).ok_or_else(|| {
+                        CompileError::Internal(format!("value {v}: word {r0} not held on tile {src_t}"))
+                    })?;
                     emit::transfer(
                         self.arch,
                         &mut self.tiles,
                         &mut self.mem,
-                        (src_t, ss, sa + r0),
-                        (d, dslot, da + r0),
+                        (src_t, ss, sa),
+                        (d, dslot, da + r0 - lo),
                         rl,
                         c,
                         k + 1 == n,

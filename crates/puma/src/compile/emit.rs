@@ -1,8 +1,8 @@
 //! Emission of shared-memory instructions (load, store, send, receive), each recorded
 //! with the allocator's clocks and in the trace.
 
-use super::VId;
 use super::shm::{SlotId, TileShm};
+use super::{CompileError, VId};
 use crate::arch::Arch;
 use crate::isa::{CoreInstr, TileInstr};
 use crate::program::TileProgram;
@@ -11,20 +11,104 @@ use std::collections::HashMap;
 /// Shared memory of every tile plus where each value lives there.
 pub struct Mem {
     pub tiles: Vec<TileShm>,
-    /// Per tile: value → its slot.
-    pub addr_of: Vec<HashMap<VId, SlotId>>,
+    /// Per tile: value → its slot and the value's first word held there (a slot holds
+    /// the span of the words read on that tile).
+    pub addr_of: Vec<HashMap<VId, (SlotId, u32)>>,
     /// Agent index of the tile's send/receive unit (= cores per tile).
     pub unit: usize,
     /// Position in the global order of the operation being emitted.
     pub pos: u32,
+    /// Flag word of each ordered pair of cores of a tile: (tile, from, to) → address.
+    pub flags: HashMap<(u32, usize, usize), u32>,
+    /// Flag stores of syncs, to append to (tile, core)'s code at the end of the step.
+    pub pending: Vec<(u32, u32, [CoreInstr; 2])>,
+    /// Syncs emitted.
+    pub syncs: usize,
 }
 
 impl Mem {
+    /// Make core `to` of tile `t` follow everything core `from` has done so far: `from`
+    /// stores the pair's flag word (count 1) and `to` loads it, right here in the
+    /// global order. The word is written only by `from` and read only by `to`, in
+    /// program order, so each load takes the store just before it.
+    pub fn sync(
+        &mut self,
+        arch: &Arch,
+        t: u32,
+        from: usize,
+        to: usize,
+        to_code: &mut Vec<CoreInstr>,
+    ) -> Result<(), CompileError> {
+        if from == self.unit || to == self.unit || from == to {
+            return Err(CompileError::Internal(format!(
+                "tile {t}: a sync from agent {from} to agent {to} was requested (only core-to-core syncs exist)"
+            )));
+        }
+        let ts = &mut self.tiles[t as usize];
+        let addr = match self.flags.get(&(t, from, to)) {
+            Some(&a) => a,
+            None => {
+                let a = ts.alloc_flag().ok_or_else(|| CompileError::SharedMemory {
+                    tile: t as usize,
+                    layer: "synchronisation flags".into(),
+                    need: ts.need(1) as usize,
+                    have: arch.tile.shared_mem_words,
+                })?;
+                self.flags.insert((t, from, to), a);
+                a
+            }
+        };
+        let ar = addr_reg(arch);
+        let version = ts.clock[from].clone();
+        ts.flag(self.pos, from, addr, true, None);
+        self.pending.push((
+            t,
+            from as u32,
+            [
+                CoreInstr::Set {
+                    d1: ar,
+                    imm: addr as i32,
+                    vec: 1,
+                },
+                CoreInstr::Store {
+                    d1: ar,
+                    r1: ar,
+                    counter: 1,
+                    width: 1,
+                    vec: 1,
+                },
+            ],
+        ));
+        to_code.push(CoreInstr::Set {
+            d1: ar,
+            imm: addr as i32,
+            vec: 1,
+        });
+        to_code.push(CoreInstr::Load {
+            d1: ar,
+            r1: ar,
+            width: 1,
+            vec: 1,
+        });
+        ts.flag(self.pos, to, addr, false, Some(&version));
+        self.syncs += 1;
+        Ok(())
+    }
+
     pub fn addr(&self, t: u32, s: SlotId) -> u32 {
         self.tiles[t as usize].slots[s as usize].addr
     }
     pub fn slot_of(&self, t: u32, v: VId) -> Option<SlotId> {
-        self.addr_of[t as usize].get(&v).copied()
+        self.addr_of[t as usize].get(&v).map(|x| x.0)
+    }
+    /// Shared-memory address of word `off` of value `v` on tile `t`.
+    pub fn word(&self, t: u32, v: VId, off: u32) -> Option<u32> {
+        let &(s, lo) = self.addr_of[t as usize].get(&v)?;
+        Some(self.addr(t, s) + off - lo)
+    }
+    /// Append the flag stores of this step's syncs to their cores' code.
+    pub fn take_pending(&mut self) -> Vec<(u32, u32, [CoreInstr; 2])> {
+        std::mem::take(&mut self.pending)
     }
 }
 
@@ -86,8 +170,8 @@ pub fn load(
         });
         let ts = &mut mem.tiles[t as usize];
         match src {
-            Src::Slot(s) => ts.read(pos, core as usize, s, shm_addr + o, w * v),
-            Src::Persistent => ts.read_persistent(pos, core as usize, shm_addr + o, w * v),
+            Src::Slot(s) => ts.read(pos, core as usize, s, shm_addr + o, w, v),
+            Src::Persistent => ts.read_persistent(pos, core as usize, shm_addr + o, w, v),
         }
     }
 }
@@ -130,7 +214,8 @@ pub fn store(
             core as usize,
             s,
             shm_addr + o,
-            w * v,
+            w,
+            v,
             counter,
             last && k + 1 == n,
         );
@@ -162,7 +247,7 @@ pub fn transfer(
             target: dst,
             vec: v,
         });
-        mem.tiles[src as usize].read(pos, unit, ss, sa + o, w * v);
+        mem.tiles[src as usize].read(pos, unit, ss, sa + o, w, v);
         tiles[dst as usize].tile_code.push(TileInstr::Receive {
             addr: da + o,
             fifo: src,
@@ -170,20 +255,20 @@ pub fn transfer(
             counter,
             vec: v,
         });
-        mem.tiles[dst as usize].write(pos, unit, ds, da + o, w * v, counter, last && k + 1 == n);
+        mem.tiles[dst as usize].write(pos, unit, ds, da + o, w, v, counter, last && k + 1 == n);
     }
 }
 
-/// Runs of equal non-zero counts: (start, len, count).
+/// Runs of equal counts over the span of the non-zero ones: (start, len, count). Gaps
+/// inside the span are written too, with count 0 (invalid), so that every word of a
+/// slot is written and a reused slot drains all its words.
 pub fn equal_runs(c: &[u32]) -> Vec<(u32, u32, u32)> {
     let mut out: Vec<(u32, u32, u32)> = Vec::new();
-    for (i, &x) in c.iter().enumerate() {
-        if x == 0 {
-            continue;
-        }
+    let lo = c.iter().position(|&x| x > 0).unwrap_or(c.len());
+    let hi = c.iter().rposition(|&x| x > 0).map_or(0, |i| i + 1);
+    for (i, &x) in c.iter().enumerate().take(hi).skip(lo) {
         if let Some(last) = out.last_mut()
             && last.2 == x
-            && last.0 + last.1 == i as u32
         {
             last.1 += 1;
             continue;

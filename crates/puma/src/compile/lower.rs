@@ -37,8 +37,8 @@ impl Val {
 /// Result of lowering.
 pub struct Lowered {
     pub ops: Vec<VOp>,
-    /// Weights per global MVMU index (`xbar²` raw values).
-    pub weights: Vec<Vec<i16>>,
+    /// Weights of each used MVMU: (global MVMU index, `xbar²` raw values).
+    pub weights: Vec<(u32, Vec<i16>)>,
     pub matrices: Vec<MatrixInfo>,
     /// Graph inputs: name, shape, logical element → (value, offset).
     pub inputs: Vec<(String, Vec<usize>, Vec<(VId, u32)>)>,
@@ -55,11 +55,15 @@ pub(super) struct Lb<'a> {
     pub seg: usize,
     pub ops: Vec<VOp>,
     pub vals: Vec<Option<Val>>,
-    pub weights: Vec<Vec<i16>>,
+    pub weights: Vec<(u32, Vec<i16>)>,
+    /// Next free global MVMU index.
+    pub next_mvmu: u32,
     pub matrices: Vec<MatrixInfo>,
     pub const_cache: HashMap<Vec<i16>, VId>,
     pub node: u32,
     pub shape_only: bool,
+    /// Weight copies per node name (the replication plan, `replicate.rs`).
+    pub plan: HashMap<String, usize>,
 }
 
 pub(super) fn unsupported(g: &Graph, node: u32, msg: impl Into<String>) -> CompileError {
@@ -121,6 +125,7 @@ impl<'a> Lb<'a> {
             loc,
             node: self.node,
             shm: false,
+            row: super::NO_ROW,
         });
         id
     }
@@ -361,14 +366,15 @@ impl<'a> Lb<'a> {
         for &(r0, rn) in row_blocks {
             let mut row_ids = Vec::new();
             for &(c0, cn) in col_tiles {
-                let g = self.weights.len();
+                let g = self.next_mvmu as usize;
+                self.next_mvmu += 1;
                 let mut data = vec![0i16; xs * xs];
                 for r in 0..rn {
                     for c in 0..cn {
                         data[r * xs + c] = self.q(w(r0 + r, c0 + c));
                     }
                 }
-                self.weights.push(data);
+                self.weights.push((g as u32, data));
                 info.tiles.push(MatTile {
                     tile: FIRST_COMPUTE_TILE + g / per_tile,
                     core: (g % per_tile) / per_core,
@@ -384,6 +390,18 @@ impl<'a> Lb<'a> {
         }
         self.matrices.push(info);
         ids
+    }
+
+    /// Weight copies the replication plan asks for node `name` (1 by default).
+    pub fn replicas(&self, name: &str) -> usize {
+        self.plan.get(name).copied().unwrap_or(1).max(1)
+    }
+
+    /// Start the next matrix on a fresh tile (a layer whose line buffer needs the
+    /// tile's shared memory, or a replica that must not share it).
+    pub fn align_tile(&mut self) {
+        let per_tile = self.arch.mvmus_per_tile() as u32;
+        self.next_mvmu = self.next_mvmu.div_ceil(per_tile) * per_tile;
     }
 
     pub fn mvmu_loc(&self, g: u32) -> Loc {
@@ -493,7 +511,11 @@ pub(super) fn const_f32(g: &Graph, v: ValueId, shape_only: &mut bool) -> Option<
     }
 }
 
-pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
+pub fn lower(
+    g: &Graph,
+    arch: &Arch,
+    plan: &HashMap<String, usize>,
+) -> Result<Lowered, CompileError> {
     let mut lb = Lb {
         g,
         arch,
@@ -502,10 +524,12 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
         ops: Vec::new(),
         vals: vec![None; g.values.len()],
         weights: Vec::new(),
+        next_mvmu: 0,
         matrices: Vec::new(),
         const_cache: HashMap::new(),
         node: 0,
         shape_only: false,
+        plan: plan.clone(),
     };
     let mut inputs = Vec::new();
     for &iv in &g.inputs {
@@ -520,15 +544,7 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
                 ),
             });
         }
-        let n = ty.numel();
-        let mut map = Vec::with_capacity(n);
-        for (s, len) in lb.chunks(n) {
-            let v = lb.push(Kind::Input, len as u32, Loc::InputTile);
-            for k in 0..len {
-                map.push((v, k as u32));
-            }
-            let _ = s;
-        }
+        let map = input_layout(&mut lb, &ty.shape);
         inputs.push((g.value(iv).name.clone(), ty.shape.clone(), map.clone()));
         lb.vals[iv.idx()] = Some(Val::Dyn(LT {
             shape: ty.shape.clone(),
@@ -545,10 +561,14 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
             });
         }
     }
+    let mut node_start = Vec::with_capacity(g.nodes.len() + 1);
     for (ni, _) in g.nodes.iter().enumerate() {
         lb.node = ni as u32;
+        node_start.push(lb.ops.len());
         lower_node(&mut lb, ni)?;
     }
+    node_start.push(lb.ops.len());
+    super::rows::assign(&mut lb, &node_start);
     let mut outputs = Vec::new();
     for (i, &ov) in g.outputs.iter().enumerate() {
         let t = match lb.val(ov)? {
@@ -578,6 +598,47 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
         shape_only,
         node_names: g.nodes.iter().map(|n| n.name.clone()).collect(),
     })
+}
+
+/// Input vectors in the input tile. A feature map [N, C, H, W] is laid out pixel-major
+/// (channels innermost, NHWC), one vector per run of whole pixels of a row, so a
+/// convolution loads each kernel row's pixels with one transfer and the vectors stream
+/// row by row (`rows.rs`); other inputs are split row-major into crossbar-wide vectors.
+fn input_layout(lb: &mut Lb, shape: &[usize]) -> Vec<(VId, u32)> {
+    let n: usize = shape.iter().product();
+    let mut map = vec![(0, 0); n];
+    if shape.len() == 4 && shape[2] > 1 {
+        let (nb, c, h, w) = (shape[0], shape[1], shape[2], shape[3]);
+        let cchunks = lb.chunks(c);
+        let ppc = (lb.seg / c).max(1);
+        for b in 0..nb {
+            for y in 0..h {
+                let mut x0 = 0;
+                while x0 < w {
+                    let np = ppc.min(w - x0);
+                    for &(c0, cn) in &cchunks {
+                        let v = lb.push(Kind::Input, (np * cn) as u32, Loc::InputTile);
+                        lb.ops[v as usize].row = (b * h + y) as u32;
+                        for x in x0..x0 + np {
+                            for ch in c0..c0 + cn {
+                                map[((b * c + ch) * h + y) * w + x] =
+                                    (v, ((x - x0) * cn + ch - c0) as u32);
+                            }
+                        }
+                    }
+                    x0 += np;
+                }
+            }
+        }
+        return map;
+    }
+    for (s, len) in lb.chunks(n) {
+        let v = lb.push(Kind::Input, len as u32, Loc::InputTile);
+        for k in 0..len {
+            map[s + k] = (v, k as u32);
+        }
+    }
+    map
 }
 
 fn unary_alu(u: &UnaryOp) -> Option<AluOp> {
@@ -872,7 +933,7 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
             )
         }
         Op::Gemm { .. } | Op::MatMul => super::lower_nn::matmul(lb, ni)?,
-        Op::Conv(_) => super::lower_nn::conv(lb, ni)?,
+        Op::Conv(_) => super::lower_conv::conv(lb, ni)?,
         Op::Pool(_) | Op::GlobalPool(_) => super::lower_nn::pool(lb, ni)?,
         Op::Lstm(_) => return super::lower_nn::lstm(lb, ni),
         Op::Gru(_) => return super::lower_nn::gru(lb, ni),

@@ -17,9 +17,11 @@ mod codegen;
 mod emit;
 mod loops;
 mod lower;
+mod lower_conv;
 mod lower_nn;
 mod plan;
 mod regs;
+mod rows;
 mod schedule;
 mod shm;
 pub mod trace;
@@ -80,6 +82,9 @@ pub struct CompileOptions {
     /// Prove the shared-memory schedule safe with the checker (`check.rs`) and fail
     /// with an internal error if it is not.
     pub check: bool,
+    /// Weight copies per node name (replication; convolutions split their output
+    /// columns among the copies). Missing nodes: one copy.
+    pub replicas: std::collections::HashMap<String, usize>,
 }
 
 impl Default for CompileOptions {
@@ -89,6 +94,7 @@ impl Default for CompileOptions {
             loops: true,
             reuse: Reuse::WhenFull,
             check: true,
+            replicas: Default::default(),
         }
     }
 }
@@ -156,7 +162,13 @@ pub struct VOp {
     /// maps: frees registers after every pixel so repeated blocks stay identical and can
     /// be rolled into loops).
     pub shm: bool,
+    /// Feature-map row the op belongs to (`NO_ROW` for none): the unit of the
+    /// row-streaming schedule (`rows.rs`).
+    pub row: u32,
 }
+
+/// [`VOp::row`] of ops outside feature maps.
+pub const NO_ROW: u32 = u32::MAX;
 
 impl VOp {
     /// Operand piece lists.
@@ -251,7 +263,7 @@ pub fn schedule(
     arch: &Arch,
     opts: &CompileOptions,
 ) -> Result<(Schedule, Lowered), CompileError> {
-    let lowered = lower::lower(g, arch)?;
+    let lowered = lower::lower(g, arch, &opts.replicas)?;
     let sched = schedule::linearize(&lowered, arch, opts.coalesce);
     Ok((sched, lowered))
 }

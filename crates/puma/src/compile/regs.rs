@@ -114,7 +114,7 @@ impl Gen<'_> {
             };
             let vlen = self.s.ops[v as usize].len;
             let t = self.tile as usize;
-            let slot = mem.tiles[t]
+            let (slot, wsync) = mem.tiles[t]
                 .alloc(vlen, self.core as usize, 1u128 << self.core)
                 .ok_or_else(|| CompileError::SharedMemory {
                     tile: t,
@@ -125,6 +125,9 @@ impl Gen<'_> {
                     need: mem.tiles[t].need(vlen) as usize,
                     have: self.arch.tile.shared_mem_words,
                 })?;
+            for from in wsync {
+                mem.sync(self.arch, self.tile, from, self.core as usize, &mut cs.code)?;
+            }
             let sa = mem.addr(self.tile, slot);
             emit::store(
                 self.arch,
@@ -167,6 +170,7 @@ impl Gen<'_> {
         let len = self.s.ops[v as usize].len;
         let a = self.alloc(cs, len, pinned, mem, spills)?;
         let sa = mem.addr(self.tile, slot);
+        self.follow(cs, mem, slot)?;
         emit::load(
             self.arch,
             &mut cs.code,
@@ -236,16 +240,18 @@ impl Gen<'_> {
                     vec: p.len,
                 });
             } else {
-                let slot = mem.slot_of(self.tile, p.v).ok_or_else(|| {
+                let missing = || {
                     CompileError::Internal(format!(
                         "value {} has no address on tile {}",
                         p.v, self.tile
                     ))
-                })?;
-                let base = mem.addr(self.tile, slot);
+                };
+                let slot = mem.slot_of(self.tile, p.v).ok_or_else(missing)?;
+                let addr = mem.word(self.tile, p.v, p.off).ok_or_else(missing)?;
                 let how = if src.loc == Loc::Const {
                     Src::Persistent
                 } else {
+                    self.follow(cs, mem, slot)?;
                     Src::Slot(slot)
                 };
                 emit::load(
@@ -256,13 +262,23 @@ impl Gen<'_> {
                     self.core,
                     how,
                     dst + o,
-                    base + p.off,
+                    addr,
                     p.len,
                 );
             }
             o += p.len;
         }
         Ok(dst)
+    }
+
+    /// Before reading `slot`, sync this core with the agents whose reads of the words'
+    /// old value it does not yet follow (`TileShm::reader_syncs`).
+    fn follow(&self, cs: &mut CoreState, mem: &mut Mem, slot: u32) -> Result<(), CompileError> {
+        let from = mem.tiles[self.tile as usize].reader_syncs(slot, self.core as usize);
+        for a in from {
+            mem.sync(self.arch, self.tile, a, self.core as usize, &mut cs.code)?;
+        }
+        Ok(())
     }
 
     /// Register address of an operand; true when a temporary was allocated.

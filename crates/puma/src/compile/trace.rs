@@ -23,9 +23,17 @@ pub struct Event {
     pub agent: u16,
     pub kind: EventKind,
     pub addr: u32,
-    pub len: u32,
+    /// `vec` chunks of `width` words (an init is one chunk).
+    pub width: u32,
+    pub vec: u32,
     /// Reader count set by a write or init.
     pub count: u32,
+}
+
+impl Event {
+    pub fn len(&self) -> u32 {
+        self.width * self.vec
+    }
 }
 
 /// The trace of a whole program: events per tile, in emission order.
