@@ -295,15 +295,42 @@ pub fn run_per_layer_with(
                 shapes[0] = next;
             }
         }
-        let (p, sg) = loop {
+        // The segment's true inputs (cropped to the simulated window) from the
+        // reference run; they also calibrate its activation formats.
+        let inputs_for = |shapes: &[Vec<usize>], sg: &Graph| -> HashMap<String, Tensor> {
+            let m: HashMap<String, Tensor> = ext[si]
+                .iter()
+                .zip(shapes)
+                .filter_map(|(&v, sh)| {
+                    let t = vals.get(&v)?;
+                    let t = if sh == &t.shape {
+                        t.clone()
+                    } else {
+                        crop(t, sh[2], sh[3])
+                    };
+                    Some((g.value(v).name.clone(), t))
+                })
+                .collect();
+            if m.len() == ext[si].len() {
+                m
+            } else {
+                pimkit_interp::random_inputs(sg, 0)
+            }
+        };
+        let (p, sg, seg_inputs) = loop {
             let sg = subgraph(g, r.clone(), &ext[si], &shapes, &outs[si]).map_err(|m| {
                 RunError::Compile(CompileError::Graph {
                     graph: g.name.clone(),
                     msg: format!("layer `{}`: {m}", g.nodes[r.start].name),
                 })
             })?;
-            match compile(&sg, arch, copts) {
-                Ok(p) => break (p, sg),
+            let seg_inputs = inputs_for(&shapes, &sg);
+            let mut o = copts.clone();
+            if o.calibration.is_empty() {
+                o.calibration = vec![seg_inputs.clone()];
+            }
+            match compile(&sg, arch, &o) {
+                Ok(p) => break (p, sg, seg_inputs),
                 Err(CompileError::SharedMemory {
                     tile, need, have, ..
                 }) => {
@@ -329,24 +356,6 @@ pub fn run_per_layer_with(
         } else {
             let f = |a: usize, b: usize| (a + 2 * pad) as f64 / (b + 2 * pad) as f64;
             f(full[0][2], shapes[0][2]) * f(full[0][3], shapes[0][3])
-        };
-        let seg_inputs: HashMap<String, Tensor> = ext[si]
-            .iter()
-            .zip(&shapes)
-            .filter_map(|(&v, sh)| {
-                let t = vals.get(&v)?;
-                let t = if sh == &t.shape {
-                    t.clone()
-                } else {
-                    crop(t, sh[2], sh[3])
-                };
-                Some((g.value(v).name.clone(), t))
-            })
-            .collect();
-        let seg_inputs = if seg_inputs.len() == ext[si].len() {
-            seg_inputs
-        } else {
-            pimkit_interp::random_inputs(&sg, 0)
         };
         let out = simulate(&p, &seg_inputs, sopts)?;
         let max_abs_error = if p.shape_only {

@@ -87,13 +87,23 @@ pub fn run_graph(
     sopts: &SimOptions,
     inputs: Option<HashMap<String, Tensor>>,
 ) -> Result<(PumaResult, Vec<Tensor>, Program), RunError> {
-    let p = compile(g, arch, copts)?;
     let inputs = match inputs {
         Some(i) => i,
         None => {
             pimkit_interp::check_memory(g).map_err(|e| RunError::Reference(e.to_string()))?;
             pimkit_interp::random_inputs(g, 0)
         }
+    };
+    if g.inputs.iter().all(|&v| g.ty(v).dtype.is_float()) {
+        crate::sim::check_graph_inputs(g, &inputs)?;
+    }
+    // Activation formats from the reference run's inputs unless calibration is given.
+    let p = if copts.calibration.is_empty() && copts.fixed == crate::compile::Fixed::PerTensor {
+        let mut o = copts.clone();
+        o.calibration = vec![inputs.clone()];
+        compile(g, arch, &o)?
+    } else {
+        compile(g, arch, copts)?
     };
     crate::sim::check_inputs(&p, &inputs)?;
     let reference = if p.shape_only {

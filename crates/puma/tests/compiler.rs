@@ -11,9 +11,14 @@ use pimkit_puma::{Arch, Program, SimOptions, compile, isa, simulate};
 fn every_weight_lands_on_exactly_one_mvmu_slot() {
     let (g, ws) = mlp(&[300, 260, 20], UnaryOp::Relu, 11);
     let arch = Arch::default();
-    let (s, _) = schedule(&g, &arch, &CompileOptions::default()).unwrap();
+    // Every word in Q4.12 (per-tensor formats are checked in tests/fixed_point.rs).
+    let opts = CompileOptions {
+        fixed: pimkit_puma::compile::Fixed::Uniform,
+        ..Default::default()
+    };
+    let (s, _) = schedule(&g, &arch, &opts).unwrap();
     s.verify().unwrap();
-    let p = compile(&g, &arch, &CompileOptions::default()).unwrap();
+    let p = compile(&g, &arch, &opts).unwrap();
     let xs = arch.mvmu.xbar_size;
     let fmt = Fmt::Q4_12;
     for (m, (w, k, n)) in p.placement.matrices.iter().zip(&ws) {

@@ -73,7 +73,7 @@ fn oversized_conv_layer_is_simulated_smaller_and_scaled() {
     let g = lenet();
     let mut arch = Arch::default();
     // conv1 (32x32 input, 6x28x28 output) no longer fits; the FC layers still do.
-    arch.tile.shared_mem_words = 2048;
+    arch.tile.shared_mem_words = 160;
     assert!(matches!(
         compile(&g, &arch, &CompileOptions::default()),
         Err(CompileError::SharedMemory { .. })

@@ -3,7 +3,7 @@
 
 use super::emit::Mem;
 use super::lower::Lowered;
-use super::{CompileError, Kind};
+use super::{CompileError, Kind, Schedule};
 use crate::arch::Arch;
 use crate::isa::{CoreInstr, TileInstr};
 use crate::program::{
@@ -12,10 +12,51 @@ use crate::program::{
 use pimkit_ir::Graph;
 use std::collections::HashMap;
 
+/// Per-element fraction bits of an I/O map (empty when all are the architecture's).
+pub fn fracs(arch: &Arch, it: impl Iterator<Item = u8>) -> Vec<u8> {
+    let v: Vec<u8> = it.collect();
+    if v.iter().all(|&f| f as u32 == arch.fixed.frac_bits) {
+        Vec::new()
+    } else {
+        v
+    }
+}
+
+/// Output shift of every MVMU: its weights' plus its input's minus its output's fraction
+/// bits, the same for every MVM it runs.
+fn mvmu_shifts(l: &Lowered, s: &Schedule) -> Result<HashMap<u32, i32>, CompileError> {
+    let wf: HashMap<u32, u8> = l.weights.iter().map(|w| (w.0, w.2)).collect();
+    let mut out: HashMap<u32, i32> = HashMap::new();
+    for op in &s.ops {
+        let Kind::Mvm { mvmu, input } = &op.kind else {
+            continue;
+        };
+        // An all-zero input (a window entirely in the padding) gives 0 at any shift.
+        let Some(fx) = input
+            .iter()
+            .find(|p| !matches!(&s.ops[p.v as usize].kind, Kind::Const(d) if d.iter().all(|&x| x == 0.0)))
+            .map(|p| s.ops[p.v as usize].frac)
+        else {
+            continue;
+        };
+        let sh = wf[mvmu] as i32 + fx as i32 - op.frac as i32;
+        if let Some(&old) = out.get(mvmu)
+            && old != sh
+        {
+            return Err(CompileError::Internal(format!(
+                "MVMU {mvmu} is used with output shifts {old} and {sh}"
+            )));
+        }
+        out.insert(*mvmu, sh);
+    }
+    Ok(out)
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn assemble(
     arch: &Arch,
     l: &Lowered,
+    s: &Schedule,
     g: &Graph,
     mut tiles: Vec<TileProgram>,
     cores: HashMap<(u32, u32), Vec<CoreInstr>>,
@@ -58,6 +99,12 @@ pub fn assemble(
                 }
             }
             let (name, shape) = l.outputs[*index].clone();
+            let f = fracs(
+                arch,
+                pieces
+                    .iter()
+                    .flat_map(|p| std::iter::repeat_n(s.ops[p.v as usize].frac, p.len as usize)),
+            );
             outputs.push(IoMap {
                 name,
                 shape,
@@ -65,18 +112,25 @@ pub fn assemble(
                 tile: OUTPUT_TILE,
                 addrs,
                 counts: vec![],
+                fracs: f,
             });
         }
     }
+    let shifts = mvmu_shifts(l, s)?;
     let weights: Vec<MvmuWeights> = l
         .weights
         .iter()
-        .map(|(gi, d)| {
+        .map(|(gi, d, _)| {
+            let shift = shifts
+                .get(gi)
+                .copied()
+                .filter(|&x| x != arch.fixed.frac_bits as i32);
             let gi = *gi as usize;
             MvmuWeights {
                 tile: FIRST_COMPUTE_TILE + gi / per_tile,
                 core: (gi % per_tile) / arch.core.mvmus,
                 mvmu: gi % arch.core.mvmus,
+                shift,
                 data: d.clone(),
             }
         })

@@ -106,7 +106,11 @@ pub fn check_tile(
     for e in events {
         stats.events += 1;
         if (e.addr + e.len()) as usize > words {
-            return Err(err(e, (e.addr + e.len()) as usize - 1, format!("beyond the tile's {words} words")));
+            return Err(err(
+                e,
+                (e.addr + e.len()) as usize - 1,
+                format!("beyond the tile's {words} words"),
+            ));
         }
         if e.kind == EventKind::Init {
             let id = states.len() as u32;
@@ -141,21 +145,29 @@ pub fn check_tile(
                 let s = &states[old as usize];
                 let ns = if e.kind == EventKind::Write {
                     if s.remaining != 0 {
-                        return Err(err(e, w, if s.remaining == PERSISTENT {
-                            "writes a persistent (constant) word".to_string()
-                        } else {
-                            format!(
-                                "overwritten while {} read(s) of its previous value come later in the global order (the write could wait forever)",
-                                s.remaining
-                            )
-                        }));
+                        return Err(err(
+                            e,
+                            w,
+                            if s.remaining == PERSISTENT {
+                                "writes a persistent (constant) word".to_string()
+                            } else {
+                                format!(
+                                    "overwritten while {} read(s) of its previous value come later in the global order (the write could wait forever)",
+                                    s.remaining
+                                )
+                            },
+                        ));
                     }
                     if let Some(q) = (0..agents).find(|&q| before[q] < s.wq_cur[q]) {
-                        return Err(err(e, w, format!(
-                            "may run before {}'s write (chunk #{}) of the word's previous value and be overwritten by it",
-                            who(q as u16, cores),
-                            s.wq_cur[q]
-                        )));
+                        return Err(err(
+                            e,
+                            w,
+                            format!(
+                                "may run before {}'s write (chunk #{}) of the word's previous value and be overwritten by it",
+                                who(q as u16, cores),
+                                s.wq_cur[q]
+                            ),
+                        ));
                     }
                     if s.rq_cur.iter().any(|&x| x > 0) || s.wq_cur.iter().any(|&x| x > 0) {
                         stats.reused_writes += 1;
@@ -184,11 +196,15 @@ pub fn check_tile(
                         continue;
                     }
                     if let Some(q) = (0..agents).find(|&q| before[q] < s.rq_old[q]) {
-                        return Err(err(e, w, format!(
-                            "may run before {}'s read (chunk #{}) of the word's previous value and consume it (stale read)",
-                            who(q as u16, cores),
-                            s.rq_old[q]
-                        )));
+                        return Err(err(
+                            e,
+                            w,
+                            format!(
+                                "may run before {}'s read (chunk #{}) of the word's previous value and consume it (stale read)",
+                                who(q as u16, cores),
+                                s.rq_old[q]
+                            ),
+                        ));
                     }
                     join(&mut learned, &s.version);
                     let mut ns = s.clone();

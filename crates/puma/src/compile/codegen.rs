@@ -70,7 +70,12 @@ pub fn generate(
             max_tile = max_tile.max(tile as usize);
         }
     }
-    let mvmus = l.weights.iter().map(|w| w.0 as usize + 1).max().unwrap_or(1);
+    let mvmus = l
+        .weights
+        .iter()
+        .map(|w| w.0 as usize + 1)
+        .max()
+        .unwrap_or(1);
     let ntiles = max_tile.max(FIRST_COMPUTE_TILE + mvmus.div_ceil(per_tile).max(1) - 1) + 1;
     let big = u32::MAX / 4;
     let agents = arch.tile.cores + 1;
@@ -140,6 +145,7 @@ pub fn generate(
     let prog = super::assemble::assemble(
         arch,
         l,
+        s,
         g,
         cg.tiles,
         cg.cores.into_iter().map(|(k, c)| (k, c.code)).collect(),
@@ -152,6 +158,27 @@ pub fn generate(
 }
 
 impl Cg<'_> {
+    /// True when every word has the architecture's format (no `fmt=` anywhere).
+    fn uniform(&self) -> bool {
+        let f = self.arch.fixed.frac_bits as u8;
+        self.s.ops.iter().all(|o| o.frac == f)
+    }
+
+    /// Fraction bits of an operand: of its pieces (all alike, `fixed_point.rs`), all-zero
+    /// constants aside.
+    fn frac_of(&self, ps: &[super::Piece]) -> u8 {
+        let ops = &self.s.ops;
+        ps.iter()
+            .find(|p| !matches!(&ops[p.v as usize].kind, Kind::Const(d) if d.iter().all(|&x| x == 0.0)))
+            .or(ps.first())
+            .map_or(self.arch.fixed.frac_bits as u8, |p| ops[p.v as usize].frac)
+    }
+
+    fn alu_fmt(&self, a: u8, b: u8, d: u8) -> Option<crate::isa::AluFmt> {
+        let f = self.arch.fixed.frac_bits as u8;
+        (a != f || b != f || d != f).then_some(crate::isa::AluFmt { a, b, d })
+    }
+
     fn shm_err(&self, t: u32, v: VId) -> CompileError {
         let op = &self.s.ops[v as usize];
         CompileError::SharedMemory {
@@ -198,7 +225,15 @@ impl Cg<'_> {
             let (slot, _) = self.alloc_value(t, v, self.mem.unit, (0, len))?;
             let a = self.mem.addr(t, slot);
             self.mem.tiles[t as usize].preload(slot, a, data.len() as u32, PERSISTENT);
-            self.tiles[t as usize].shmem_init.push((a, data.clone()));
+            let f = crate::fixed::Fmt {
+                bits: self.arch.fixed.bits,
+                frac: self.s.ops[v as usize].frac as u32,
+            };
+            let raw = data
+                .iter()
+                .map(|&x| f.from_f64(x as f64, crate::fixed::NumMode::Exact) as i16)
+                .collect();
+            self.tiles[t as usize].shmem_init.push((a, raw));
         }
         Ok(())
     }
@@ -241,6 +276,10 @@ impl Cg<'_> {
                 .find(|&&v| g.value(v).name == *name)
                 .map(|&v| g.ty(v).dtype)
                 .unwrap_or(pimkit_ir::DType::F32);
+            let fracs = super::assemble::fracs(
+                self.arch,
+                map.iter().map(|&(v, _)| self.s.ops[v as usize].frac),
+            );
             inputs.push(crate::program::IoMap {
                 name: name.clone(),
                 shape: shape.clone(),
@@ -248,6 +287,7 @@ impl Cg<'_> {
                 tile: INPUT_TILE,
                 addrs,
                 counts,
+                fracs,
             });
         }
         inputs
@@ -427,20 +467,38 @@ impl Cg<'_> {
             _ => gx.alloc(cs, op.len, &pinned, &mut self.mem, &mut self.spills)?,
         };
         match &op.kind {
-            Kind::Alu { op: aop, b, .. } => cs.code.push(CoreInstr::Alu {
-                op: *aop,
-                d1,
-                r1: srcs[0],
-                r2: if b.is_some() { srcs[1] } else { 0 },
-                vec: op.len,
-            }),
-            Kind::Alui { op: aop, imm, .. } => cs.code.push(CoreInstr::Alui {
-                op: *aop,
-                d1,
-                r1: srcs[0],
-                imm: *imm,
-                vec: op.len,
-            }),
+            Kind::Alu { op: aop, a, b } => {
+                let fa = self.frac_of(a);
+                let fb = b.as_ref().map_or(fa, |b| self.frac_of(b));
+                cs.code.push(CoreInstr::Alu {
+                    op: *aop,
+                    d1,
+                    r1: srcs[0],
+                    r2: if b.is_some() { srcs[1] } else { 0 },
+                    vec: op.len,
+                    fmt: self.alu_fmt(fa, fb, op.frac),
+                })
+            }
+            Kind::Alui { op: aop, a, imm } => {
+                let fa = self.frac_of(a);
+                let fb = if self.uniform() {
+                    self.arch.fixed.frac_bits as u8
+                } else {
+                    super::fixed_point::exact_frac(imm.abs()) as u8
+                };
+                let q = crate::fixed::Fmt {
+                    bits: arch.fixed.bits,
+                    frac: fb as u32,
+                };
+                cs.code.push(CoreInstr::Alui {
+                    op: *aop,
+                    d1,
+                    r1: srcs[0],
+                    imm: q.from_f64(*imm as f64, crate::fixed::NumMode::Exact),
+                    vec: op.len,
+                    fmt: self.alu_fmt(fa, fb, op.frac),
+                })
+            }
             _ => {
                 if srcs[0] != d1 {
                     cs.code.push(CoreInstr::Copy {
@@ -537,7 +595,9 @@ impl Cg<'_> {
                 let n = runs.len();
                 for (k, (r0, rl, c)) in runs.into_iter().enumerate() {
                     let sa = self.mem.word(src_t, v, r0).ok_or_else(|| {
-                        CompileError::Internal(format!("value {v}: word {r0} not held on tile {src_t}"))
+                        CompileError::Internal(format!(
+                            "value {v}: word {r0} not held on tile {src_t}"
+                        ))
                     })?;
                     emit::transfer(
                         self.arch,

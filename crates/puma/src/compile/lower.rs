@@ -37,8 +37,9 @@ impl Val {
 /// Result of lowering.
 pub struct Lowered {
     pub ops: Vec<VOp>,
-    /// Weights of each used MVMU: (global MVMU index, `xbar²` raw values).
-    pub weights: Vec<(u32, Vec<i16>)>,
+    /// Weights of each used MVMU: (global MVMU index, `xbar²` raw values, their
+    /// fraction bits).
+    pub weights: Vec<(u32, Vec<i16>, u8)>,
     pub matrices: Vec<MatrixInfo>,
     /// Graph inputs: name, shape, logical element → (value, offset).
     pub inputs: Vec<(String, Vec<usize>, Vec<(VId, u32)>)>,
@@ -55,11 +56,12 @@ pub(super) struct Lb<'a> {
     pub seg: usize,
     pub ops: Vec<VOp>,
     pub vals: Vec<Option<Val>>,
-    pub weights: Vec<(u32, Vec<i16>)>,
+    pub weights: Vec<(u32, Vec<i16>, u8)>,
     /// Next free global MVMU index.
     pub next_mvmu: u32,
     pub matrices: Vec<MatrixInfo>,
-    pub const_cache: HashMap<Vec<i16>, VId>,
+    pub const_cache: HashMap<Vec<u32>, VId>,
+    pub fixed: super::Fixed,
     pub node: u32,
     pub shape_only: bool,
     /// Weight copies per node name (the replication plan, `replicate.rs`).
@@ -126,6 +128,7 @@ impl<'a> Lb<'a> {
             node: self.node,
             shm: false,
             row: super::NO_ROW,
+            frac: self.fmt.frac as u8,
         });
         id
     }
@@ -134,15 +137,19 @@ impl<'a> Lb<'a> {
         self.fmt.from_f64(x as f64, NumMode::Exact) as i16
     }
 
-    /// A constant vector (deduplicated by content).
+    /// A constant vector (deduplicated by content: by quantized words when every word
+    /// has the architecture's format, by value otherwise).
     pub fn const_vec(&mut self, vals: &[f32]) -> VId {
-        let raw: Vec<i16> = vals.iter().map(|&x| self.q(x)).collect();
-        if let Some(&v) = self.const_cache.get(&raw) {
+        let key: Vec<u32> = match self.fixed {
+            super::Fixed::Uniform => vals.iter().map(|&x| self.q(x) as u16 as u32).collect(),
+            super::Fixed::PerTensor => vals.iter().map(|x| x.to_bits()).collect(),
+        };
+        if let Some(&v) = self.const_cache.get(&key) {
             return v;
         }
-        let len = raw.len() as u32;
-        let v = self.push(Kind::Const(raw.clone()), len, Loc::Const);
-        self.const_cache.insert(raw, v);
+        let len = vals.len() as u32;
+        let v = self.push(Kind::Const(vals.to_vec()), len, Loc::Const);
+        self.const_cache.insert(key, v);
         v
     }
 
@@ -182,7 +189,6 @@ impl<'a> Lb<'a> {
     pub fn alui(&mut self, op: AluOp, a: Vec<Piece>, imm: f32) -> VId {
         let len: u32 = a.iter().map(|p| p.len).sum();
         let loc = self.loc_of(&[&a]);
-        let imm = self.q(imm) as i32;
         self.push(Kind::Alui { op, a, imm }, len, loc)
     }
 
@@ -368,13 +374,31 @@ impl<'a> Lb<'a> {
             for &(c0, cn) in col_tiles {
                 let g = self.next_mvmu as usize;
                 self.next_mvmu += 1;
+                let mut vals = vec![0f32; rn * cn];
+                for r in 0..rn {
+                    for c in 0..cn {
+                        vals[r * cn + c] = w(r0 + r, c0 + c);
+                    }
+                }
+                // Weights exactly: the MVMU's fraction bits fit its largest weight.
+                let frac = match self.fixed {
+                    super::Fixed::Uniform => self.fmt.frac,
+                    super::Fixed::PerTensor => super::fixed_point::exact_frac(
+                        vals.iter().map(|x| x.abs()).fold(0.0, f32::max),
+                    ),
+                };
+                let f = Fmt {
+                    bits: self.fmt.bits,
+                    frac,
+                };
                 let mut data = vec![0i16; xs * xs];
                 for r in 0..rn {
                     for c in 0..cn {
-                        data[r * xs + c] = self.q(w(r0 + r, c0 + c));
+                        data[r * xs + c] =
+                            f.from_f64(vals[r * cn + c] as f64, NumMode::Exact) as i16;
                     }
                 }
-                self.weights.push((g as u32, data));
+                self.weights.push((g as u32, data, frac as u8));
                 info.tiles.push(MatTile {
                     tile: FIRST_COMPUTE_TILE + g / per_tile,
                     core: (g % per_tile) / per_core,
@@ -515,6 +539,7 @@ pub fn lower(
     g: &Graph,
     arch: &Arch,
     plan: &HashMap<String, usize>,
+    fixed: super::Fixed,
 ) -> Result<Lowered, CompileError> {
     let mut lb = Lb {
         g,
@@ -527,6 +552,7 @@ pub fn lower(
         next_mvmu: 0,
         matrices: Vec::new(),
         const_cache: HashMap::new(),
+        fixed,
         node: 0,
         shape_only: false,
         plan: plan.clone(),

@@ -15,6 +15,7 @@ mod assemble;
 pub mod check;
 mod codegen;
 mod emit;
+mod fixed_point;
 mod loops;
 mod lower;
 mod lower_conv;
@@ -70,6 +71,19 @@ pub enum CompileError {
     Internal(String),
 }
 
+/// How values are represented in 16-bit words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fixed {
+    /// Fraction bits chosen per tensor from its range: weights from their values,
+    /// activations from calibration runs (docs/puma.md "Fixed point per tensor").
+    #[default]
+    PerTensor,
+    /// Every word in the architecture's format (`fixed.frac_bits`, Q4.12): the
+    /// original's arithmetic (`--fixed q4.12`).
+    Uniform,
+}
+
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
     /// Merge independent MVMs of one core into one `mvm` (paper §5).
@@ -85,6 +99,10 @@ pub struct CompileOptions {
     /// Weight copies per node name (replication; convolutions split their output
     /// columns among the copies). Missing nodes: one copy.
     pub replicas: std::collections::HashMap<String, usize>,
+    pub fixed: Fixed,
+    /// Inputs whose value ranges choose the activation formats (`Fixed::PerTensor`);
+    /// empty: the deterministic random inputs of `pimkit_interp::random_inputs(g, 0)`.
+    pub calibration: Vec<std::collections::HashMap<String, pimkit_ir::Tensor>>,
 }
 
 impl Default for CompileOptions {
@@ -95,6 +113,8 @@ impl Default for CompileOptions {
             reuse: Reuse::WhenFull,
             check: true,
             replicas: Default::default(),
+            fixed: Fixed::PerTensor,
+            calibration: Vec::new(),
         }
     }
 }
@@ -127,7 +147,8 @@ pub enum Loc {
 #[derive(Clone, Debug)]
 pub enum Kind {
     Input,
-    Const(Vec<i16>),
+    /// Real values, quantized in the op's format when preloaded.
+    Const(Vec<f32>),
     /// MVM on global MVMU index `mvmu`; the input vector is the concatenation of pieces.
     Mvm {
         mvmu: u32,
@@ -141,7 +162,8 @@ pub enum Kind {
     Alui {
         op: AluOp,
         a: Vec<Piece>,
-        imm: i32,
+        /// Real immediate (quantized with its own fraction bits, `fixed_point.rs`).
+        imm: f32,
     },
     Gather(Vec<Piece>),
     /// Graph output `index` (pieces in logical order).
@@ -165,6 +187,8 @@ pub struct VOp {
     /// Feature-map row the op belongs to (`NO_ROW` for none): the unit of the
     /// row-streaming schedule (`rows.rs`).
     pub row: u32,
+    /// Fraction bits of the value's 16-bit words (`fixed_point.rs`).
+    pub frac: u8,
 }
 
 /// [`VOp::row`] of ops outside feature maps.
@@ -263,7 +287,10 @@ pub fn schedule(
     arch: &Arch,
     opts: &CompileOptions,
 ) -> Result<(Schedule, Lowered), CompileError> {
-    let lowered = lower::lower(g, arch, &opts.replicas)?;
+    let mut lowered = lower::lower(g, arch, &opts.replicas, opts.fixed)?;
+    if opts.fixed == Fixed::PerTensor {
+        fixed_point::assign(&mut lowered, g, arch, &opts.calibration)?;
+    }
     let sched = schedule::linearize(&lowered, arch, opts.coalesce);
     Ok((sched, lowered))
 }

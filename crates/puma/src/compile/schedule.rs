@@ -9,8 +9,8 @@
 
 use super::lower::Lowered;
 use super::{Kind, Loc, NO_ROW, Schedule, VId};
-use std::collections::HashMap;
 use crate::arch::Arch;
+use std::collections::HashMap;
 
 pub fn linearize(l: &Lowered, arch: &Arch, coalesce: bool) -> Schedule {
     let mut order = if l.ops.iter().any(|o| o.row != NO_ROW) {

@@ -204,8 +204,10 @@ impl TileShm {
                 j += 1;
             }
             let fits = end - start >= len
-                || (end == self.bump && (self.bump as u64 + (len - (end - start)) as u64) <= self.top as u64);
-            if fits && let Some(syncs) = self.syncs_for(i, j, writer, readers)
+                || (end == self.bump
+                    && (self.bump as u64 + (len - (end - start)) as u64) <= self.top as u64);
+            if fits
+                && let Some(syncs) = self.syncs_for(i, j, writer, readers)
                 && syncs <= max_syncs
             {
                 return Some(Fit { start, i, j, syncs });
@@ -218,7 +220,12 @@ impl TileShm {
     /// Allocate `len` words for a value that agent `writer` writes and `readers` (bit
     /// per agent) read. Returns the slot and the agents whose writes the writer must be
     /// synced with first (`Mem::sync`), or `None` when the tile is full.
-    pub fn alloc(&mut self, len: u32, writer: usize, readers: u128) -> Option<(SlotId, Vec<usize>)> {
+    pub fn alloc(
+        &mut self,
+        len: u32,
+        writer: usize,
+        readers: u128,
+    ) -> Option<(SlotId, Vec<usize>)> {
         let len = len.max(1);
         let reuse_first = self.reuse == Reuse::First;
         let fit = if self.reuse == Reuse::Off {

@@ -103,6 +103,8 @@ pub struct Machine<'a> {
     end: u64,
     packets: u64,
     mvm_ops: u64,
+    /// Results that did not fit their word (saturated, or wrapped in bit-serial mode).
+    unfit: u64,
     trace: bool,
     split: fixed::Split,
     scratch: (Vec<i32>, Vec<i32>),
@@ -192,6 +194,13 @@ pub(crate) fn check_input(io: &crate::program::IoMap, t: &Tensor) -> Result<(), 
         });
     }
     Ok(())
+}
+
+fn ins_fmt(i: &CoreInstr) -> Option<crate::isa::AluFmt> {
+    match i {
+        CoreInstr::Alu { fmt, .. } | CoreInstr::Alui { fmt, .. } => *fmt,
+        _ => None,
+    }
 }
 
 fn fault(tile: usize, who: Option<usize>, pc: usize, msg: impl Into<String>) -> SimError {
@@ -344,6 +353,7 @@ impl<'a> Machine<'a> {
             end: 0,
             packets: 0,
             mvm_ops: 0,
+            unfit: 0,
             trace: std::env::var_os("PUMA_TRACE").is_some(),
             split: fixed::Split::new(),
             scratch: (Vec::new(), Vec::new()),
@@ -403,9 +413,20 @@ impl<'a> Machine<'a> {
                     ts.mem.len()
                 )));
             }
-            for ((&a, &c), &x) in io.addrs.iter().zip(&io.counts).zip(&v) {
+            for (i, ((&a, &c), &x)) in io.addrs.iter().zip(&io.counts).zip(&v).enumerate() {
                 let a = a as usize;
-                ts.mem[a] = self.fmt.from_f64(x as f64, self.mode);
+                let f = match io.fracs.get(i) {
+                    Some(&fr) => Fmt {
+                        bits: self.fmt.bits,
+                        frac: fr as u32,
+                    },
+                    None => self.fmt,
+                };
+                let s = (x as f64 * f.one() as f64).round();
+                if s < f.min() as f64 || s > f.max() as f64 {
+                    self.unfit += 1;
+                }
+                ts.mem[a] = f.from_f64(x as f64, self.mode);
                 ts.count[a] = c;
             }
         }
@@ -795,14 +816,25 @@ impl<'a> Machine<'a> {
                     } else if !unary {
                         b.extend_from_slice(&c.regs[r2 as usize..(r2 + vec) as usize]);
                     }
-                    alu::apply(
-                        self.fmt,
-                        self.mode,
-                        op,
-                        a,
-                        b,
-                        &mut c.regs[d1 as usize..(d1 + vec) as usize],
-                    );
+                    let dst = &mut c.regs[d1 as usize..(d1 + vec) as usize];
+                    let f = self.fmt.frac;
+                    match ins_fmt(ins) {
+                        Some(x) if (x.a as u32, x.b as u32, x.d as u32) != (f, f, f) => {
+                            self.unfit += alu::apply_fmt(
+                                self.fmt.bits,
+                                self.mode,
+                                op,
+                                (x.a as u32, x.b as u32, x.d as u32),
+                                a,
+                                b,
+                                dst,
+                            );
+                        }
+                        _ => {
+                            self.unfit += alu::count_unfit(self.fmt, op, a, b);
+                            alu::apply(self.fmt, self.mode, op, a, b, dst);
+                        }
+                    }
                     c.t += (vec as u64).div_ceil(arch.core.alu_lanes).max(1)
                         * lat.alu_cycles
                         * op.passes();
@@ -863,12 +895,14 @@ impl<'a> Machine<'a> {
                                 // Only the used top-left block of a crossbar is non-zero.
                                 let (ru, cu) = self.used[wi];
                                 let w = &p.weights[wi].data;
+                                let shift = p.weights[wi].shift.unwrap_or(self.fmt.frac as i32);
                                 // XbarIn lies below XbarOut; inputs are taken mod 2^16.
                                 let (lo, hi) = c.regs.split_at_mut(xout);
-                                fixed::mvm_with(
+                                self.unfit += fixed::mvm_with(
                                     &mut self.split,
                                     self.fmt,
                                     self.mode,
+                                    shift,
                                     w,
                                     xs,
                                     ru,
@@ -1192,7 +1226,14 @@ impl<'a> Machine<'a> {
                 let v: Vec<f32> = io
                     .addrs
                     .iter()
-                    .map(|&a| self.fmt.to_f64(ts.mem[a as usize] as i16 as i32) as f32)
+                    .enumerate()
+                    .map(|(i, &a)| {
+                        let w = ts.mem[a as usize] as i16 as i32;
+                        match io.fracs.get(i) {
+                            Some(&f) => (w as f64 / (1u64 << f) as f64) as f32,
+                            None => self.fmt.to_f64(w) as f32,
+                        }
+                    })
                     .collect();
                 Tensor::from_f32(io.shape.clone(), v)
             })
@@ -1214,6 +1255,7 @@ impl<'a> Machine<'a> {
             },
             mvm_ops: self.mvm_ops,
             packets: self.packets,
+            saturations: self.unfit,
         };
         SimOutput {
             outputs,

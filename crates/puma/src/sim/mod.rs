@@ -15,6 +15,7 @@ mod exec;
 mod pool;
 mod wait;
 
+pub use alu::erf;
 pub use energy::Energy;
 
 use crate::fixed::NumMode;
@@ -130,6 +131,10 @@ pub struct SimStats {
     pub mvmu_utilization: f64,
     pub mvm_ops: u64,
     pub packets: u64,
+    /// Results (MVM outputs, ALU results, input conversions) that did not fit their
+    /// 16-bit word: saturated in exact mode, wrapped in bit-serial mode.
+    #[serde(default)]
+    pub saturations: u64,
 }
 
 pub struct SimOutput {
@@ -155,6 +160,33 @@ pub fn check_inputs(p: &Program, inputs: &HashMap<String, Tensor>) -> Result<(),
             )
         })?;
         exec::check_input(io, t)?;
+    }
+    Ok(())
+}
+
+/// Check `inputs` against the graph's inputs (element type and exact shape), as
+/// [`check_inputs`] does against a program's: `run_graph` calls it before compiling,
+/// since calibration runs the graph on the same inputs.
+pub fn check_graph_inputs(
+    g: &pimkit_ir::Graph,
+    inputs: &HashMap<String, Tensor>,
+) -> Result<(), SimError> {
+    let names: Vec<&str> = g.inputs.iter().map(|&v| g.value(v).name.as_str()).collect();
+    for &v in &g.inputs {
+        let val = g.value(v);
+        let t = inputs
+            .get(&val.name)
+            .ok_or_else(|| SimError::MissingInput(val.name.clone(), names.join(", ")))?;
+        let io = crate::program::IoMap {
+            name: val.name.clone(),
+            shape: val.ty.shape.clone(),
+            dtype: val.ty.dtype,
+            tile: 0,
+            addrs: vec![],
+            counts: vec![],
+            fracs: vec![],
+        };
+        exec::check_input(&io, t)?;
     }
     Ok(())
 }
