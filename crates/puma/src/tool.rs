@@ -152,7 +152,21 @@ pub fn summary(res: &PumaResult) -> String {
     }
     s.push('\n');
     match res.max_abs_error {
-        Some(e) => s.push_str(&format!("max |error| vs reference interpreter: {e:.6}\n")),
+        Some(e) => {
+            s.push_str(&format!(
+                "max |error| vs reference interpreter: {e:.6} ({:.3} % of the outputs' range, tolerance {:.2} %)",
+                100.0 * res.relative_error.unwrap_or(0.0),
+                100.0 * res.tolerance
+            ));
+            if let Some(t) = res.top1_agree {
+                s.push_str(if t {
+                    "; top-1 agrees"
+                } else {
+                    "; top-1 DIFFERS"
+                });
+            }
+            s.push('\n');
+        }
         None => s.push_str("max |error|: not compared (custom inputs or shape-only weights)\n"),
     }
     s

@@ -77,6 +77,14 @@ pub fn generate(
         .max()
         .unwrap_or(1);
     let ntiles = max_tile.max(FIRST_COMPUTE_TILE + mvmus.div_ceil(per_tile).max(1) - 1) + 1;
+    if ntiles > arch.max_tiles() {
+        return Err(CompileError::Nodes {
+            tiles: ntiles,
+            nodes: ntiles.div_ceil(arch.node.tiles),
+            per_node: arch.node.tiles,
+            have: arch.node.count,
+        });
+    }
     let big = u32::MAX / 4;
     let agents = arch.tile.cores + 1;
     let mem = Mem {

@@ -66,6 +66,10 @@ pub(super) struct Lb<'a> {
     pub shape_only: bool,
     /// Weight copies per node name (the replication plan, `replicate.rs`).
     pub plan: HashMap<String, usize>,
+    /// At most this many MVMUs of a matrix per tile (0: no limit).
+    pub spread: usize,
+    /// Shared-memory words committed to line buffers on the tile of `next_mvmu`.
+    pub tile_words: u32,
 }
 
 pub(super) fn unsupported(g: &Graph, node: u32, msg: impl Into<String>) -> CompileError {
@@ -369,9 +373,18 @@ impl<'a> Lb<'a> {
             tiles: Vec::new(),
         };
         let mut ids = Vec::new();
+        let mut on_tile = 0;
+        if self.spread > 0 {
+            self.align_tile();
+        }
         for &(r0, rn) in row_blocks {
             let mut row_ids = Vec::new();
             for &(c0, cn) in col_tiles {
+                if self.spread > 0 && on_tile == self.spread {
+                    self.align_tile();
+                    on_tile = 0;
+                }
+                on_tile += 1;
                 let g = self.next_mvmu as usize;
                 self.next_mvmu += 1;
                 let mut vals = vec![0f32; rn * cn];
@@ -425,7 +438,25 @@ impl<'a> Lb<'a> {
     /// tile's shared memory, or a replica that must not share it).
     pub fn align_tile(&mut self) {
         let per_tile = self.arch.mvmus_per_tile() as u32;
-        self.next_mvmu = self.next_mvmu.div_ceil(per_tile) * per_tile;
+        let next = self.next_mvmu.div_ceil(per_tile) * per_tile;
+        if next != self.next_mvmu {
+            self.tile_words = 0;
+        }
+        self.next_mvmu = next;
+    }
+
+    /// The next matrix needs `words` of its tile's shared memory: move to a fresh tile
+    /// when the current one has committed half its memory already.
+    pub fn reserve(&mut self, words: u32) {
+        let per_tile = self.arch.mvmus_per_tile() as u32;
+        if self.next_mvmu.is_multiple_of(per_tile) {
+            self.tile_words = 0;
+        }
+        let budget = self.arch.tile.shared_mem_words as u32 / 2;
+        if words > 0 && self.tile_words > 0 && self.tile_words + words > budget {
+            self.align_tile();
+        }
+        self.tile_words += words;
     }
 
     pub fn mvmu_loc(&self, g: u32) -> Loc {
@@ -540,6 +571,7 @@ pub fn lower(
     arch: &Arch,
     plan: &HashMap<String, usize>,
     fixed: super::Fixed,
+    spread: usize,
 ) -> Result<Lowered, CompileError> {
     let mut lb = Lb {
         g,
@@ -556,6 +588,8 @@ pub fn lower(
         node: 0,
         shape_only: false,
         plan: plan.clone(),
+        spread,
+        tile_words: 0,
     };
     let mut inputs = Vec::new();
     for &iv in &g.inputs {

@@ -108,13 +108,11 @@ fn line_buffer_words(kh: usize, sy: usize, w_in: usize, pad: usize, ci: usize) -
 /// Stripes (weight copies) of a convolution block: enough that each copy's share of
 /// the line buffer takes at most a third of a tile's shared memory, at least what the
 /// replication plan asks for, at most the output width.
-fn stripes(lb: &Lb, node: &str, need: usize, ow: usize) -> (usize, bool) {
+fn stripes(lb: &Lb, node: &str, need: usize, ow: usize) -> usize {
     let tile = lb.arch.tile.shared_mem_words;
     let mem = need.div_ceil((tile / 3).max(1));
     let plan = lb.replicas(node);
-    let r = mem.max(plan).clamp(1, ow.max(1));
-    // A copy whose line buffer needs a sizable part of a tile gets tiles of its own.
-    (r, r > 1 || need > tile / 4)
+    mem.max(plan).clamp(1, ow.max(1))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -172,8 +170,13 @@ fn conv_block(
     let (py, px) = (a.pads[0] as isize, a.pads[1] as isize);
     let (dy, dx) = (a.dilations[0], a.dilations[1]);
     let npix = oh * ow;
-    let need = line_buffer_words((kh - 1) * dy + 1, sy, wd, px as usize, ci);
-    let (nrep, align) = stripes(lb, &lb.g.nodes[lb.node as usize].name.clone(), need, ow);
+    // A copy wider than a tile spreads its column tiles (kernel positions and channel
+    // chunks) over several tiles, each holding only its columns' part of the rows.
+    let per_tile = lb.arch.mvmus_per_tile();
+    let need = line_buffer_words((kh - 1) * dy + 1, sy, wd, px as usize, ci)
+        * per_tile.min(col_tiles.len())
+        / col_tiles.len().max(1);
+    let nrep = stripes(lb, &lb.g.nodes[lb.node as usize].name.clone(), need, ow);
     let d = Dense {
         name,
         rows: co,
@@ -183,7 +186,8 @@ fn conv_block(
         w: &wf,
         bias: bias.as_deref(),
     };
-    let mvmus = d.place(lb, nrep, align);
+    // Each copy keeps its stripe of the line buffer (plus the halo) in its tiles.
+    let mvmus = d.place(lb, nrep, (need / nrep + need / ow.max(1) * kw) as u32);
     let outs = d.apply(
         lb,
         &mvmus,

@@ -20,14 +20,14 @@ pub(super) struct Dense<'w> {
 }
 
 impl Dense<'_> {
-    /// Program `replicas` copies of the matrix on MVMUs; with `align` each copy starts
-    /// on a fresh tile (its own shared memory). Returns the MVMUs per copy.
-    pub fn place(&self, lb: &mut Lb, replicas: usize, align: bool) -> Vec<Vec<Vec<u32>>> {
+    /// Program `replicas` copies of the matrix on MVMUs, each needing `words` of its
+    /// tiles' shared memory for its inputs (a line buffer): a copy starts on a fresh
+    /// tile when the current one's memory is committed (`Lb::reserve`). Returns the
+    /// MVMUs per copy.
+    pub fn place(&self, lb: &mut Lb, replicas: usize, words: u32) -> Vec<Vec<Vec<u32>>> {
         (0..replicas)
             .map(|r| {
-                if align {
-                    lb.align_tile();
-                }
+                lb.reserve(words);
                 let name = if replicas > 1 {
                     format!("{}[replica {r}]", self.name)
                 } else {
@@ -103,7 +103,7 @@ fn dense(
         w,
         bias,
     };
-    let mvmus = d.place(lb, 1, false);
+    let mvmus = d.place(lb, 1, 0);
     d.apply(lb, &mvmus, nvec, &|_| 0, vecs)
 }
 

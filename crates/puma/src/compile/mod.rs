@@ -67,6 +67,15 @@ pub enum CompileError {
         words: usize,
         have: usize,
     },
+    #[error(
+        "the program needs {tiles} tiles ({nodes} nodes of {per_node} tiles) but the architecture has node.count = {have} node(s); raise node.count in the architecture file (docs/puma.md \"Multi-node systems\")"
+    )]
+    Nodes {
+        tiles: usize,
+        nodes: usize,
+        per_node: usize,
+        have: usize,
+    },
     #[error("internal compiler error: {0}")]
     Internal(String),
 }
@@ -100,6 +109,9 @@ pub struct CompileOptions {
     /// columns among the copies). Missing nodes: one copy.
     pub replicas: std::collections::HashMap<String, usize>,
     pub fixed: Fixed,
+    /// Place at most this many MVMUs of a matrix on one tile (0: as many as fit), so
+    /// that a layer's inputs and partial sums spread over more shared memories.
+    pub spread: usize,
     /// Inputs whose value ranges choose the activation formats (`Fixed::PerTensor`);
     /// empty: the deterministic random inputs of `pimkit_interp::random_inputs(g, 0)`.
     pub calibration: Vec<std::collections::HashMap<String, pimkit_ir::Tensor>>,
@@ -114,6 +126,7 @@ impl Default for CompileOptions {
             check: true,
             replicas: Default::default(),
             fixed: Fixed::PerTensor,
+            spread: 0,
             calibration: Vec::new(),
         }
     }
@@ -287,7 +300,7 @@ pub fn schedule(
     arch: &Arch,
     opts: &CompileOptions,
 ) -> Result<(Schedule, Lowered), CompileError> {
-    let mut lowered = lower::lower(g, arch, &opts.replicas, opts.fixed)?;
+    let mut lowered = lower::lower(g, arch, &opts.replicas, opts.fixed, opts.spread)?;
     if opts.fixed == Fixed::PerTensor {
         fixed_point::assign(&mut lowered, g, arch, &opts.calibration)?;
     }

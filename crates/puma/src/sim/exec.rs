@@ -52,6 +52,10 @@ struct CoreSt {
     mvmu_free: [u64; 8],
     mvmu_busy: [u64; 8],
     active: bool,
+    /// Cycles the core advanced, and of them the cycles it waited for the shared
+    /// memory: busy − waited is its share of a steady state.
+    busy: u64,
+    waited: u64,
 }
 
 struct Packet {
@@ -66,6 +70,9 @@ struct TileSt {
     mem: Vec<i32>,
     count: Vec<u32>,
     edram_free: u64,
+    /// Cycles the shared memory served accesses; cycles the unit sent or received.
+    edram_busy: u64,
+    unit_busy: u64,
     pc: usize,
     t: u64,
     chunk: u32,
@@ -105,6 +112,11 @@ pub struct Machine<'a> {
     mvm_ops: u64,
     /// Results that did not fit their word (saturated, or wrapped in bit-serial mode).
     unfit: u64,
+    /// Busy cycles of each directed chip-to-chip link (node × nodes + node) and the
+    /// cycle each becomes free.
+    link_busy: Vec<u64>,
+    link_free: Vec<u64>,
+    link_nodes: usize,
     trace: bool,
     split: fixed::Split,
     scratch: (Vec<i32>, Vec<i32>),
@@ -253,6 +265,8 @@ impl<'a> Machine<'a> {
                     mvmu_free: [0; 8],
                     mvmu_busy: [0; 8],
                     active,
+                    busy: 0,
+                    waited: 0,
                 });
             }
         }
@@ -270,6 +284,8 @@ impl<'a> Machine<'a> {
                 // words invalid; the last reader's decrement invalidates them).
                 count: pool::counts(words),
                 edram_free: 0,
+                edram_busy: 0,
+                unit_busy: 0,
                 pc: 0,
                 t: 0,
                 chunk: 0,
@@ -354,6 +370,9 @@ impl<'a> Machine<'a> {
             packets: 0,
             mvm_ops: 0,
             unfit: 0,
+            link_busy: vec![0; ntiles.div_ceil(arch.node.tiles).pow(2)],
+            link_free: vec![0; ntiles.div_ceil(arch.node.tiles).pow(2)],
+            link_nodes: ntiles.div_ceil(arch.node.tiles),
             trace: std::env::var_os("PUMA_TRACE").is_some(),
             split: fixed::Split::new(),
             scratch: (Vec::new(), Vec::new()),
@@ -622,7 +641,22 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// Run core `ci` from `now`; its busy time grows by the cycles it advanced, less
+    /// the cycles it waited for the shared memory (steady-state throughput).
     fn step_core(&mut self, ci: usize, now: u64) -> Result<(), SimError> {
+        let c = &mut self.cores[ci];
+        if c.halted {
+            return Ok(());
+        }
+        c.t = c.t.max(now);
+        let t_in = c.t;
+        let r = self.step_core_inner(ci, now);
+        let c = &mut self.cores[ci];
+        c.busy += c.t.saturating_sub(t_in);
+        r
+    }
+
+    fn step_core_inner(&mut self, ci: usize, now: u64) -> Result<(), SimError> {
         let p = self.p;
         let arch = self.arch;
         let nc = arch.tile.cores;
@@ -719,7 +753,9 @@ impl<'a> Machine<'a> {
                     let ts = &mut self.tiles[tile];
                     let start = now.max(ts.edram_free);
                     ts.edram_free = start + lat.edram_cycles;
+                    ts.edram_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
+                    self.cores[ci].waited += start - now;
                     if self.trace {
                         eprintln!(
                             "t={now} tile {tile} core {core} pc {pc} {} chunk {chunk} addr {a}",
@@ -1061,6 +1097,8 @@ impl<'a> Machine<'a> {
                     let ts = &mut self.tiles[t];
                     let start = now.max(ts.edram_free);
                     ts.edram_free = start + lat.edram_cycles;
+                    ts.edram_busy += lat.edram_cycles;
+                    ts.unit_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
                     let mut changed = false;
                     let mut data = self.pool.pop().unwrap_or_default();
@@ -1075,9 +1113,19 @@ impl<'a> Machine<'a> {
                         }
                     }
                     ts.t = done;
-                    let mut nl = arch.network.latency_cycles;
-                    if t / arch.node.tiles != target as usize / arch.node.tiles {
-                        nl += arch.network.inter_node_latency_cycles;
+                    let mut ready = done + arch.network.latency_cycles;
+                    let (sn, dn) = (t / arch.node.tiles, target as usize / arch.node.tiles);
+                    if sn != dn {
+                        // The chip-to-chip link carries one packet at a time: it is busy
+                        // for the packet's bytes at the link's bandwidth.
+                        let k = sn * self.link_nodes + dn;
+                        let start = done.max(self.link_free[k]);
+                        let ser = arch.link_packet_cycles();
+                        self.link_free[k] = start + ser;
+                        self.link_busy[k] += ser;
+                        ready = start
+                            + arch.network.latency_cycles
+                            + arch.network.inter_node_latency_cycles;
                         self.energy.network += e.inter_node_packet_pj;
                     }
                     self.energy.edram(e);
@@ -1085,7 +1133,7 @@ impl<'a> Machine<'a> {
                         dst: target,
                         fifo,
                         data,
-                        ready: done + nl,
+                        ready,
                         arrival: 0,
                     });
                     self.try_deliver(t, now);
@@ -1148,6 +1196,8 @@ impl<'a> Machine<'a> {
                     let pk = ts.fifos[fifo as usize].pop_front().unwrap();
                     let start = now.max(ts.edram_free);
                     ts.edram_free = start + lat.edram_cycles;
+                    ts.edram_busy += lat.edram_cycles;
+                    ts.unit_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
                     for (k, &v) in pk.data.iter().enumerate() {
                         ts.mem[a + k] = v;
@@ -1200,6 +1250,33 @@ impl<'a> Machine<'a> {
             }
         }
         let ntiles = self.tiles.len();
+        // Steady state: inferences stream through the pipeline one per initiation
+        // interval, the busy time of its most loaded resource.
+        let mut ii = (0u64, String::from("none"));
+        let mut consider = |busy: u64, what: &dyn Fn() -> String| {
+            if busy > ii.0 {
+                ii = (busy, what());
+            }
+        };
+        for (i, c) in self.cores.iter().enumerate() {
+            let (t, k) = (i / nc, i % nc);
+            if c.active {
+                consider(c.busy.saturating_sub(c.waited), &|| {
+                    format!("tile {t} core {k}")
+                });
+            }
+            for m in 0..arch.core.mvmus {
+                consider(c.mvmu_busy[m], &|| format!("tile {t} core {k} MVMU {m}"));
+            }
+        }
+        for (t, ts) in self.tiles.iter().enumerate() {
+            consider(ts.edram_busy, &|| format!("tile {t} shared memory"));
+            consider(ts.unit_busy, &|| format!("tile {t} send/receive unit"));
+        }
+        for (k, &b) in self.link_busy.iter().enumerate() {
+            let n = self.link_nodes;
+            consider(b, &|| format!("link node {} -> node {}", k / n, k % n));
+        }
         for t in 0..ntiles {
             let mut ht = self.tiles[t].t;
             for c in 0..nc {
@@ -1256,6 +1333,13 @@ impl<'a> Machine<'a> {
             mvm_ops: self.mvm_ops,
             packets: self.packets,
             saturations: self.unfit,
+            steady_state_cycles: ii.0,
+            throughput_per_s: if ii.0 > 0 {
+                arch.clock_ghz * 1e9 / ii.0 as f64
+            } else {
+                0.0
+            },
+            bottleneck: ii.1,
         };
         SimOutput {
             outputs,

@@ -45,6 +45,9 @@ pub struct SimOptions {
     pub max_cycles: u64,
     /// Return the final register file of this (tile, core) (tests, debugging).
     pub dump_core: Option<(usize, usize)>,
+    /// Relative output error (of the reference outputs' range) above which results
+    /// carry a warning (`PumaResult::assess`).
+    pub tolerance: f64,
 }
 
 impl Default for SimOptions {
@@ -53,6 +56,7 @@ impl Default for SimOptions {
             mode: NumMode::Exact,
             max_cycles: DEFAULT_MAX_CYCLES,
             dump_core: None,
+            tolerance: crate::result::DEFAULT_TOLERANCE,
         }
     }
 }
@@ -135,6 +139,17 @@ pub struct SimStats {
     /// 16-bit word: saturated in exact mode, wrapped in bit-serial mode.
     #[serde(default)]
     pub saturations: u64,
+    /// Initiation interval of a stream of inferences: the busy cycles per inference of
+    /// the most loaded resource (core, MVMU, shared memory, send/receive unit, chip link).
+    #[serde(default)]
+    pub steady_state_cycles: u64,
+    /// Inferences per second in the steady state (clock / `steady_state_cycles`); the
+    /// latency of one inference is `latency_ns`.
+    #[serde(default)]
+    pub throughput_per_s: f64,
+    /// The resource that sets the steady state.
+    #[serde(default)]
+    pub bottleneck: String,
 }
 
 pub struct SimOutput {
