@@ -97,6 +97,12 @@ pub struct Placement {
     pub spill_stores: usize,
     pub coalesced_mvms: usize,
     pub loops_rolled: usize,
+    /// The weight-replication plan, when one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<crate::compile::replicate::Plan>,
+    /// Syncs inserted for shared-memory reuse (flag store + load pairs).
+    #[serde(default)]
+    pub syncs: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

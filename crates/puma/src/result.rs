@@ -34,6 +34,12 @@ pub struct PumaResult {
     /// Notes (printed on stderr as `note:` lines): nodes run on the host.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The weight-replication plan (`--replicate`), with its MVMU budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<crate::compile::replicate::Plan>,
+    /// Nodes of the system the program uses (chip-to-chip network).
+    #[serde(default)]
+    pub nodes: usize,
     pub static_instructions: usize,
     pub shape_only: bool,
     pub wall_s: f64,
@@ -179,6 +185,8 @@ pub fn run_program(
         accuracy_warning: false,
         warnings: Vec::new(),
         notes: Vec::new(),
+        replication: p.placement.replication.clone(),
+        nodes: p.placement.nodes_used,
         static_instructions: p.num_core_instructions(),
         shape_only: p.shape_only,
         wall_s,

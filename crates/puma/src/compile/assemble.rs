@@ -145,6 +145,8 @@ pub fn assemble(
         spill_stores,
         coalesced_mvms: coalesced,
         loops_rolled: 0,
+        replication: None,
+        syncs: mem.syncs,
     };
     Ok(Program {
         name: g.name.clone(),

@@ -70,6 +70,7 @@ pub(super) struct Lb<'a> {
     pub spread: usize,
     /// Shared-memory words committed to line buffers on the tile of `next_mvmu`.
     pub tile_words: u32,
+    pub depthwise: super::Depthwise,
 }
 
 pub(super) fn unsupported(g: &Graph, node: u32, msg: impl Into<String>) -> CompileError {
@@ -569,10 +570,9 @@ pub(super) fn const_f32(g: &Graph, v: ValueId, shape_only: &mut bool) -> Option<
 pub fn lower(
     g: &Graph,
     arch: &Arch,
-    plan: &HashMap<String, usize>,
-    fixed: super::Fixed,
-    spread: usize,
+    opts: &super::CompileOptions,
 ) -> Result<Lowered, CompileError> {
+    let (plan, fixed, spread) = (&opts.replicas, opts.fixed, opts.spread);
     let mut lb = Lb {
         g,
         arch,
@@ -590,6 +590,7 @@ pub fn lower(
         plan: plan.clone(),
         spread,
         tile_words: 0,
+        depthwise: opts.depthwise,
     };
     let mut inputs = Vec::new();
     for &iv in &g.inputs {

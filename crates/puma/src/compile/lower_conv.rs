@@ -135,27 +135,32 @@ fn conv_block(
     let (c_off, o_off) = (b.c_off, b.o_off);
     let seg = lb.seg;
     let kpos = kh * kw;
-    let cols = kpos * ci;
+    // Block-diagonal: columns span every group's channels; compact (several groups):
+    // columns span one group's channels, one MVM per group and pixel.
+    let compact = lb.depthwise == super::Depthwise::Compact && ci_g < ci;
+    let cw = if compact { ci_g } else { ci };
+    let per_vec = if compact { ci / ci_g } else { 1 };
+    let cols = kpos * cw;
     let mut col_tiles = Vec::new();
-    if ci <= seg {
-        let per = seg / ci;
+    if cw <= seg {
+        let per = seg / cw;
         let mut p = 0;
         while p < kpos {
             let n = per.min(kpos - p);
-            col_tiles.push((p * ci, n * ci));
+            col_tiles.push((p * cw, n * cw));
             p += n;
         }
     } else {
         for p in 0..kpos {
-            for (c0, cn) in lb.chunks(ci) {
-                col_tiles.push((p * ci + c0, cn));
+            for (c0, cn) in lb.chunks(cw) {
+                col_tiles.push((p * cw + c0, cn));
             }
         }
     }
     let row_blocks = lb.chunks(co);
     let wf = move |r: usize, c: usize| {
-        let (p, ch) = (c / ci, c % ci);
-        if r / co_g != ch / ci_g {
+        let (p, ch) = (c / cw, c % cw);
+        if !compact && r / co_g != ch / ci_g {
             return 0.0;
         }
         let (ky, kx) = (p / kw, p % kw);
@@ -191,15 +196,16 @@ fn conv_block(
     let outs = d.apply(
         lb,
         &mvmus,
-        nb * npix,
+        nb * npix * per_vec,
         // Stripe of output columns: copy r computes columns [r·ow/R, (r+1)·ow/R).
-        &|i| (i % npix % ow) * nrep / ow,
+        &|i| (i / per_vec % npix % ow) * nrep / ow,
         &mut |_, i| {
+            let (gi, i) = (i % per_vec, i / per_vec);
             let (n, pix) = (i / npix, i % npix);
             let (oy, ox) = (pix / ow, pix % ow);
             let mut v = Vec::with_capacity(cols);
             for c in 0..cols {
-                let (p, ch) = (c / ci, c % ci);
+                let (p, ch) = (c / cw, gi * ci_g + c % cw);
                 let (ky, kx) = (p / kw, p % kw);
                 let iy = (oy * sy) as isize - py + (ky * dy) as isize;
                 let ix = (ox * sx) as isize - px + (kx * dx) as isize;
@@ -226,9 +232,14 @@ fn conv_block(
         }
     }
     for (i, o) in outs.into_iter().enumerate() {
+        let (gi, i) = (i % per_vec, i / per_vec);
         let (n, pix) = (i / npix, i % npix);
         let (oy, ox) = (pix / ow, pix % ow);
         for (c, loc) in o.into_iter().enumerate() {
+            // A compact MVM's other groups' rows are not outputs of this vector.
+            if compact && c / co_g != gi {
+                continue;
+            }
             map[n * os[0] + (o_off + c) * os[1] + oy * os[2] + ox] = loc;
         }
     }

@@ -80,7 +80,8 @@ impl Dense<'_> {
     }
 }
 
-/// Dense layer on one copy of its matrix.
+/// Dense layer: the replication plan's copies of its matrix (at most one per input
+/// vector) take the vectors in turn.
 #[allow(clippy::too_many_arguments)]
 fn dense(
     lb: &mut Lb,
@@ -103,8 +104,11 @@ fn dense(
         w,
         bias,
     };
-    let mvmus = d.place(lb, 1, 0);
-    d.apply(lb, &mvmus, nvec, &|_| 0, vecs)
+    let copies = lb
+        .replicas(&lb.g.nodes[lb.node as usize].name.clone())
+        .clamp(1, nvec.max(1));
+    let mvmus = d.place(lb, copies, 0);
+    d.apply(lb, &mvmus, nvec, &|i| i % copies, vecs)
 }
 
 pub(super) fn input(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {

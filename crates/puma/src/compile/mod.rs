@@ -22,6 +22,7 @@ mod lower_conv;
 mod lower_nn;
 mod plan;
 mod regs;
+pub mod replicate;
 mod rows;
 mod schedule;
 mod shm;
@@ -93,6 +94,19 @@ pub enum Fixed {
     Uniform,
 }
 
+/// How grouped (depthwise) convolutions map onto crossbars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Depthwise {
+    /// Consecutive groups on the diagonal of one matrix (zeros between them): one MVM
+    /// per output pixel (per column tile).
+    #[default]
+    BlockDiag,
+    /// Each group's kernel as rows of a k·k·Cin/g-column matrix (the xbar engine's
+    /// compact box): one MVM per group and output pixel, few MVMUs.
+    Compact,
+}
+
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
     /// Merge independent MVMs of one core into one `mvm` (paper §5).
@@ -109,6 +123,9 @@ pub struct CompileOptions {
     /// columns among the copies). Missing nodes: one copy.
     pub replicas: std::collections::HashMap<String, usize>,
     pub fixed: Fixed,
+    pub depthwise: Depthwise,
+    /// Weight replication (`replicate.rs`); its plan adds to `replicas`.
+    pub replicate: replicate::Replicate,
     /// Place at most this many MVMUs of a matrix on one tile (0: as many as fit), so
     /// that a layer's inputs and partial sums spread over more shared memories.
     pub spread: usize,
@@ -126,6 +143,8 @@ impl Default for CompileOptions {
             check: true,
             replicas: Default::default(),
             fixed: Fixed::PerTensor,
+            depthwise: Depthwise::BlockDiag,
+            replicate: replicate::Replicate::Off,
             spread: 0,
             calibration: Vec::new(),
         }
@@ -294,13 +313,30 @@ pub(crate) fn check_matrices(ms: &[MatrixInfo]) -> Result<(), String> {
     Ok(())
 }
 
+/// `opts` with the replication plan's copies merged into `replicas`.
+fn with_plan(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CompileOptions,
+) -> Result<(CompileOptions, Option<replicate::Plan>), CompileError> {
+    let plan = replicate::plan(g, arch, opts, opts.replicate)?;
+    let mut o = opts.clone();
+    if let Some(p) = &plan {
+        for (k, v) in p.replicas() {
+            let e = o.replicas.entry(k).or_insert(1);
+            *e = (*e).max(v);
+        }
+    }
+    Ok((o, plan))
+}
+
 /// Lower and schedule (passes 1–2).
 pub fn schedule(
     g: &Graph,
     arch: &Arch,
     opts: &CompileOptions,
 ) -> Result<(Schedule, Lowered), CompileError> {
-    let mut lowered = lower::lower(g, arch, &opts.replicas, opts.fixed, opts.spread)?;
+    let mut lowered = lower::lower(g, arch, opts)?;
     if opts.fixed == Fixed::PerTensor {
         fixed_point::assign(&mut lowered, g, arch, &opts.calibration)?;
     }
@@ -333,9 +369,12 @@ pub fn compile(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<Program,
         graph: g.name.clone(),
         msg,
     })?;
-    let (sched, lowered) = schedule(g, arch, opts)?;
+    let (opts, plan) = with_plan(g, arch, opts)?;
+    let (sched, lowered) = schedule(g, arch, &opts)?;
     sched.verify().map_err(CompileError::Internal)?;
-    Ok(compile_traced(g, arch, opts, sched, lowered)?.0)
+    let mut p = compile_traced(g, arch, &opts, sched, lowered)?.0;
+    p.placement.replication = plan;
+    Ok(p)
 }
 
 /// Code generation, loop rolling and the reuse check; also returns the trace.
