@@ -41,9 +41,11 @@ pub enum AluOp {
     Rndcmp,
     /// Error function (ROM lookup like sig/tanh; a pimkit addition for GELU).
     Erf,
+    /// Square root (ROM lookup; a pimkit addition for normalizations).
+    Sqrt,
 }
 
-pub const ALU_OPS: [AluOp; 26] = [
+pub const ALU_OPS: [AluOp; 27] = [
     AluOp::Add,
     AluOp::Sub,
     AluOp::Mul,
@@ -70,6 +72,7 @@ pub const ALU_OPS: [AluOp; 26] = [
     AluOp::LogSoftmaxd,
     AluOp::Rndcmp,
     AluOp::Erf,
+    AluOp::Sqrt,
 ];
 
 /// Energy class of a VFU op (reference §3.5 VFU row: div / mul / other; transcendental
@@ -111,6 +114,7 @@ impl AluOp {
             AluOp::LogSoftmaxd => "log_softmaxd",
             AluOp::Rndcmp => "rndcmp",
             AluOp::Erf => "erf",
+            AluOp::Sqrt => "sqrt",
         }
     }
     pub fn parse(s: &str) -> Option<AluOp> {
@@ -136,6 +140,7 @@ impl AluOp {
                 | AluOp::LogSoftmax
                 | AluOp::LogSoftmaxd
                 | AluOp::Erf
+                | AluOp::Sqrt
         )
     }
     /// Ops implemented by the original simulator (reference §1.1).
@@ -170,6 +175,7 @@ impl AluOp {
             | AluOp::Exp
             | AluOp::Log
             | AluOp::Erf
+            | AluOp::Sqrt
             | AluOp::LogSoftmax
             | AluOp::LogSoftmaxd => AluClass::Transcendental,
             _ => AluClass::Simple,

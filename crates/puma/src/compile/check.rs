@@ -53,6 +53,8 @@ struct WState {
     wq_cur: Vc,
     /// Join of the readers' clocks before their reads of the current value.
     k_cur: Vc,
+    /// (global position, agent) of the write of the current value (for messages).
+    by: (u32, u16),
 }
 
 /// Statistics of a successful check.
@@ -91,6 +93,7 @@ pub fn check_tile(
         rq_cur: zero.clone(),
         wq_cur: zero.clone(),
         k_cur: zero.clone(),
+        by: (0, u16::MAX),
     };
     let mut states: Vec<WState> = vec![blank.clone()];
     let mut word: Vec<u32> = vec![0; words];
@@ -182,6 +185,7 @@ pub fn check_tile(
                         rq_cur: zero.clone(),
                         wq_cur: wq,
                         k_cur: zero.clone(),
+                        by: (e.pos, e.agent),
                     }
                 } else {
                     if s.remaining == 0 {
@@ -238,10 +242,13 @@ pub fn check_tile(
     }
     if compute {
         for (w, &id) in word.iter().enumerate() {
-            let r = states[id as usize].remaining;
+            let st = &states[id as usize];
+            let r = st.remaining;
             if r != 0 && r != PERSISTENT {
                 return Err(CheckError(format!(
-                    "tile {tile} word {w}: {r} read(s) never happen (reader count too high)"
+                    "tile {tile} word {w}: {r} read(s) never happen (reader count too high) of the value {} wrote at global position {}",
+                    who(st.by.1, cores),
+                    st.by.0
                 )));
             }
         }

@@ -378,16 +378,8 @@ impl Cg<'_> {
             core,
             pos: i,
         };
-        let pinned: Vec<VId> = members
-            .iter()
-            .flat_map(|&m| {
-                ops[m as usize]
-                    .operands()
-                    .into_iter()
-                    .flat_map(|ps| ps.iter().map(|p| p.v))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        // MVM inputs are copied into XbarIn piece by piece (`fill` pins each piece).
+        let pinned: Vec<VId> = Vec::new();
         let mut mask = 0u32;
         for &m in &members {
             let Kind::Mvm { mvmu, input } = &ops[m as usize].kind else {
@@ -428,7 +420,7 @@ impl Cg<'_> {
                 core,
                 pos: self.plan.pos[m as usize],
             };
-            gm.release_operands(cs, &ops[m as usize].operands());
+            gm.release_operands(cs, &mut self.mem, &ops[m as usize].operands());
         }
         Ok(())
     }
@@ -452,10 +444,16 @@ impl Cg<'_> {
             core,
             pos: i,
         };
+        // Operands read in place (one local piece) must stay in registers until the
+        // instruction; pieces copied into temporaries are pinned one at a time (`fill`).
+        let me = Loc::Core { tile, core };
         let pinned: Vec<VId> = op
             .operands()
             .iter()
-            .flat_map(|ps| ps.iter().map(|p| p.v))
+            .filter(|ps| {
+                ps.len() == 1 && s.ops[ps[0].v as usize].loc == me && !s.ops[ps[0].v as usize].shm
+            })
+            .map(|ps| ps[0].v)
             .collect();
         let mut temps = Vec::new();
         let mut srcs = Vec::new();
@@ -521,7 +519,7 @@ impl Cg<'_> {
         for (a, len) in temps {
             cs.regs.free(a - base, len);
         }
-        gx.release_operands(cs, &op.operands());
+        gx.release_operands(cs, &mut self.mem, &op.operands());
         cs.resident.insert(o, Res::Gen(d1));
         produced.push(o);
         Ok(())
@@ -577,7 +575,7 @@ impl Cg<'_> {
                 let _ = len;
             }
             if cs.uses.get(&v).is_none_or(|q| q.is_empty()) {
-                gx.drop_value(cs, v);
+                gx.drop_value(cs, &mut self.mem, v);
             }
         }
         Ok(())

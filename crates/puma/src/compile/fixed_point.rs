@@ -188,6 +188,7 @@ fn eval(op: AluOp, a: &[f32], b: Option<&[f32]>, imm: Option<f32>) -> Vec<f32> {
                 AluOp::Exp => x.exp(),
                 AluOp::Log => x.max(1e-30).ln(),
                 AluOp::Erf => crate::sim::erf(x as f64) as f32,
+                AluOp::Sqrt => x.max(0.0).sqrt(),
                 AluOp::Mse => (x - y) * (x - y),
                 AluOp::And => t(x != 0.0 && y != 0.0),
                 AluOp::Or => t(x != 0.0 || y != 0.0),

@@ -18,8 +18,12 @@ mod emit;
 mod fixed_point;
 mod loops;
 mod lower;
+mod lower_attn;
 mod lower_conv;
+mod lower_ew;
 mod lower_nn;
+mod lower_norm;
+mod lower_shape;
 mod plan;
 mod regs;
 pub mod replicate;
@@ -372,7 +376,7 @@ pub fn compile(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<Program,
     let (opts, plan) = with_plan(g, arch, opts)?;
     let (sched, lowered) = schedule(g, arch, &opts)?;
     sched.verify().map_err(CompileError::Internal)?;
-    let mut p = compile_traced(g, arch, &opts, sched, lowered)?.0;
+    let mut p = compile_traced(g, arch, &opts, sched, lowered, opts.check)?.0;
     p.placement.replication = plan;
     Ok(p)
 }
@@ -384,18 +388,31 @@ fn compile_traced(
     opts: &CompileOptions,
     sched: Schedule,
     lowered: Lowered,
+    record: bool,
 ) -> Result<(Program, trace::Trace), CompileError> {
     let cg = codegen::CgOptions {
         reuse: opts.reuse,
-        trace: opts.check,
+        trace: record || opts.check,
     };
     let (mut prog, trace) = codegen::generate(&sched, &lowered, arch, g, &cg)?;
     if opts.loops {
         prog.placement.loops_rolled = loops::roll_program(&mut prog);
     }
     if opts.check {
-        check::check_program(&prog, &trace)
-            .map_err(|e| CompileError::Internal(format!("shared-memory schedule: {e}")))?;
+        check::check_program(&prog, &trace).map_err(|e| {
+            if std::env::var_os("PUMA_DEBUG_SHM").is_some()
+                && let Some(pos) = e.0.split("global position ").nth(1)
+                && let Ok(i) = pos
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap_or("")
+                    .parse::<usize>()
+                && let Some(&o) = sched.order.get(i)
+            {
+                eprintln!("op at position {i}: {:?}", sched.ops[o as usize]);
+            }
+            CompileError::Internal(format!("shared-memory schedule: {e}"))
+        })?;
     }
     Ok((prog, trace))
 }
@@ -408,9 +425,5 @@ pub fn compile_with_trace(
 ) -> Result<(Program, trace::Trace), CompileError> {
     let (sched, lowered) = schedule(g, arch, opts)?;
     sched.verify().map_err(CompileError::Internal)?;
-    let opts = CompileOptions {
-        check: true,
-        ..opts.clone()
-    };
-    compile_traced(g, arch, &opts, sched, lowered)
+    compile_traced(g, arch, opts, sched, lowered, true)
 }

@@ -110,10 +110,13 @@ pub fn plan(s: &Schedule, cores: usize, graph: &str) -> Result<Plan, CompileErro
             .cloned()
             .unwrap_or_else(|| vec![0; len]);
         for d in ds {
-            for (w, &c) in counts[&(*d, v)].iter().enumerate() {
-                if c > 0 {
-                    pc[w] += 1;
-                }
+            // Each destination receives the span of the words it reads (gaps included,
+            // as count-0 words: a slot is written whole), so the send reads that span.
+            let c = &counts[&(*d, v)];
+            let lo = c.iter().position(|&x| x > 0).unwrap_or(0);
+            let hi = c.iter().rposition(|&x| x > 0).map_or(0, |i| i + 1);
+            for x in pc.iter_mut().take(hi).skip(lo) {
+                *x += 1;
             }
         }
         prod_counts.insert(v, pc);

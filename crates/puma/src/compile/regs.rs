@@ -105,6 +105,23 @@ impl Gen<'_> {
                 }
             }
             let Some((_, v, a)) = best else {
+                if std::env::var_os("PUMA_DEBUG_REGS").is_some() {
+                    let held: Vec<_> = cs
+                        .resident
+                        .iter()
+                        .filter_map(|(v, r)| match r {
+                            Res::Gen(a) => Some((*v, *a, self.s.ops[*v as usize].len)),
+                            _ => None,
+                        })
+                        .collect();
+                    eprintln!(
+                        "registers full at position {}: need {len}; {} resident general values {:?}; pinned {:?}",
+                        self.pos,
+                        held.len(),
+                        &held[..held.len().min(20)],
+                        &pinned[..pinned.len().min(20)]
+                    );
+                }
                 return Err(CompileError::Registers {
                     tile: self.tile as usize,
                     core: self.core as usize,
@@ -113,6 +130,11 @@ impl Gen<'_> {
                 });
             };
             let vlen = self.s.ops[v as usize].len;
+            if self.next_use(cs, v) == usize::MAX {
+                // Never read here again: free its registers, nothing to save.
+                self.drop_value(cs, mem, v);
+                continue;
+            }
             let t = self.tile as usize;
             let (slot, wsync) = mem.tiles[t]
                 .alloc(vlen, self.core as usize, 1u128 << self.core)
@@ -233,7 +255,11 @@ impl Gen<'_> {
         for p in ps {
             let src = &self.s.ops[p.v as usize];
             if src.loc == self.me() && !src.shm {
-                let a = self.ensure_resident(cs, p.v, pinned, mem, spills)?;
+                // Only this piece's value must stay while it is copied: an operand of
+                // many pieces need not fit the registers at once.
+                let mut pin = pinned.to_vec();
+                pin.push(p.v);
+                let a = self.ensure_resident(cs, p.v, &pin, mem, spills)?;
                 cs.code.push(CoreInstr::Copy {
                     d1: dst + o,
                     r1: a + p.off,
@@ -301,7 +327,7 @@ impl Gen<'_> {
     }
 
     /// Consume one use of each local operand; free values with no further use.
-    pub fn release_operands(&self, cs: &mut CoreState, operands: &[&[Piece]]) {
+    pub fn release_operands(&self, cs: &mut CoreState, mem: &mut Mem, operands: &[&[Piece]]) {
         let mut seen = HashSet::new();
         for ps in operands {
             for p in *ps {
@@ -313,17 +339,42 @@ impl Gen<'_> {
                         q.pop_front();
                     }
                     if q.is_empty() {
-                        self.drop_value(cs, p.v);
+                        self.drop_value(cs, mem, p.v);
                     }
                 }
             }
         }
     }
 
-    pub fn drop_value(&self, cs: &mut CoreState, v: VId) {
+    /// The value has no further use on this core: free its registers, or, when it sits
+    /// spilled and was last read before the spill, drain its spill slot (a load into
+    /// XbarIn scratch) so that the slot's reader count is consumed.
+    pub fn drop_value(&self, cs: &mut CoreState, mem: &mut Mem, v: VId) {
         match cs.resident.remove(&v) {
             Some(Res::Gen(a)) => cs.regs.free(a - self.dm_base(), self.s.ops[v as usize].len),
             Some(Res::XOut(_)) | None => {}
+        }
+        if let Some(slot) = cs.spilled.remove(&v) {
+            let len = self.s.ops[v as usize].len;
+            let sa = mem.addr(self.tile, slot);
+            let w = self.arch.tile.max_transfer_words as u32;
+            let mut o = 0;
+            while o < len {
+                let n = w.min(len - o);
+                emit::load(
+                    self.arch,
+                    &mut cs.code,
+                    mem,
+                    self.tile,
+                    self.core,
+                    Src::Slot(slot),
+                    self.arch.xbar_in_base(),
+                    sa + o,
+                    n,
+                );
+                o += n;
+            }
+            mem.tiles[self.tile as usize].free(slot);
         }
         cs.uses.remove(&v);
     }

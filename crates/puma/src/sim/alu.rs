@@ -81,6 +81,7 @@ pub fn apply(fmt: Fmt, mode: NumMode, op: AluOp, a: &[i32], b: &[i32], out: &mut
             AluOp::Tanh => fx(fmt, mode, xf.tanh()),
             AluOp::Exp => fx(fmt, mode, xf.exp()),
             AluOp::Erf => fx(fmt, mode, erf(xf)),
+            AluOp::Sqrt => fx(fmt, mode, xf.max(0.0).sqrt()),
             AluOp::Log => {
                 if x <= 0 {
                     fmt.min() as i32
@@ -193,6 +194,7 @@ pub fn apply_fmt(
             AluOp::Tanh => real(xf.tanh()),
             AluOp::Exp => real(xf.exp()),
             AluOp::Erf => real(erf(xf)),
+            AluOp::Sqrt => real(xf.max(0.0).sqrt()),
             AluOp::Log => {
                 if x <= 0 {
                     f.min()
