@@ -4,7 +4,7 @@
 //! Layout, from bit 63 down: opcode (4 bits) then the fields of the instruction in
 //! the order of its text form, each with the width in [`FIELD_BITS`]-style constants
 //! below. Signed immediates are two's complement in their field. An `alu`/`alui` with
-//! explicit formats (`fmt=a.b.d`) is preceded by a prefix word (opcode 12, three 4-bit
+//! explicit formats (`fmt=a.b.d`) is preceded by a prefix word (opcode 12, three 6-bit
 //! fraction counts), so a program is a sequence of words, not one word per instruction.
 
 use crate::isa::{AluFmt, AluOp, CoreInstr, IntOp, TileInstr};
@@ -207,9 +207,9 @@ pub fn decode_core(words: &[u64]) -> Result<(CoreInstr, usize), EncodeError> {
         return Ok((decode_word(w0)?, 1));
     }
     let f = AluFmt {
-        a: (w0 >> 56 & 15) as u8,
-        b: (w0 >> 52 & 15) as u8,
-        d: (w0 >> 48 & 15) as u8,
+        a: (w0 >> 54 & 63) as u8,
+        b: (w0 >> 48 & 63) as u8,
+        d: (w0 >> 42 & 63) as u8,
     };
     let &w1 = words
         .get(1)

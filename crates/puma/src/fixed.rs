@@ -129,7 +129,10 @@ pub fn mvm_with(
             split.set(&x[..cols]);
             let (lo, hi) = (fmt.min(), fmt.max());
             let acc = split.dots_buf(w, stride, rows);
-            if shift >= 0 {
+            if shift >= 63 {
+                // |Σ w·x| < 2^46: nothing is left after the shift.
+                out[..rows].fill(0);
+            } else if shift >= 0 {
                 let sh = shift as u32;
                 let half = 1u64 << sh >> 1;
                 for (o, &a) in out[..rows].iter_mut().zip(acc) {
@@ -170,7 +173,9 @@ pub fn mvm_with(
                         .filter(|(_, b)| (**b >> k) & 1 == 1)
                         .map(|(&a, _)| a as i64)
                         .sum();
-                    let r = if shift >= 0 {
+                    let r = if shift >= 63 {
+                        0
+                    } else if shift >= 0 {
                         Fmt::div_round(s, 1i64 << shift)
                     } else {
                         s << -shift

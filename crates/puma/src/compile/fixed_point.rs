@@ -22,20 +22,29 @@ use crate::isa::AluOp;
 use pimkit_ir::{Graph, Tensor};
 use std::collections::HashMap;
 
-/// Largest fraction bits (≤ 15) at which `max_abs` still fits a 16-bit word.
+/// Most fraction bits a word may have: values as small as 2^-48 keep 16 significant
+/// bits (a block-floating-point scale per tensor: torchvision's randomly initialised
+/// MobileNetV2 ends in logits of 1e-9).
+pub const MAX_FRAC: u32 = 48;
+
+/// Largest fraction bits (≤ `MAX_FRAC`) at which `max_abs` still fits a 16-bit word.
 pub fn exact_frac(max_abs: f32) -> u32 {
     let m = max_abs as f64;
-    (0..=15u32)
+    (0..=MAX_FRAC)
         .rev()
         .find(|&f| (m * (1u64 << f) as f64).round() <= 32767.0)
         .unwrap_or(0)
 }
 
 /// Fraction bits for an activation class of largest magnitude `max_abs`, with one bit of
-/// headroom for inputs that reach beyond the calibration's range.
-pub fn activation_frac(max_abs: f32) -> u32 {
-    let m = (max_abs as f64).max(1.0 / 16.0);
-    (0..=15u32)
+/// headroom for inputs that reach beyond the calibration's range; a class that was all
+/// zeros in calibration keeps the architecture's format (`default`).
+pub fn activation_frac(max_abs: f32, default: u32) -> u32 {
+    if max_abs == 0.0 {
+        return default;
+    }
+    let m = max_abs as f64;
+    (0..=MAX_FRAC)
         .rev()
         .find(|&f| m * (1u64 << f) as f64 <= 16383.0)
         .unwrap_or(0)
@@ -342,7 +351,7 @@ pub fn assign(
                 exact_frac(d.iter().fold(0f32, |a, x| a.max(x.abs()))) as u8
             }
             Kind::Output { .. } => arch.fixed.frac_bits as u8,
-            _ => activation_frac(range[find(&mut parent, class[i])]) as u8,
+            _ => activation_frac(range[find(&mut parent, class[i])], arch.fixed.frac_bits) as u8,
         };
     }
     Ok(())

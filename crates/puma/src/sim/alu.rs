@@ -108,13 +108,17 @@ pub fn apply(fmt: Fmt, mode: NumMode, op: AluOp, a: &[i32], b: &[i32], out: &mut
 }
 
 /// `x` (frac `from`) in frac `to`, rounded to nearest (ties away from zero), not yet fit
-/// into a word.
-fn rescale(x: i64, from: u32, to: u32) -> i64 {
-    if to >= from {
-        x << (to - from)
+/// into a word (clamped far outside it so that it stays an i64).
+fn rescale(x: i128, from: u32, to: u32) -> i64 {
+    let v = if to >= from {
+        x << (to - from).min(64)
     } else {
-        Fmt::div_round(x, 1i64 << (from - to))
-    }
+        let d = 1i128 << (from - to).min(126);
+        let q = x / d;
+        let r = x % d;
+        if 2 * r.abs() >= d { q + x.signum() } else { q }
+    };
+    v.clamp(-(1i128 << 62), 1i128 << 62) as i64
 }
 
 /// Apply `op` with explicit formats (`AluFmt`): operands are `a[i] / 2^fa` and
@@ -162,14 +166,14 @@ pub fn apply_fmt(
         let x = r(a[i]);
         let y = if b.is_empty() { 0 } else { r(b[i]) };
         // Both operands aligned to fx fraction bits (exact).
-        let (xa, ya) = (x << (fx - fa), y << (fx - fb));
+        let (xa, ya) = ((x as i128) << (fx - fa), (y as i128) << (fx - fb));
         let xf = x as f64 / (1i64 << fa) as f64;
         let real = |v: f64| (v * one as f64).round().clamp(-1e15, 1e15) as i64;
         let bool_ = |c: bool| if c { one } else { 0 };
         let v = match op {
             AluOp::Add => rescale(xa + ya, fx, fd),
             AluOp::Sub => rescale(xa - ya, fx, fd),
-            AluOp::Mul => rescale(x * y, fa + fb, fd),
+            AluOp::Mul => rescale(x as i128 * y as i128, fa + fb, fd),
             AluOp::Mse => {
                 let d = xa - ya;
                 rescale(d * d, 2 * fx, fd)
@@ -178,17 +182,26 @@ pub fn apply_fmt(
                 if y == 0 {
                     x.signum() * f.max()
                 } else {
-                    let e = fb as i64 + fd as i64 - fa as i64;
-                    if e >= 0 {
-                        Fmt::div_round(x << e, y)
+                    // x / y at fd fraction bits: (x · 2^(fb + fd − fa)) / y, rounded.
+                    let e = fb as i32 + fd as i32 - fa as i32;
+                    let (n, d) = if e >= 0 {
+                        ((x as i128) << e, y as i128)
                     } else {
-                        Fmt::div_round(x, y << -e)
-                    }
+                        (x as i128, (y as i128) << -e)
+                    };
+                    let q = n / d;
+                    let r = n % d;
+                    let q = if 2 * r.abs() >= d.abs() {
+                        q + if (n < 0) != (d < 0) { -1 } else { 1 }
+                    } else {
+                        q
+                    };
+                    q.clamp(-(1i128 << 62), 1i128 << 62) as i64
                 }
             }
             AluOp::Max => rescale(xa.max(ya), fx, fd),
             AluOp::Min => rescale(xa.min(ya), fx, fd),
-            AluOp::Relu => rescale(x.max(0), fa, fd),
+            AluOp::Relu => rescale(x.max(0) as i128, fa, fd),
             AluOp::Relud => bool_(x > 0),
             AluOp::Sig => real(1.0 / (1.0 + (-xf).exp())),
             AluOp::Tanh => real(xf.tanh()),
