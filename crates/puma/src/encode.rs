@@ -113,7 +113,10 @@ pub fn encode_core(i: &CoreInstr) -> Result<Vec<u64>, EncodeError> {
     Ok(match fmt {
         None => vec![w],
         Some(f) => {
-            let p = (12u64 << 60) | (f.a as u64) << 56 | (f.b as u64) << 52 | (f.d as u64) << 48;
+            let p = (12u64 << 60)
+                | ((f.a as u64) & 63) << 54
+                | ((f.b as u64) & 63) << 48
+                | ((f.d as u64) & 63) << 42;
             vec![p, w]
         }
     })

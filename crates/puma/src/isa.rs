@@ -246,7 +246,7 @@ impl AluFmt {
     pub fn parse(s: &str) -> Option<AluFmt> {
         let mut it = s
             .split('.')
-            .map(|x| x.parse::<u8>().ok().filter(|&v| v <= 15));
+            .map(|x| x.parse::<u8>().ok().filter(|&v| v <= 63));
         let (a, b, d) = (it.next()??, it.next()??, it.next()??);
         it.next().is_none().then_some(AluFmt { a, b, d })
     }
@@ -558,7 +558,7 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some((_, v)) => AluFmt::parse(v).map(Some).ok_or_else(|| {
                 format!(
-                    "field `fmt` must be three fraction bit counts 0..=15 as a.b.d, found `{v}`"
+                    "field `fmt` must be three fraction bit counts 0..=63 as a.b.d, found `{v}`"
                 )
             }),
         }

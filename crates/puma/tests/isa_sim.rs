@@ -103,7 +103,8 @@ fn assembly_and_binary_round_trip() {
         pimkit_puma::encode::decode_core_program(&bytes).unwrap(),
         prog
     );
-    assert!(isa::parse_core("alu add d1=1 r1=2 r2=3 vec=4 fmt=1.2.16").is_err());
+    assert!(isa::parse_core("alu add d1=1 r1=2 r2=3 vec=4 fmt=1.2.64").is_err());
+    assert!(isa::parse_core("alu add d1=1 r1=2 r2=3 vec=4 fmt=1.2").is_err());
     let tile = vec![
         TileInstr::Send {
             addr: 70000,
