@@ -2,6 +2,7 @@
 """Export the PyTorch models the PUMA engine is checked on, as a user would (docs/puma.md).
 
 Usage: /work/venv/bin/python tools/export_puma_models.py OUT_DIR [--check]
+       /work/venv/bin/python tools/export_puma_models.py --fixture
 
 Writes to OUT_DIR (nothing is downloaded: weights are torchvision's random
 initialisation with a fixed seed, so the files are reproducible):
@@ -11,6 +12,9 @@ initialisation with a fixed seed, so the files are reproducible):
                        MLP 512-2048-512 with GELU (erf) -> residual; input [1, 16, 512]
   SHA256SUMS           checksums of the exported files (the big files are not committed:
                        regenerate them and compare; --check verifies an existing dir)
+
+--fixture writes crates/puma/tests/fixtures/prenorm_block_d64.onnx: the same block at
+d = 64, 4 heads, MLP 256, 8 tokens (67 k parameters), committed for tests/transformer.rs.
 
 The models are exported with torch.onnx.export (TorchScript exporter, opset 17, static
 shapes). Only `prenorm_block.onnx` is small enough to commit as a fixture
@@ -100,7 +104,25 @@ def main(out, check):
             f.write(text)
 
 
+def fixture():
+    torch.backends.mha.set_fastpath_enabled(False)
+    torch.manual_seed(SEED)
+    m = PreNormBlock(d=64, heads=4, ff=256).eval()
+    path = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        "crates", "puma", "tests", "fixtures", "prenorm_block_d64.onnx",
+    )
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with torch.no_grad():
+        torch.onnx.export(m, (torch.randn(1, 8, 64),), path, opset_version=17,
+                          input_names=["x"], output_names=["y"], dynamo=False)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes, sha256 {sha256(path)})")
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    main(sys.argv[1], "--check" in sys.argv[2:])
+    if sys.argv[1] == "--fixture":
+        fixture()
+    else:
+        main(sys.argv[1], "--check" in sys.argv[2:])

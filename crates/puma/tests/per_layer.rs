@@ -210,3 +210,80 @@ fn vgg16_224_per_layer() {
     assert_eq!(fc, 7552);
     assert_eq!(r.layers[..13].iter().map(|l| l.mvmus).sum::<usize>(), 902);
 }
+
+/// A node PUMA cannot compute after a convolution runs on the host with a note; the
+/// convolution is still simulated.
+#[test]
+fn unsupported_trailing_nodes_run_on_the_host() {
+    use pimkit_ir::{Op, UnaryOp};
+    let mut g = wide_conv(8);
+    let y = *g.outputs.last().unwrap();
+    let s = g.op("sin", Op::Unary(UnaryOp::Sin), &[y]).unwrap();
+    g.outputs = vec![s];
+    let r = run_per_layer(
+        &g,
+        &Arch::default(),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        None,
+    )
+    .unwrap();
+    let l = &r.layers[0];
+    assert!(l.nodes.contains(&"conv".to_string()));
+    assert_eq!(l.host_nodes, ["sin"]);
+    assert!(l.notes.iter().any(|n| n.contains("host")), "{:?}", l.notes);
+    assert!(l.cycles > 0 && l.max_abs_error.unwrap() < 0.05);
+}
+
+/// Token ids (integer inputs) are looked up on the host; the float rest runs on PUMA,
+/// whole or layer by layer.
+#[test]
+fn integer_inputs_run_on_the_host() {
+    use pimkit_ir::{DType, Graph, Op, Tensor, TensorType};
+    let mut g = Graph::new("embed");
+    let ids = g.add_input("ids", TensorType::new(DType::I64, vec![1, 4]));
+    let table: Vec<f32> = (0..10 * 16)
+        .map(|i| ((i * 7 % 23) as f32 - 11.0) / 11.0)
+        .collect();
+    let t = g.add_const("table", Tensor::from_f32(vec![10, 16], table));
+    let e = g.op("embed", Op::Gather { axis: 0 }, &[t, ids]).unwrap();
+    let w: Vec<f32> = (0..16 * 8)
+        .map(|i| ((i * 5 % 17) as f32 - 8.0) / 32.0)
+        .collect();
+    let w = g.add_const("w", Tensor::from_f32(vec![16, 8], w));
+    let y = g.op("proj", Op::MatMul, &[e, w]).unwrap();
+    g.outputs.push(y);
+    let mut inputs = std::collections::HashMap::new();
+    inputs.insert(
+        "ids".to_string(),
+        Tensor::from_i64(vec![1, 4], vec![3, 0, 9, 3]),
+    );
+    let (res, _, _) = run_graph(
+        &g,
+        &Arch::default(),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        Some(inputs.clone()),
+    )
+    .unwrap();
+    assert!(
+        res.notes.iter().any(|n| n.contains("`embed` (Gather)")),
+        "{:?}",
+        res.notes
+    );
+    assert!(res.relative_error.unwrap() < 0.01);
+    let r = run_per_layer(
+        &g,
+        &Arch::default(),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        Some(inputs),
+    )
+    .unwrap();
+    assert!(r.notes.iter().any(|n| n.contains("embed")), "{:?}", r.notes);
+    assert!(
+        r.layers
+            .iter()
+            .any(|l| l.nodes.contains(&"proj".to_string()) && l.cycles > 0)
+    );
+}

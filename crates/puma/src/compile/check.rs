@@ -44,7 +44,7 @@ fn join(a: &mut [u32], b: &[u32]) {
 struct WState {
     /// Reads left of the current value (`PERSISTENT`: never decremented).
     remaining: u32,
-    /// Clock of the writer before the instruction that wrote the word.
+    /// Clock of the writer after the chunk that wrote the word.
     version: Vc,
     /// Last read instruction per agent of the previous value's reads of the word.
     rq_old: Vc,
@@ -180,7 +180,8 @@ pub fn check_tile(
                     wq[a] = k;
                     WState {
                         remaining: e.count,
-                        version: before.clone(),
+                        // A read of the word follows this chunk and what preceded it.
+                        version: mine.clone(),
                         rq_old: s.rq_cur.clone(),
                         rq_cur: zero.clone(),
                         wq_cur: wq,

@@ -78,7 +78,7 @@ pub struct Slot {
     pub addr: u32,
     pub len: u32,
     writer: usize,
-    /// Writer's clock before its first write chunk.
+    /// Writer's clock after its first write chunk.
     version: Option<Vc>,
     /// Learned by the writer once all its words are written (drain of old readers).
     drain: Vc,
@@ -346,7 +346,11 @@ impl TileShm {
     ) {
         let slot = &mut self.slots[s as usize];
         if slot.version.is_none() {
-            slot.version = Some(self.clock[agent].clone());
+            // Reading any word of the slot follows its first write chunk (the writer
+            // writes its chunks in order) and what the writer did before.
+            let mut v = self.clock[agent].clone();
+            v[agent] += 1;
+            slot.version = Some(v);
         }
         let c = &mut self.clock[agent];
         c[agent] += vec;

@@ -112,6 +112,8 @@ pub struct Machine<'a> {
     mvm_ops: u64,
     /// Results that did not fit their word (saturated, or wrapped in bit-serial mode).
     unfit: u64,
+    /// (xorshift state, largest delay) of `SimOptions::jitter`.
+    jitter: Option<(u64, u64)>,
     /// Busy cycles of each directed chip-to-chip link (node × nodes + node) and the
     /// cycle each becomes free.
     link_busy: Vec<u64>,
@@ -370,6 +372,9 @@ impl<'a> Machine<'a> {
             packets: 0,
             mvm_ops: 0,
             unfit: 0,
+            jitter: opts
+                .jitter
+                .map(|(seed, max)| (seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, max)),
             link_busy: vec![0; ntiles.div_ceil(arch.node.tiles).pow(2)],
             link_free: vec![0; ntiles.div_ceil(arch.node.tiles).pow(2)],
             link_nodes: ntiles.div_ceil(arch.node.tiles),
@@ -999,6 +1004,13 @@ impl<'a> Machine<'a> {
                     self.end = self.end.max(done);
                     return Ok(());
                 }
+            }
+            if let Some((state, max)) = &mut self.jitter {
+                // Timing noise (tests): a random delay after each instruction.
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                self.cores[ci].t += *state % (*max + 1);
             }
             self.cores[ci].pc = next;
         }

@@ -48,6 +48,10 @@ pub struct SimOptions {
     /// Relative output error (of the reference outputs' range) above which results
     /// carry a warning (`PumaResult::assess`).
     pub tolerance: f64,
+    /// Timing noise for tests of synchronisation: (seed, max): every core instruction
+    /// takes 0..=max extra cycles, drawn from a seeded generator. Outputs must not
+    /// change, and no program may deadlock, whatever the seed.
+    pub jitter: Option<(u64, u64)>,
 }
 
 impl Default for SimOptions {
@@ -57,6 +61,7 @@ impl Default for SimOptions {
             max_cycles: DEFAULT_MAX_CYCLES,
             dump_core: None,
             tolerance: crate::result::DEFAULT_TOLERANCE,
+            jitter: None,
         }
     }
 }
