@@ -36,19 +36,28 @@ pub fn exact_frac(max_abs: f32) -> u32 {
         .unwrap_or(0)
 }
 
-/// Fraction bits for an activation class of largest magnitude `max_abs`, with one bit of
-/// headroom for inputs that reach beyond the calibration's range; a class that was all
-/// zeros in calibration keeps the architecture's format (`default`).
-pub fn activation_frac(max_abs: f32, default: u32) -> u32 {
+/// Fraction bits for an activation class of largest magnitude `max_abs`, with headroom
+/// for inputs beyond the calibration's range: the largest calibrated value is at most
+/// `limit` (16383: one bit; 4095: three bits). A class that was all zeros in calibration
+/// keeps the architecture's format (`default`).
+pub fn activation_frac(max_abs: f32, default: u32, limit: f64) -> u32 {
     if max_abs == 0.0 {
         return default;
     }
     let m = max_abs as f64;
     (0..=MAX_FRAC)
         .rev()
-        .find(|&f| m * (1u64 << f) as f64 <= 16383.0)
+        .find(|&f| m * (1u64 << f) as f64 <= limit)
         .unwrap_or(0)
 }
+
+/// Headroom of values that feed crossbars: three bits (|word| ≤ 4095 at calibration,
+/// eight times the calibrated range before saturating, the same 12 significant bits a
+/// Q4.12 activation below 1.0 has). It also keeps the simulator's exact MVM on its
+/// single-multiply path (crate::dot, NARROW_MAX).
+pub const MVM_INPUT_LIMIT: f64 = 4095.0;
+/// Headroom of other values: one bit.
+pub const VALUE_LIMIT: f64 = 16383.0;
 
 /// Largest magnitude of every op's values over the calibration inputs.
 fn ranges(l: &Lowered, calib: &[HashMap<String, Tensor>]) -> Result<Vec<f32>, String> {
@@ -336,6 +345,18 @@ pub fn assign(
             }
         }
     }
+    // Classes that feed crossbars.
+    let mut feeds_mvm = vec![false; next];
+    for op in &l.ops {
+        if let Kind::Mvm { input, .. } = &op.kind {
+            for p in input {
+                if !zero_const(p.v) {
+                    let r = find(&mut parent, class[p.v as usize]);
+                    feeds_mvm[r] = true;
+                }
+            }
+        }
+    }
     let mut range = vec![0f32; next];
     for i in 0..n {
         if matches!(l.ops[i].kind, Kind::Const(_)) && !shared[class[i]] {
@@ -351,7 +372,15 @@ pub fn assign(
                 exact_frac(d.iter().fold(0f32, |a, x| a.max(x.abs()))) as u8
             }
             Kind::Output { .. } => arch.fixed.frac_bits as u8,
-            _ => activation_frac(range[find(&mut parent, class[i])], arch.fixed.frac_bits) as u8,
+            _ => {
+                let r = find(&mut parent, class[i]);
+                let limit = if feeds_mvm[r] {
+                    MVM_INPUT_LIMIT
+                } else {
+                    VALUE_LIMIT
+                };
+                activation_frac(range[r], arch.fixed.frac_bits, limit) as u8
+            }
         };
     }
     Ok(())

@@ -161,6 +161,32 @@ pub fn apply_fmt(
         }
         return sat;
     }
+    if let Some(n) = fast_fmt(f, mode, op, (fa, fb, fd), a, b, out) {
+        return n;
+    }
+    general_fmt(bits, mode, op, (fa, fb, fd), a, b, out)
+}
+
+/// [`apply_fmt`] for every op, in 128-bit arithmetic.
+fn general_fmt(
+    bits: u32,
+    mode: NumMode,
+    op: AluOp,
+    (fa, fb, fd): (u32, u32, u32),
+    a: &[i32],
+    b: &[i32],
+    out: &mut [i32],
+) -> u64 {
+    let f = Fmt { bits, frac: fd };
+    let one = 1i64 << fd;
+    let r = |x: i32| x as i16 as i64;
+    let mut sat = 0u64;
+    let mut fit = |v: i64| {
+        if v < f.min() || v > f.max() {
+            sat += 1;
+        }
+        f.fit(v, mode)
+    };
     let fx = fa.max(fb);
     for i in 0..out.len() {
         let x = r(a[i]);
@@ -231,6 +257,75 @@ pub fn apply_fmt(
     sat
 }
 
+/// Word-at-a-time shift: `v / 2^sh` rounded to nearest, ties away from zero (sh ≤ 62).
+#[inline]
+fn shr_round(v: i64, sh: u32) -> i64 {
+    if sh == 0 {
+        return v;
+    }
+    let m = ((v.unsigned_abs() + (1u64 << (sh - 1))) >> sh) as i64;
+    if v < 0 { -m } else { m }
+}
+
+/// The common formatted ops in 64-bit arithmetic (same results as the general loop of
+/// [`apply_fmt`]): add/sub/max/min with equal operand formats, mul, relu, with shifts
+/// that stay below 2^62. `None` for anything else.
+fn fast_fmt(
+    f: Fmt,
+    mode: NumMode,
+    op: AluOp,
+    (fa, fb, fd): (u32, u32, u32),
+    a: &[i32],
+    b: &[i32],
+    out: &mut [i32],
+) -> Option<u64> {
+    let (lo, hi) = (f.min(), f.max());
+    let mut sat = 0u64;
+    let mut put = |o: &mut i32, v: i64| {
+        if v < lo || v > hi {
+            sat += 1;
+        }
+        *o = f.fit(v, mode);
+    };
+    let r = |x: i32| x as i16 as i64;
+    // Result at `from` fraction bits brought to fd.
+    let conv = |v: i64, from: u32| -> i64 {
+        if fd >= from {
+            v << (fd - from)
+        } else {
+            shr_round(v, from - fd)
+        }
+    };
+    // |x ± y| < 2^17: left shifts up to 44 bits stay below 2^62.
+    let same = fa == fb && fd <= fa + 44;
+    match op {
+        AluOp::Add | AluOp::Sub | AluOp::Max | AluOp::Min if same && b.len() == a.len() => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                let (x, y) = (r(x), r(y));
+                let v = match op {
+                    AluOp::Add => x + y,
+                    AluOp::Sub => x - y,
+                    AluOp::Max => x.max(y),
+                    _ => x.min(y),
+                };
+                put(o, conv(v, fa));
+            }
+        }
+        AluOp::Relu if fd <= fa + 44 => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                put(o, conv(r(x).max(0), fa));
+            }
+        }
+        AluOp::Mul if fa + fb <= 62 && fd + 32 <= fa + fb + 62 && b.len() == a.len() => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                put(o, conv(r(x) * r(y), fa + fb));
+            }
+        }
+        _ => return None,
+    }
+    Some(sat)
+}
+
 /// Results of [`apply`] (the architecture's format) that did not fit the word.
 pub fn count_unfit(fmt: Fmt, op: AluOp, a: &[i32], b: &[i32]) -> u64 {
     let r = |x: i32| x as i16 as i64;
@@ -289,5 +384,52 @@ pub fn erf(x: f64) -> f64 {
         }
         let erfc = (-x2).exp() / (f * std::f64::consts::PI.sqrt());
         s * (1.0 - erfc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 64-bit fast paths equal the general 128-bit loop on random words and formats.
+    #[test]
+    fn fast_paths_equal_the_general_loop() {
+        let mut st = 7u64;
+        let mut next = || {
+            st ^= st << 13;
+            st ^= st >> 7;
+            st ^= st << 17;
+            st
+        };
+        for _ in 0..3000 {
+            let op = [
+                AluOp::Add,
+                AluOp::Sub,
+                AluOp::Max,
+                AluOp::Min,
+                AluOp::Relu,
+                AluOp::Mul,
+            ][(next() % 6) as usize];
+            let fa = (next() % 49) as u32;
+            let fb = if next() % 2 == 0 {
+                fa
+            } else {
+                (next() % 49) as u32
+            };
+            let fd = (next() % 49) as u32;
+            let mode = if next() % 2 == 0 {
+                NumMode::Exact
+            } else {
+                NumMode::BitSerial
+            };
+            let a: Vec<i32> = (0..9).map(|_| (next() % 65536) as i32 - 32768).collect();
+            let b: Vec<i32> = (0..9).map(|_| (next() % 65536) as i32 - 32768).collect();
+            let (mut x, mut y) = (vec![0; 9], vec![0; 9]);
+            let f = Fmt { bits: 16, frac: fd };
+            if let Some(n) = fast_fmt(f, mode, op, (fa, fb, fd), &a, &b, &mut x) {
+                let m = general_fmt(16, mode, op, (fa, fb, fd), &a, &b, &mut y);
+                assert_eq!((x, n), (y, m), "{op:?} {fa} {fb} {fd} {mode:?}");
+            }
+        }
     }
 }

@@ -281,7 +281,9 @@ impl<'a> Machine<'a> {
                 arch.tile.shared_mem_words
             };
             let mut ts = TileSt {
-                mem: pool::words(words),
+                // Words are read only while valid (count > 0, set by the write that
+                // stored them): old contents are never seen, no need to zero.
+                mem: pool::words_dirty(words),
                 // valid ⇔ count > 0 (a store or receive with counter 0 leaves the
                 // words invalid; the last reader's decrement invalidates them).
                 count: pool::counts(words),
@@ -322,13 +324,10 @@ impl<'a> Machine<'a> {
         // Used block of each MVMU from the placement (the rest of a crossbar is zero).
         let xs = arch.mvmu.xbar_size;
         let mut used = vec![(xs, xs); p.weights.len()];
-        let mut slot: HashMap<(usize, usize, usize), usize> = HashMap::new();
-        for (i, w) in p.weights.iter().enumerate() {
-            slot.insert((w.tile, w.core, w.mvmu), i);
-        }
         for m in &p.placement.matrices {
             for t in &m.tiles {
-                if let Some(&i) = slot.get(&(t.tile, t.core, t.mvmu)) {
+                let k = (t.tile * nc + t.core) * arch.core.mvmus + t.mvmu;
+                if let Some(&Some(i)) = weights.get(k) {
                     used[i] = (t.rows.min(xs), t.cols.min(xs));
                 }
             }
