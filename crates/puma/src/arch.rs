@@ -75,6 +75,9 @@ pub struct TileCfg {
 #[serde(deny_unknown_fields)]
 pub struct NodeCfg {
     pub tiles: usize,
+    /// Nodes of the system (the chip-to-chip network): a program may use up to
+    /// `count · tiles` tiles.
+    pub count: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,6 +86,8 @@ pub struct NetCfg {
     pub latency_cycles: u64,
     pub inter_node_latency_cycles: u64,
     pub flits_per_packet: u64,
+    /// Bandwidth of one directed chip-to-chip link; a packet occupies it for its bytes.
+    pub inter_node_gbytes_per_s: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -290,6 +295,17 @@ impl Arch {
         if self.node.tiles == 0 {
             return Err(inv("node.tiles", 0, "must be at least 1"));
         }
+        if !(1..=1024).contains(&self.node.count) {
+            return Err(inv("node.count", self.node.count, "must be in 1..=1024"));
+        }
+        let bw = self.network.inter_node_gbytes_per_s;
+        if !(bw.is_finite() && bw > 0.0 && bw <= 1e6) {
+            return Err(inv(
+                "network.inter_node_gbytes_per_s",
+                bw,
+                "must be a finite bandwidth in (0, 1e6] GB/s",
+            ));
+        }
         if !(self.clock_ghz.is_finite() && (1e-6..=1e3).contains(&self.clock_ghz)) {
             return Err(inv(
                 "clock_ghz",
@@ -449,6 +465,20 @@ impl Arch {
     /// Size of a core's register address space.
     pub fn reg_space(&self) -> usize {
         2 * self.core.mvmus * self.mvmu.xbar_size + self.core.data_mem_words
+    }
+    /// Bytes of one packet: `max_transfer_words` 16-bit words.
+    pub fn packet_bytes(&self) -> u64 {
+        self.tile.max_transfer_words as u64 * self.fixed.bits as u64 / 8
+    }
+    /// Cycles a packet occupies a chip-to-chip link (at least 1).
+    pub fn link_packet_cycles(&self) -> u64 {
+        let bytes_per_cycle = self.network.inter_node_gbytes_per_s / self.clock_ghz;
+        ((self.packet_bytes() as f64 / bytes_per_cycle).ceil() as u64).max(1)
+    }
+    /// Tiles the whole system offers (nodes × tiles per node), compute tiles and the
+    /// input and output tiles included.
+    pub fn max_tiles(&self) -> usize {
+        self.node.count * self.node.tiles
     }
     pub fn mvmus_per_tile(&self) -> usize {
         self.core.mvmus * self.tile.cores

@@ -49,25 +49,49 @@ impl Split {
     }
 
     /// Load the 16-bit words `x` (values are taken modulo 2¹⁶, as registers hold them).
+    /// The byte split is made only when the narrow path cannot take them.
     pub fn set(&mut self, x: &[i32]) {
         let n = x.len();
-        self.lo.resize(n, 0);
-        self.hi.resize(n, 0);
         self.raw.resize(n, 0);
         let mut m = 0i32;
-        for (k, &v) in x.iter().enumerate() {
-            let r = v as i16;
-            self.lo[k] = (v & 0xff) as i16;
-            self.hi[k] = r >> 8;
-            self.raw[k] = r;
-            m = m.max((r as i32).abs());
+        for (r, &v) in self.raw.iter_mut().zip(x) {
+            *r = v as i16;
+            m = m.max((v as i16 as i32).abs());
         }
         self.max_abs = m;
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 && n <= BLOCK && m <= NARROW_MAX {
+            // `dots` takes the narrow path: lo/hi are not needed (`dot` falls back to
+            // the raw words).
+            self.lo.clear();
+            self.hi.clear();
+            return;
+        }
+        self.split_bytes();
+    }
+
+    /// Split the loaded words into bytes (the general path's operands).
+    pub(crate) fn split_bytes(&mut self) {
+        let n = self.raw.len();
+        self.lo.resize(n, 0);
+        self.hi.resize(n, 0);
+        for k in 0..n {
+            let r = self.raw[k];
+            self.lo[k] = (r as i32 & 0xff) as i16;
+            self.hi[k] = r >> 8;
+        }
     }
 
     /// Σ_j w[j]·x[j] over the loaded x, exactly (`w.len()` must equal x's length).
     pub fn dot(&self, w: &[i16]) -> i64 {
-        debug_assert_eq!(w.len(), self.lo.len());
+        debug_assert_eq!(w.len(), self.raw.len());
+        if self.lo.len() != self.raw.len() {
+            return w
+                .iter()
+                .zip(&self.raw)
+                .map(|(&a, &b)| a as i64 * b as i64)
+                .sum();
+        }
         let mut acc = 0i64;
         for (k, wb) in w.chunks(BLOCK).enumerate() {
             let r = k * BLOCK..k * BLOCK + wb.len();
@@ -90,7 +114,7 @@ impl Split {
     /// `out[i] = Σ_j w[i·stride + j]·x[j]` for every `i < out.len()` (row-major matrix,
     /// rows of x's length), exactly.
     pub fn dots(&self, w: &[i16], stride: usize, out: &mut [i64]) {
-        let n = self.lo.len();
+        let n = self.raw.len();
         assert!(out.is_empty() || (out.len() - 1) * stride + n <= w.len());
         #[cfg(target_arch = "x86_64")]
         if self.avx2 && n <= BLOCK {
@@ -427,6 +451,8 @@ mod tests {
                 let mut s = Split::new();
                 s.set(&x);
                 assert_eq!(s.dot(&w), want, "dispatch n={n} case={case}");
+                s.split_bytes();
+                assert_eq!(s.dot(&w), want, "split n={n} case={case}");
                 let mut acc = [0i64; 3];
                 for (k, wb) in w.chunks(BLOCK).enumerate() {
                     let r = k * BLOCK..k * BLOCK + wb.len();

@@ -3,9 +3,11 @@
 //!
 //! Layout, from bit 63 down: opcode (4 bits) then the fields of the instruction in
 //! the order of its text form, each with the width in [`FIELD_BITS`]-style constants
-//! below. Signed immediates are two's complement in their field.
+//! below. Signed immediates are two's complement in their field. An `alu`/`alui` with
+//! explicit formats (`fmt=a.b.d`) is preceded by a prefix word (opcode 12, three 6-bit
+//! fraction counts), so a program is a sequence of words, not one word per instruction.
 
-use crate::isa::{AluOp, CoreInstr, IntOp, TileInstr};
+use crate::isa::{AluFmt, AluOp, CoreInstr, IntOp, TileInstr};
 
 pub const REG_BITS: u32 = 13;
 pub const VEC_BITS: u32 = 12;
@@ -101,7 +103,26 @@ impl R {
     }
 }
 
-pub fn encode_core(i: &CoreInstr) -> Result<u64, EncodeError> {
+/// Encode one instruction: one word, or a format prefix and the word.
+pub fn encode_core(i: &CoreInstr) -> Result<Vec<u64>, EncodeError> {
+    let fmt = match i {
+        CoreInstr::Alu { fmt, .. } | CoreInstr::Alui { fmt, .. } => *fmt,
+        _ => None,
+    };
+    let w = encode_word(i)?;
+    Ok(match fmt {
+        None => vec![w],
+        Some(f) => {
+            let p = (12u64 << 60)
+                | ((f.a as u64) & 63) << 54
+                | ((f.b as u64) & 63) << 48
+                | ((f.d as u64) & 63) << 42;
+            vec![p, w]
+        }
+    })
+}
+
+fn encode_word(i: &CoreInstr) -> Result<u64, EncodeError> {
     let s = i.to_string();
     let w = match *i {
         CoreInstr::Nop => W::new(0, s),
@@ -136,6 +157,7 @@ pub fn encode_core(i: &CoreInstr) -> Result<u64, EncodeError> {
             r1,
             r2,
             vec,
+            ..
         } => W::new(5, s)
             .u("aluop", op.code() as u32, ALUOP_BITS)?
             .u("d1", d1, REG_BITS)?
@@ -148,6 +170,7 @@ pub fn encode_core(i: &CoreInstr) -> Result<u64, EncodeError> {
             r1,
             imm,
             vec,
+            ..
         } => W::new(6, s)
             .u("aluop", op.code() as u32, ALUOP_BITS)?
             .u("d1", d1, REG_BITS)?
@@ -180,7 +203,29 @@ fn bad(word: u64, msg: &str) -> EncodeError {
     }
 }
 
-pub fn decode_core(word: u64) -> Result<CoreInstr, EncodeError> {
+/// Decode the instruction at the start of `words`; returns it and the words used.
+pub fn decode_core(words: &[u64]) -> Result<(CoreInstr, usize), EncodeError> {
+    let &w0 = words.first().ok_or_else(|| bad(0, "no word to decode"))?;
+    if w0 >> 60 != 12 {
+        return Ok((decode_word(w0)?, 1));
+    }
+    let f = AluFmt {
+        a: (w0 >> 54 & 63) as u8,
+        b: (w0 >> 48 & 63) as u8,
+        d: (w0 >> 42 & 63) as u8,
+    };
+    let &w1 = words
+        .get(1)
+        .ok_or_else(|| bad(w0, "format prefix at the end of the program"))?;
+    let mut i = decode_word(w1)?;
+    match &mut i {
+        CoreInstr::Alu { fmt, .. } | CoreInstr::Alui { fmt, .. } => *fmt = Some(f),
+        _ => return Err(bad(w1, "format prefix before a non-ALU instruction")),
+    }
+    Ok((i, 2))
+}
+
+fn decode_word(word: u64) -> Result<CoreInstr, EncodeError> {
     let mut r = R::new(word);
     let op = word >> 60;
     let i = match op {
@@ -220,6 +265,7 @@ pub fn decode_core(word: u64) -> Result<CoreInstr, EncodeError> {
                     r1,
                     r2: r.u(REG_BITS),
                     vec: r.u(VEC_BITS),
+                    fmt: None,
                 }
             } else {
                 CoreInstr::Alui {
@@ -228,6 +274,7 @@ pub fn decode_core(word: u64) -> Result<CoreInstr, EncodeError> {
                     r1,
                     imm: r.i(ALUI_IMM_BITS),
                     vec: r.u(VEC_BITS),
+                    fmt: None,
                 }
             }
         }
@@ -317,17 +364,28 @@ pub fn decode_tile(word: u64) -> Result<TileInstr, EncodeError> {
 pub fn encode_core_program(p: &[CoreInstr]) -> Result<Vec<u8>, EncodeError> {
     let mut v = Vec::with_capacity(p.len() * 8);
     for i in p {
-        v.extend_from_slice(&encode_core(i)?.to_le_bytes());
+        for w in encode_core(i)? {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
     }
     Ok(v)
 }
 
 pub fn decode_core_program(b: &[u8]) -> Result<Vec<CoreInstr>, EncodeError> {
-    b.chunks(8)
+    let words: Vec<u64> = b
+        .chunks(8)
         .map(|c| {
             let mut a = [0u8; 8];
             a[..c.len()].copy_from_slice(c);
-            decode_core(u64::from_le_bytes(a))
+            u64::from_le_bytes(a)
         })
-        .collect()
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let (ins, n) = decode_core(&words[i..])?;
+        out.push(ins);
+        i += n;
+    }
+    Ok(out)
 }

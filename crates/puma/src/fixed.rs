@@ -91,35 +91,67 @@ pub fn mvm(
     x: &[i32],
     out: &mut [i32],
 ) {
-    mvm_with(&mut Split::new(), fmt, mode, w, stride, rows, cols, x, out)
+    mvm_with(
+        &mut Split::new(),
+        fmt,
+        mode,
+        fmt.frac as i32,
+        w,
+        stride,
+        rows,
+        cols,
+        x,
+        out,
+    );
 }
 
-/// [`mvm`] with a reusable input buffer (the simulator keeps one per run).
+/// [`mvm`] with a reusable input buffer (the simulator keeps one per run) and the
+/// MVMU's output shift: `out = Σ w·x / 2^shift` (the weights' plus the input's minus
+/// the output's fraction bits; `fmt.frac` when all are in the architecture's format).
+/// Returns how many outputs did not fit the word (saturated or wrapped).
+#[allow(clippy::too_many_arguments)]
 pub fn mvm_with(
     split: &mut Split,
     fmt: Fmt,
     mode: NumMode,
+    shift: i32,
     w: &[i16],
     stride: usize,
     rows: usize,
     cols: usize,
     x: &[i32],
     out: &mut [i32],
-) {
+) -> u64 {
+    let mut unfit = 0u64;
     match mode {
         NumMode::Exact => {
             // Exact integer dot products (crate::dot: byte-split 16-bit multiply-adds).
             split.set(&x[..cols]);
-            let sh = fmt.frac;
-            let half = 1u64 << sh >> 1;
             let (lo, hi) = (fmt.min(), fmt.max());
             let acc = split.dots_buf(w, stride, rows);
-            for (o, &a) in out[..rows].iter_mut().zip(acc) {
-                // a / 2^frac rounded to nearest, ties away from zero (= div_round), then
-                // saturated (= fit in exact mode).
-                let m = ((a.unsigned_abs() + half) >> sh) as i64;
-                let q = if a < 0 { -m } else { m };
-                *o = q.clamp(lo, hi) as i32;
+            if shift >= 63 {
+                // |Σ w·x| < 2^46: nothing is left after the shift.
+                out[..rows].fill(0);
+            } else if shift >= 0 {
+                let sh = shift as u32;
+                let half = 1u64 << sh >> 1;
+                for (o, &a) in out[..rows].iter_mut().zip(acc) {
+                    // a / 2^shift rounded to nearest, ties away from zero (= div_round),
+                    // then saturated (= fit in exact mode).
+                    let m = ((a.unsigned_abs() + half) >> sh) as i64;
+                    let q = if a < 0 { -m } else { m };
+                    let c = q.clamp(lo, hi);
+                    unfit += (c != q) as u64;
+                    *o = c as i32;
+                }
+            } else {
+                let sh = (-shift) as u32;
+                for (o, &a) in out[..rows].iter_mut().zip(acc) {
+                    let q = (a as i64).saturating_mul(1 << sh);
+                    let c = q.clamp(lo, hi);
+                    unfit += (c != q) as u64;
+                    *o = c as i32;
+                }
             }
         }
         NumMode::BitSerial => {
@@ -141,13 +173,22 @@ pub fn mvm_with(
                         .filter(|(_, b)| (**b >> k) & 1 == 1)
                         .map(|(&a, _)| a as i64)
                         .sum();
-                    let p = fmt.fit(Fmt::div_round(s, fmt.one()), mode) as i64;
+                    let r = if shift >= 63 {
+                        0
+                    } else if shift >= 0 {
+                        Fmt::div_round(s, 1i64 << shift)
+                    } else {
+                        s << -shift
+                    };
+                    unfit += (r < fmt.min() || r > fmt.max()) as u64;
+                    let p = fmt.fit(r, mode) as i64;
                     acc = (acc + (p << k)) & mask;
                 }
                 out[i] = fmt.fit(acc, mode);
             }
         }
     }
+    unfit
 }
 
 #[cfg(test)]
@@ -243,6 +284,7 @@ mod tests {
                     &mut split,
                     f,
                     NumMode::Exact,
+                    12,
                     &w,
                     128,
                     rows,

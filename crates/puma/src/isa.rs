@@ -39,9 +39,13 @@ pub enum AluOp {
     LogSoftmax,
     LogSoftmaxd,
     Rndcmp,
+    /// Error function (ROM lookup like sig/tanh; a pimkit addition for GELU).
+    Erf,
+    /// Square root (ROM lookup; a pimkit addition for normalizations).
+    Sqrt,
 }
 
-pub const ALU_OPS: [AluOp; 25] = [
+pub const ALU_OPS: [AluOp; 27] = [
     AluOp::Add,
     AluOp::Sub,
     AluOp::Mul,
@@ -67,6 +71,8 @@ pub const ALU_OPS: [AluOp; 25] = [
     AluOp::LogSoftmax,
     AluOp::LogSoftmaxd,
     AluOp::Rndcmp,
+    AluOp::Erf,
+    AluOp::Sqrt,
 ];
 
 /// Energy class of a VFU op (reference §3.5 VFU row: div / mul / other; transcendental
@@ -107,6 +113,8 @@ impl AluOp {
             AluOp::LogSoftmax => "log_softmax",
             AluOp::LogSoftmaxd => "log_softmaxd",
             AluOp::Rndcmp => "rndcmp",
+            AluOp::Erf => "erf",
+            AluOp::Sqrt => "sqrt",
         }
     }
     pub fn parse(s: &str) -> Option<AluOp> {
@@ -131,6 +139,8 @@ impl AluOp {
                 | AluOp::Relud
                 | AluOp::LogSoftmax
                 | AluOp::LogSoftmaxd
+                | AluOp::Erf
+                | AluOp::Sqrt
         )
     }
     /// Ops implemented by the original simulator (reference §1.1).
@@ -164,6 +174,8 @@ impl AluOp {
             | AluOp::Tanh
             | AluOp::Exp
             | AluOp::Log
+            | AluOp::Erf
+            | AluOp::Sqrt
             | AluOp::LogSoftmax
             | AluOp::LogSoftmaxd => AluClass::Transcendental,
             _ => AluClass::Simple,
@@ -214,6 +226,32 @@ impl IntOp {
     }
 }
 
+/// Fraction bits of the two operands and the result of an ALU instruction (16-bit
+/// words: value = word / 2^frac). The op is computed on the real values and rounded
+/// once to the result's format (docs/puma.md "Fixed point per tensor").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AluFmt {
+    pub a: u8,
+    pub b: u8,
+    pub d: u8,
+}
+
+impl fmt::Display for AluFmt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.a, self.b, self.d)
+    }
+}
+
+impl AluFmt {
+    pub fn parse(s: &str) -> Option<AluFmt> {
+        let mut it = s
+            .split('.')
+            .map(|x| x.parse::<u8>().ok().filter(|&v| v <= 63));
+        let (a, b, d) = (it.next()??, it.next()??, it.next()??);
+        it.next().is_none().then_some(AluFmt { a, b, d })
+    }
+}
+
 /// One core instruction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CoreInstr {
@@ -254,6 +292,8 @@ pub enum CoreInstr {
         r1: u32,
         r2: u32,
         vec: u32,
+        /// Fixed-point formats of r1, r2 and d1 (`None`: the architecture's format).
+        fmt: Option<AluFmt>,
     },
     /// Vector op with a scalar fixed-point immediate (raw 16-bit pattern).
     Alui {
@@ -262,6 +302,8 @@ pub enum CoreInstr {
         r1: u32,
         imm: i32,
         vec: u32,
+        /// Formats of r1, the immediate and d1 (`None`: the architecture's format).
+        fmt: Option<AluFmt>,
     },
     /// Scalar integer op on data-memory registers.
     AluInt {
@@ -391,14 +433,28 @@ impl fmt::Display for CoreInstr {
                 r1,
                 r2,
                 vec,
-            } => write!(f, "alu {} d1={d1} r1={r1} r2={r2} vec={vec}", op.name()),
+                fmt,
+            } => {
+                write!(f, "alu {} d1={d1} r1={r1} r2={r2} vec={vec}", op.name())?;
+                if let Some(x) = fmt {
+                    write!(f, " fmt={x}")?;
+                }
+                Ok(())
+            }
             CoreInstr::Alui {
                 op,
                 d1,
                 r1,
                 imm,
                 vec,
-            } => write!(f, "alui {} d1={d1} r1={r1} imm={imm} vec={vec}", op.name()),
+                fmt,
+            } => {
+                write!(f, "alui {} d1={d1} r1={r1} imm={imm} vec={vec}", op.name())?;
+                if let Some(x) = fmt {
+                    write!(f, " fmt={x}")?;
+                }
+                Ok(())
+            }
             CoreInstr::AluInt { op, d1, r1, r2 } => {
                 write!(f, "alu_int {} d1={d1} r1={r1} r2={r2}", op.name())
             }
@@ -497,6 +553,16 @@ impl<'a> Fields<'a> {
         v.parse::<i32>()
             .map_err(|_| format!("field `{key}` must be an integer, found `{v}`"))
     }
+    fn fmt(&self) -> Result<Option<AluFmt>, String> {
+        match self.kv.iter().find(|(k, _)| *k == "fmt") {
+            None => Ok(None),
+            Some((_, v)) => AluFmt::parse(v).map(Some).ok_or_else(|| {
+                format!(
+                    "field `fmt` must be three fraction bit counts 0..=63 as a.b.d, found `{v}`"
+                )
+            }),
+        }
+    }
     fn check_known(&self, known: &[&str]) -> Result<(), String> {
         for (k, _) in &self.kv {
             if !known.contains(k) {
@@ -561,25 +627,27 @@ fn parse_core_line(s: &str) -> Result<CoreInstr, String> {
         "alu" => {
             let op = aluop(rest)?;
             let f = Fields::new(&rest[1..])?;
-            f.check_known(&["d1", "r1", "r2", "vec"])?;
+            f.check_known(&["d1", "r1", "r2", "vec", "fmt"])?;
             CoreInstr::Alu {
                 op,
                 d1: f.u("d1")?,
                 r1: f.u("r1")?,
                 r2: f.u("r2")?,
                 vec: f.u("vec")?,
+                fmt: f.fmt()?,
             }
         }
         "alui" => {
             let op = aluop(rest)?;
             let f = Fields::new(&rest[1..])?;
-            f.check_known(&["d1", "r1", "imm", "vec"])?;
+            f.check_known(&["d1", "r1", "imm", "vec", "fmt"])?;
             CoreInstr::Alui {
                 op,
                 d1: f.u("d1")?,
                 r1: f.u("r1")?,
                 imm: f.i("imm")?,
                 vec: f.u("vec")?,
+                fmt: f.fmt()?,
             }
         }
         "alu_int" => {

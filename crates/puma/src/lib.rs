@@ -28,5 +28,5 @@ pub use fixed::NumMode;
 pub use per_layer::{LayerResult, PerLayerResult, run_per_layer, run_per_layer_with};
 pub use program::Program;
 pub use report::report_section;
-pub use result::{PumaResult, RunError, compare, run_graph, run_program};
+pub use result::{DEFAULT_TOLERANCE, PumaResult, RunError, compare, run_graph, run_program};
 pub use sim::{SimError, SimOptions, SimOutput, SimStats, simulate};

@@ -35,6 +35,10 @@ pub struct MvmuWeights {
     pub tile: usize,
     pub core: usize,
     pub mvmu: usize,
+    /// Output shift: the MVMU's results are Σ w·x / 2^shift (its weights' plus its
+    /// input's minus its output's fraction bits); absent: the architecture's frac_bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift: Option<i32>,
     #[serde(skip)]
     pub data: Vec<i16>,
 }
@@ -52,6 +56,10 @@ pub struct IoMap {
     pub addrs: Vec<u32>,
     /// Inputs only: reader count of each element's word.
     pub counts: Vec<u32>,
+    /// Fraction bits of each element's word (per-tensor fixed point); empty: the
+    /// architecture's frac_bits for all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fracs: Vec<u8>,
 }
 
 fn default_dtype() -> DType {
@@ -89,6 +97,12 @@ pub struct Placement {
     pub spill_stores: usize,
     pub coalesced_mvms: usize,
     pub loops_rolled: usize,
+    /// The weight-replication plan, when one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<crate::compile::replicate::Plan>,
+    /// Syncs inserted for shared-memory reuse (flag store + load pairs).
+    #[serde(default)]
+    pub syncs: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -21,6 +21,25 @@ pub struct PumaResult {
     /// Largest |PUMA − reference interpreter| over all outputs (None when the graph has
     /// no weights or no reference was run).
     pub max_abs_error: Option<f64>,
+    /// `max_abs_error` divided by the reference outputs' range (max − min).
+    pub relative_error: Option<f64>,
+    /// Whether every output row's arg-max (last axis) equals the reference's.
+    pub top1_agree: Option<bool>,
+    /// The relative error above which a warning is given (docs/puma.md).
+    pub tolerance: f64,
+    /// True when the relative error exceeds the tolerance or a result saturated.
+    pub accuracy_warning: bool,
+    /// Human-readable warnings (printed on stderr as `warning:` lines).
+    pub warnings: Vec<String>,
+    /// Notes (printed on stderr as `note:` lines): nodes run on the host.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// The weight-replication plan (`--replicate`), with its MVMU budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<crate::compile::replicate::Plan>,
+    /// Nodes of the system the program uses (chip-to-chip network).
+    #[serde(default)]
+    pub nodes: usize,
     pub static_instructions: usize,
     pub shape_only: bool,
     pub wall_s: f64,
@@ -37,6 +56,96 @@ pub enum RunError {
     /// A scaled or summed cycle count beyond u64 (`run_per_layer`).
     #[error("{0}")]
     CycleOverflow(String),
+    /// A layer of a per-layer run that cannot be simulated at any window size.
+    #[error("{0}")]
+    Layer(String),
+}
+
+/// Default relative-error tolerance: 2 % of the reference outputs' range
+/// (docs/puma.md "Fixed point per tensor").
+pub const DEFAULT_TOLERANCE: f64 = 0.02;
+
+/// Range (max − min) of the reference outputs.
+fn range(r: &[Tensor]) -> f64 {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for t in r {
+        for x in t.to_f32_vec() {
+            lo = lo.min(x as f64);
+            hi = hi.max(x as f64);
+        }
+    }
+    if hi > lo {
+        hi - lo
+    } else {
+        hi.abs().max(1e-30)
+    }
+}
+
+/// Whether the arg-max over the last axis agrees in every row of every output.
+pub fn top1_agree(a: &[Tensor], r: &[Tensor]) -> Option<bool> {
+    let mut any = false;
+    for (x, y) in a.iter().zip(r) {
+        let k = *y.shape.last()?;
+        if k < 2 {
+            continue;
+        }
+        any = true;
+        let (x, y) = (x.to_f32_vec(), y.to_f32_vec());
+        let am = |v: &[f32]| {
+            v.iter()
+                .enumerate()
+                .fold(
+                    (0, f32::NEG_INFINITY),
+                    |b, (i, &x)| if x > b.1 { (i, x) } else { b },
+                )
+                .0
+        };
+        for (rx, ry) in x.chunks(k).zip(y.chunks(k)) {
+            if am(rx) != am(ry) {
+                return Some(false);
+            }
+        }
+    }
+    any.then_some(true)
+}
+
+impl PumaResult {
+    /// Compare with the reference outputs (if any) and set the accuracy fields and
+    /// warnings (`tolerance`: relative to the reference outputs' range).
+    pub fn assess(&mut self, outs: &[Tensor], reference: Option<&[Tensor]>, tolerance: f64) {
+        self.tolerance = tolerance;
+        self.warnings.clear();
+        if let Some(r) = reference {
+            let e = compare(outs, r);
+            self.max_abs_error = Some(e);
+            let rel = e / range(r);
+            self.relative_error = Some(rel);
+            self.top1_agree = top1_agree(outs, r);
+            if !(rel <= tolerance) {
+                self.warnings.push(format!(
+                    "{}: output error {e:.4} is {:.2} % of the outputs' range, above the {:.2} % tolerance (docs/puma.md \"Fixed point per tensor\"; try calibration inputs or --fixed)",
+                    self.model,
+                    100.0 * rel,
+                    100.0 * tolerance
+                ));
+            }
+            if self.top1_agree == Some(false) {
+                self.warnings.push(format!(
+                    "{}: the top-1 class differs from the reference interpreter's",
+                    self.model
+                ));
+            }
+        }
+        if self.stats.saturations > 0 {
+            self.warnings.push(format!(
+                "{}: {} result(s) did not fit their 16-bit word and {} (values beyond the format's range)",
+                self.model,
+                self.stats.saturations,
+                if self.mode == NumMode::BitSerial { "wrapped" } else { "saturated" }
+            ));
+        }
+        self.accuracy_warning = !self.warnings.is_empty();
+    }
 }
 
 /// Largest absolute difference between two output lists.
@@ -64,22 +173,31 @@ pub fn run_program(
     let t0 = std::time::Instant::now();
     let out = simulate(p, inputs, opts)?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let max_abs_error = reference.map(|r| compare(&out.outputs, r));
-    let res = PumaResult {
+    let mut res = PumaResult {
         model: p.name.clone(),
         mode: opts.mode,
         constants: format!("{:?}", p.arch.constants).to_lowercase(),
         stats: out.stats,
-        max_abs_error,
+        max_abs_error: None,
+        relative_error: None,
+        top1_agree: None,
+        tolerance: DEFAULT_TOLERANCE,
+        accuracy_warning: false,
+        warnings: Vec::new(),
+        notes: Vec::new(),
+        replication: p.placement.replication.clone(),
+        nodes: p.placement.nodes_used,
         static_instructions: p.num_core_instructions(),
         shape_only: p.shape_only,
         wall_s,
     };
+    res.assess(&out.outputs, reference, opts.tolerance);
     Ok((res, out.outputs))
 }
 
 /// Compile `g`, simulate it on `inputs` (deterministic random inputs when `None`) and
-/// compare with the reference interpreter (skipped for shape-only graphs).
+/// compare with the reference interpreter (skipped for shape-only graphs). Nodes with
+/// integer inputs or outputs (embedding lookups) run on the host first, with a note.
 pub fn run_graph(
     g: &Graph,
     arch: &Arch,
@@ -87,13 +205,70 @@ pub fn run_graph(
     sopts: &SimOptions,
     inputs: Option<HashMap<String, Tensor>>,
 ) -> Result<(PumaResult, Vec<Tensor>, Program), RunError> {
-    let p = compile(g, arch, copts)?;
     let inputs = match inputs {
         Some(i) => i,
         None => {
             pimkit_interp::check_memory(g).map_err(|e| RunError::Reference(e.to_string()))?;
             pimkit_interp::random_inputs(g, 0)
         }
+    };
+    let split = crate::per_layer::split_host(g).map_err(|msg| {
+        RunError::Compile(crate::compile::CompileError::Graph {
+            graph: g.name.clone(),
+            msg,
+        })
+    })?;
+    let Some(split) = split else {
+        return run_float(g, arch, copts, sopts, inputs);
+    };
+    // The host part: one reference run gives the PUMA part's inputs and outputs.
+    let want: std::collections::HashSet<pimkit_ir::ValueId> =
+        split.inputs.iter().chain(&g.outputs).copied().collect();
+    let mut vals: HashMap<pimkit_ir::ValueId, Tensor> = HashMap::new();
+    for &i in &g.inputs {
+        if want.contains(&i)
+            && let Some(t) = inputs.get(&g.value(i).name)
+        {
+            vals.insert(i, t.clone());
+        }
+    }
+    pimkit_interp::run_observed(g, &inputs, &mut |node, ts| {
+        for (o, t) in g.nodes[node.idx()].outputs.iter().zip(ts) {
+            if want.contains(o) {
+                vals.insert(*o, t.clone());
+            }
+        }
+    })
+    .map_err(|e| RunError::Reference(e.to_string()))?;
+    let pin: HashMap<String, Tensor> = split
+        .inputs
+        .iter()
+        .map(|&v| (g.value(v).name.clone(), vals[&v].clone()))
+        .collect();
+    let (mut res, outs, p) = run_float(&split.graph, arch, copts, sopts, pin)?;
+    res.model = g.name.clone();
+    res.notes.push(split.note);
+    Ok((res, outs, p))
+}
+
+/// [`run_graph`] of a graph PUMA computes entirely.
+fn run_float(
+    g: &Graph,
+    arch: &Arch,
+    copts: &CompileOptions,
+    sopts: &SimOptions,
+    inputs: HashMap<String, Tensor>,
+) -> Result<(PumaResult, Vec<Tensor>, Program), RunError> {
+    if g.inputs.iter().all(|&v| g.ty(v).dtype.is_float()) {
+        crate::sim::check_graph_inputs(g, &inputs)?;
+    }
+    // Activation formats from the reference run's inputs unless calibration is given.
+    let p = if copts.calibration.is_empty() && copts.fixed == crate::compile::Fixed::PerTensor {
+        let mut o = copts.clone();
+        o.calibration = vec![inputs.clone()];
+        compile(g, arch, &o)?
+    } else {
+        compile(g, arch, copts)?
     };
     crate::sim::check_inputs(&p, &inputs)?;
     let reference = if p.shape_only {

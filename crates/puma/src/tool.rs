@@ -112,21 +112,111 @@ pub fn sim_dir(
     Ok((res, outs, p))
 }
 
-/// Write outputs as out/output_<i>.npy.
-pub fn write_outputs(dir: &Path, outs: &[Tensor]) -> Result<(), ToolError> {
-    create_dir(dir, "the output directory (--out)")?;
-    for (i, t) in outs.iter().enumerate() {
-        // NpyError names the file.
-        pimkit_ir::npy::write_npy(&dir.join(format!("output_{i}.npy")), t)
-            .map_err(|e| ToolError::Input(format!("cannot write output {i}: {e}")))?;
+/// A file name for an output: its graph name with characters outside
+/// `[A-Za-z0-9._-]` replaced by `_` (`output_<i>` when empty), unique among `taken`.
+pub fn output_file_name(name: &str, i: usize, taken: &mut Vec<String>) -> String {
+    let mut base: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if base.is_empty() || base.chars().all(|c| c == '.') {
+        base = format!("output_{i}");
     }
-    Ok(())
+    let mut f = format!("{base}.npy");
+    let mut k = 1;
+    while taken.contains(&f) {
+        f = format!("{base}_{k}.npy");
+        k += 1;
+    }
+    taken.push(f.clone());
+    f
+}
+
+/// Write outputs as `<sanitized output name>.npy` (`output_file_name`); returns the
+/// file names.
+pub fn write_outputs(
+    dir: &Path,
+    names: &[String],
+    outs: &[Tensor],
+) -> Result<Vec<String>, ToolError> {
+    create_dir(dir, "the output directory (--out)")?;
+    let mut taken = Vec::new();
+    for (i, t) in outs.iter().enumerate() {
+        let name = names.get(i).map(String::as_str).unwrap_or("");
+        let f = output_file_name(name, i, &mut taken);
+        // NpyError names the file.
+        pimkit_ir::npy::write_npy(&dir.join(&f), t)
+            .map_err(|e| ToolError::Input(format!("cannot write output `{name}`: {e}")))?;
+    }
+    Ok(taken)
+}
+
+/// `--depthwise blockdiag|compact`.
+pub fn parse_depthwise(s: &str) -> Result<crate::compile::Depthwise, String> {
+    match s {
+        "blockdiag" => Ok(crate::compile::Depthwise::BlockDiag),
+        "compact" => Ok(crate::compile::Depthwise::Compact),
+        _ => Err(format!(
+            "--depthwise must be blockdiag or compact, not '{s}'"
+        )),
+    }
+}
+
+/// `--fixed`: `auto` (per tensor) or `q4.12` (every word in the architecture's format).
+pub fn parse_fixed(s: &str) -> Result<crate::compile::Fixed, String> {
+    match s {
+        "auto" | "per-tensor" => Ok(crate::compile::Fixed::PerTensor),
+        "q4.12" | "uniform" => Ok(crate::compile::Fixed::Uniform),
+        _ => Err(format!("--fixed must be auto or q4.12, not '{s}'")),
+    }
+}
+
+/// `--replicate auto|N` with `--budget N|Ntiles|original|node` (default: one node).
+pub fn parse_replicate(
+    s: &str,
+    budget: Option<&str>,
+) -> Result<crate::compile::replicate::Replicate, String> {
+    use crate::compile::replicate::{Budget, Replicate};
+    let b = match budget {
+        None | Some("node") => Budget::Node,
+        Some("original") => Budget::Original,
+        Some(x) => {
+            let (num, tiles) = match x.strip_suffix("tiles") {
+                Some(n) => (n, true),
+                None => (x, false),
+            };
+            let n: usize = num.trim().parse().map_err(|_| {
+                format!("--budget must be N (MVMUs), Ntiles, original or node, not '{x}'")
+            })?;
+            if tiles {
+                Budget::Tiles(n)
+            } else {
+                Budget::Mvmus(n)
+            }
+        }
+    };
+    match s {
+        "auto" => Ok(Replicate::Auto(b)),
+        "off" | "1" => Ok(Replicate::Off),
+        _ => match s.parse::<usize>() {
+            Ok(n) if n >= 1 && n <= 4096 => Ok(Replicate::Factor(n)),
+            _ => Err(format!(
+                "--replicate must be auto or a copy count 1..=4096, not '{s}'"
+            )),
+        },
+    }
 }
 
 /// Human-readable summary of a result.
 pub fn summary(res: &PumaResult) -> String {
     let mut s = format!(
-        "model {}  ({:?} arithmetic, {} constants)\ncycles {}  latency {:.3} us  energy {:.1} nJ\ntiles {}  cores {}  MVMUs {}  MVMU utilization {:.2} %\nsimulated instructions {} (wall {:.3} s)\n",
+        "model {}  ({:?} arithmetic, {} constants)\ncycles {}  latency {:.3} us  energy {:.1} nJ\ntiles {} ({} node(s))  cores {}  MVMUs {}  MVMU utilization {:.2} %\nsimulated instructions {} (wall {:.3} s)\n",
         res.model,
         res.mode,
         res.constants,
@@ -134,12 +224,29 @@ pub fn summary(res: &PumaResult) -> String {
         res.stats.latency_ns / 1000.0,
         res.stats.energy_nj,
         res.stats.tiles,
+        res.nodes,
         res.stats.cores,
         res.stats.mvmus,
         100.0 * res.stats.mvmu_utilization,
         res.stats.simulated_instructions,
         res.wall_s
     );
+    if let Some(p) = &res.replication {
+        s.push_str(&format!(
+            "replication: {} MVMUs of a {}-MVMU budget;",
+            p.mvmus, p.budget_mvmus
+        ));
+        for l in p.layers.iter().filter(|l| l.copies > 1) {
+            s.push_str(&format!(" {} x{};", l.node, l.copies));
+        }
+        s.push('\n');
+    }
+    if res.stats.steady_state_cycles > 0 {
+        s.push_str(&format!(
+            "steady state: {:.1} inferences/s (one per {} cycles, set by {}); latency above is one inference alone\n",
+            res.stats.throughput_per_s, res.stats.steady_state_cycles, res.stats.bottleneck
+        ));
+    }
     s.push_str("energy (nJ):");
     for (k, v) in &res.stats.energy_breakdown_nj {
         s.push_str(&format!(" {k} {v:.2};"));
@@ -152,7 +259,21 @@ pub fn summary(res: &PumaResult) -> String {
     }
     s.push('\n');
     match res.max_abs_error {
-        Some(e) => s.push_str(&format!("max |error| vs reference interpreter: {e:.6}\n")),
+        Some(e) => {
+            s.push_str(&format!(
+                "max |error| vs reference interpreter: {e:.6} ({:.3} % of the outputs' range, tolerance {:.2} %)",
+                100.0 * res.relative_error.unwrap_or(0.0),
+                100.0 * res.tolerance
+            ));
+            if let Some(t) = res.top1_agree {
+                s.push_str(if t {
+                    "; top-1 agrees"
+                } else {
+                    "; top-1 DIFFERS"
+                });
+            }
+            s.push('\n');
+        }
         None => s.push_str("max |error|: not compared (custom inputs or shape-only weights)\n"),
     }
     s

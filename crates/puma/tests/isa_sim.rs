@@ -63,6 +63,7 @@ fn sample_core() -> Vec<CoreInstr> {
             r1: 256,
             r2: 384,
             vec: 100,
+            fmt: None,
         });
         v.push(CoreInstr::Alui {
             op,
@@ -70,6 +71,15 @@ fn sample_core() -> Vec<CoreInstr> {
             r1: 256,
             imm: -4096,
             vec: 7,
+            fmt: None,
+        });
+        v.push(CoreInstr::Alu {
+            op,
+            d1: 600,
+            r1: 256,
+            r2: 384,
+            vec: 3,
+            fmt: Some(isa::AluFmt { a: 9, b: 15, d: 0 }),
         });
     }
     v
@@ -81,8 +91,20 @@ fn assembly_and_binary_round_trip() {
     let text = isa::print(&prog);
     assert_eq!(isa::parse_core(&text).unwrap(), prog);
     for i in &prog {
-        assert_eq!(&decode_core(encode_core(i).unwrap()).unwrap(), i, "{i}");
+        let words = encode_core(i).unwrap();
+        assert_eq!(
+            decode_core(&words).unwrap(),
+            (i.clone(), words.len()),
+            "{i}"
+        );
     }
+    let bytes = pimkit_puma::encode::encode_core_program(&prog).unwrap();
+    assert_eq!(
+        pimkit_puma::encode::decode_core_program(&bytes).unwrap(),
+        prog
+    );
+    assert!(isa::parse_core("alu add d1=1 r1=2 r2=3 vec=4 fmt=1.2.64").is_err());
+    assert!(isa::parse_core("alu add d1=1 r1=2 r2=3 vec=4 fmt=1.2").is_err());
     let tile = vec![
         TileInstr::Send {
             addr: 70000,
@@ -153,6 +175,7 @@ fn one_core(
         weights: weights
             .into_iter()
             .map(|(m, data)| MvmuWeights {
+                shift: None,
                 tile: 2,
                 core: 0,
                 mvmu: m,
@@ -198,6 +221,7 @@ fn set_copy_alu_semantics_and_latency() {
             r1: D,
             r2: D + 4,
             vec: 4,
+            fmt: None,
         }, // 1 cycle (4 lanes)
         CoreInstr::Alu {
             op: AluOp::Mul,
@@ -205,6 +229,7 @@ fn set_copy_alu_semantics_and_latency() {
             r1: D,
             r2: D + 4,
             vec: 4,
+            fmt: None,
         },
         CoreInstr::Alu {
             op: AluOp::Div,
@@ -212,6 +237,7 @@ fn set_copy_alu_semantics_and_latency() {
             r1: D + 4,
             r2: D,
             vec: 4,
+            fmt: None,
         }, // 4 passes
         CoreInstr::Alui {
             op: AluOp::Max,
@@ -219,6 +245,7 @@ fn set_copy_alu_semantics_and_latency() {
             r1: D + 4,
             imm: 0,
             vec: 4,
+            fmt: None,
         },
         CoreInstr::Alu {
             op: AluOp::Sig,
@@ -226,6 +253,7 @@ fn set_copy_alu_semantics_and_latency() {
             r1: D + 4,
             r2: 0,
             vec: 4,
+            fmt: None,
         },
         CoreInstr::Alu {
             op: AluOp::Lt,
@@ -233,6 +261,7 @@ fn set_copy_alu_semantics_and_latency() {
             r1: D + 4,
             r2: D,
             vec: 4,
+            fmt: None,
         },
         CoreInstr::Copy {
             d1: D + 32,
@@ -245,6 +274,7 @@ fn set_copy_alu_semantics_and_latency() {
             r1: D,
             r2: D,
             vec: 128,
+            fmt: None,
         }, // 32 cycles
         CoreInstr::Hlt, // 1 cycle
     ];
@@ -276,6 +306,7 @@ fn saturation_in_exact_mode_and_wrap_in_bitserial_mode() {
             r1: D,
             r2: D + 1,
             vec: 1,
+            fmt: None,
         },
         CoreInstr::Hlt,
     ];
@@ -550,6 +581,7 @@ fn send_receive_latency_and_data() {
         TileInstr::Halt,
     ];
     p.outputs = vec![pimkit_puma::program::IoMap {
+        fracs: vec![],
         name: "y".into(),
         shape: vec![4],
         dtype: pimkit_ir::DType::F32,

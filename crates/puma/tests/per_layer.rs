@@ -68,12 +68,49 @@ fn per_layer_lenet_agrees_with_interpreter_and_sums() {
     );
 }
 
+/// One 3x3 convolution (32 -> 16 channels) with ReLU on a 32-channel feature map.
+fn wide_conv(hw: usize) -> pimkit_ir::Graph {
+    use pimkit_ir::{ConvAttrs, DType, Graph, Op, Tensor, TensorType, UnaryOp};
+    let mut g = Graph::new("wide_conv");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![1, 32, hw, hw]));
+    let w: Vec<f32> = (0..16 * 32 * 9)
+        .map(|i| ((i * 37 % 101) as f32 / 101.0 - 0.5) * 0.2)
+        .collect();
+    let w = g.add_const("w", Tensor::from_f32(vec![16, 32, 3, 3], w));
+    let c = g
+        .op(
+            "conv",
+            Op::Conv(ConvAttrs::simple(vec![3, 3], 1, 1, 1)),
+            &[x, w],
+        )
+        .unwrap();
+    let y = g.op("relu", Op::Unary(UnaryOp::Relu), &[c]).unwrap();
+    g.outputs.push(y);
+    g
+}
+
 #[test]
-fn oversized_conv_layer_is_simulated_smaller_and_scaled() {
-    let g = lenet();
+fn oversized_conv_layer_gets_copies_then_is_simulated_smaller_and_scaled() {
+    let g = wide_conv(24);
     let mut arch = Arch::default();
-    // conv1 (32x32 input, 6x28x28 output) no longer fits; the FC layers still do.
-    arch.tile.shared_mem_words = 2048;
+    // The line buffer (3 + 2 rows of 26 x 32 words) needs weight copies (stripes) on
+    // their own tiles.
+    arch.tile.shared_mem_words = 1500;
+    let r = run_per_layer(
+        &g,
+        &arch,
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        None,
+    )
+    .unwrap();
+    let l0 = &r.layers[0];
+    // One copy is 3 MVMUs (288 columns, 16 rows).
+    assert!(l0.mvmus > 3, "{} MVMUs", l0.mvmus);
+    assert_eq!(l0.scale, 1.0);
+    assert!(l0.max_abs_error.unwrap() < 0.05);
+    // Even 8 copies on one MVMU per tile do not fit 300 words: a smaller window, scaled.
+    arch.tile.shared_mem_words = 300;
     assert!(matches!(
         compile(&g, &arch, &CompileOptions::default()),
         Err(CompileError::SharedMemory { .. })
@@ -88,11 +125,11 @@ fn oversized_conv_layer_is_simulated_smaller_and_scaled() {
     .unwrap();
     assert!(r.scaled);
     let l0 = &r.layers[0];
-    assert_eq!(l0.input_shape, [1, 1, 32, 32]);
-    assert!(l0.simulated_shape[2] < 32 && l0.simulated_shape[3] < 32);
-    // ISS-65 factor with pad 0: (32 / X)^2.
+    assert_eq!(l0.input_shape, [1, 32, 24, 24]);
+    assert!(l0.simulated_shape[2] < 24 && l0.simulated_shape[3] < 24);
+    // ISS-65 factor with pad 1: ((24 + 2) / (X + 2))^2.
     let x = l0.simulated_shape[2] as f64;
-    assert!((l0.scale - (32.0 / x).powi(2)).abs() < 1e-9);
+    assert!((l0.scale - (26.0 / (x + 2.0)).powi(2)).abs() < 1e-9);
     assert_eq!(
         l0.cycles,
         (l0.simulated_cycles as f64 * l0.scale).round() as u64
@@ -111,8 +148,8 @@ fn shared_memory_error_names_layer_and_bytes() {
     assert!(msg.contains("bytes") && msg.contains("32 bytes"), "{msg}");
     assert!(msg.contains("layer `"), "{msg}");
     assert!(msg.contains("--per-layer"), "{msg}");
-    // Per-layer mode shrinks the conv layers but cannot shrink a dense layer: it reports
-    // the same kind of error, naming the segment.
+    // Per-layer mode shrinks the conv layers but cannot shrink a dense layer: it names
+    // the layer and what to change, without recommending itself.
     let e = run_per_layer(
         &g,
         &arch,
@@ -121,10 +158,13 @@ fn shared_memory_error_names_layer_and_bytes() {
         None,
     )
     .unwrap_err();
+    let m = e.to_string();
+    assert!(matches!(&e, RunError::Layer(_)), "{m}");
     assert!(
-        matches!(&e, RunError::Compile(CompileError::SharedMemory { layer, .. }) if !layer.is_empty()),
-        "{e}"
+        m.contains("layer `") && m.contains("shared_mem_words"),
+        "{m}"
     );
+    assert!(!m.contains("--per-layer"), "{m}");
 }
 
 #[test]
@@ -169,4 +209,81 @@ fn vgg16_224_per_layer() {
     let fc: usize = r.layers[13..].iter().map(|l| l.mvmus).sum();
     assert_eq!(fc, 7552);
     assert_eq!(r.layers[..13].iter().map(|l| l.mvmus).sum::<usize>(), 902);
+}
+
+/// A node PUMA cannot compute after a convolution runs on the host with a note; the
+/// convolution is still simulated.
+#[test]
+fn unsupported_trailing_nodes_run_on_the_host() {
+    use pimkit_ir::{Op, UnaryOp};
+    let mut g = wide_conv(8);
+    let y = *g.outputs.last().unwrap();
+    let s = g.op("sin", Op::Unary(UnaryOp::Sin), &[y]).unwrap();
+    g.outputs = vec![s];
+    let r = run_per_layer(
+        &g,
+        &Arch::default(),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        None,
+    )
+    .unwrap();
+    let l = &r.layers[0];
+    assert!(l.nodes.contains(&"conv".to_string()));
+    assert_eq!(l.host_nodes, ["sin"]);
+    assert!(l.notes.iter().any(|n| n.contains("host")), "{:?}", l.notes);
+    assert!(l.cycles > 0 && l.max_abs_error.unwrap() < 0.05);
+}
+
+/// Token ids (integer inputs) are looked up on the host; the float rest runs on PUMA,
+/// whole or layer by layer.
+#[test]
+fn integer_inputs_run_on_the_host() {
+    use pimkit_ir::{DType, Graph, Op, Tensor, TensorType};
+    let mut g = Graph::new("embed");
+    let ids = g.add_input("ids", TensorType::new(DType::I64, vec![1, 4]));
+    let table: Vec<f32> = (0..10 * 16)
+        .map(|i| ((i * 7 % 23) as f32 - 11.0) / 11.0)
+        .collect();
+    let t = g.add_const("table", Tensor::from_f32(vec![10, 16], table));
+    let e = g.op("embed", Op::Gather { axis: 0 }, &[t, ids]).unwrap();
+    let w: Vec<f32> = (0..16 * 8)
+        .map(|i| ((i * 5 % 17) as f32 - 8.0) / 32.0)
+        .collect();
+    let w = g.add_const("w", Tensor::from_f32(vec![16, 8], w));
+    let y = g.op("proj", Op::MatMul, &[e, w]).unwrap();
+    g.outputs.push(y);
+    let mut inputs = std::collections::HashMap::new();
+    inputs.insert(
+        "ids".to_string(),
+        Tensor::from_i64(vec![1, 4], vec![3, 0, 9, 3]),
+    );
+    let (res, _, _) = run_graph(
+        &g,
+        &Arch::default(),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        Some(inputs.clone()),
+    )
+    .unwrap();
+    assert!(
+        res.notes.iter().any(|n| n.contains("`embed` (Gather)")),
+        "{:?}",
+        res.notes
+    );
+    assert!(res.relative_error.unwrap() < 0.01);
+    let r = run_per_layer(
+        &g,
+        &Arch::default(),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        Some(inputs),
+    )
+    .unwrap();
+    assert!(r.notes.iter().any(|n| n.contains("embed")), "{:?}", r.notes);
+    assert!(
+        r.layers
+            .iter()
+            .any(|l| l.nodes.contains(&"proj".to_string()) && l.cycles > 0)
+    );
 }

@@ -395,7 +395,10 @@ fn sim_dir_errors_name_paths_once() {
     let (_, outs, _) = tool::sim_dir(&dir, &[], &SimOptions::default()).unwrap();
     let file = tmp.path().join("afile");
     std::fs::write(&file, b"x").unwrap();
-    let e = tool::write_outputs(&file, &outs).err().unwrap().to_string();
+    let e = tool::write_outputs(&file, &[], &outs)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         e.contains(&file.display().to_string()) && e.contains("cannot create the output directory"),
         "{e}"

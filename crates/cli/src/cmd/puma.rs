@@ -1,11 +1,11 @@
 //! `pimkit puma`: compile a model for the PUMA accelerator, simulate it, or both.
-//! (Staged copy: the lead installs it as crates/cli/src/cmd/puma.rs once the CLI
-//! depends on pimkit-puma.)
+//! Argument parsing and printing only; the work is `pimkit_puma::tool`.
 
 use crate::error::user;
 
 use crate::output::print_json;
 use pimkit_puma::{Arch, CompileOptions, NumMode, SimOptions, run_graph, tool};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -39,6 +39,76 @@ impl ArchArgs {
     }
 }
 
+#[derive(clap::Args, Debug)]
+pub struct CompileArgs {
+    /// Keep convolutions fully unrolled.
+    #[arg(long)]
+    no_loops: bool,
+    /// Number formats: auto (fraction bits per tensor from its range) or q4.12 (every
+    /// word Q4.12, the original's arithmetic).
+    #[arg(long, default_value = "auto")]
+    fixed: String,
+    /// Calibration inputs for the activation formats (.npy, graph-input order; repeat
+    /// the option for more samples of a one-input model). Default: the run's inputs.
+    #[arg(long)]
+    calibrate: Vec<PathBuf>,
+    /// Weight replication: auto (copies of the bottleneck layers within --budget) or N
+    /// copies of every layer. Throughput and latency are reported separately.
+    #[arg(long)]
+    replicate: Option<String>,
+    /// MVMU budget of --replicate auto: N (MVMUs), Ntiles, original (the original
+    /// compiler's mapping) or node (one node's MVMUs, the default).
+    #[arg(long)]
+    budget: Option<String>,
+    /// Depthwise and grouped convolutions: blockdiag (groups on a block-diagonal
+    /// crossbar, one MVM per pixel) or compact (one crossbar column per group's kernel,
+    /// one MVM per group and pixel, as the xbar engine's compact boxes).
+    #[arg(long, default_value = "blockdiag")]
+    depthwise: String,
+}
+
+impl CompileArgs {
+    fn options(&self, g: &pimkit_ir::Graph) -> anyhow::Result<CompileOptions> {
+        let mut o = CompileOptions {
+            loops: !self.no_loops,
+            fixed: tool::parse_fixed(&self.fixed).map_err(user)?,
+            depthwise: tool::parse_depthwise(&self.depthwise).map_err(user)?,
+            ..Default::default()
+        };
+        if let Some(r) = &self.replicate {
+            o.replicate = tool::parse_replicate(r, self.budget.as_deref()).map_err(user)?;
+        } else if self.budget.is_some() {
+            return Err(user("--budget applies to --replicate auto"));
+        }
+        for p in &self.calibrate {
+            o.calibration.push(read_inputs(g, std::slice::from_ref(p))?);
+        }
+        Ok(o)
+    }
+}
+
+/// Input tensors in graph-input order.
+fn read_inputs(
+    g: &pimkit_ir::Graph,
+    files: &[PathBuf],
+) -> anyhow::Result<HashMap<String, pimkit_ir::Tensor>> {
+    let mut m = HashMap::new();
+    for (i, &v) in g.inputs.iter().enumerate() {
+        let p = files.get(i).ok_or_else(|| {
+            user(format!(
+                "the model has {} inputs; {} files given",
+                g.inputs.len(),
+                files.len()
+            ))
+        })?;
+        m.insert(
+            g.value(v).name.clone(),
+            pimkit_ir::npy::read_npy(p).map_err(user)?,
+        );
+    }
+    Ok(m)
+}
+
 #[derive(clap::Subcommand, Debug)]
 pub enum PumaCmd {
     /// Compile MODEL (file.onnx or zoo:NAME) into a program directory.
@@ -48,9 +118,8 @@ pub enum PumaCmd {
         out: PathBuf,
         #[command(flatten)]
         arch: ArchArgs,
-        /// Keep convolutions fully unrolled.
-        #[arg(long)]
-        no_loops: bool,
+        #[command(flatten)]
+        compile: CompileArgs,
         #[command(flatten)]
         load: crate::model::LoadArgs,
     },
@@ -60,7 +129,7 @@ pub enum PumaCmd {
         /// Input .npy files in graph-input order (default: the inputs saved at compile time).
         #[arg(long)]
         input: Vec<PathBuf>,
-        /// Write outputs as DIR/output_<i>.npy.
+        /// Write outputs as DIR/<output name>.npy.
         #[arg(long)]
         out: Option<PathBuf>,
         /// Reproduce the original simulator's bit-serial rounding.
@@ -75,6 +144,9 @@ pub enum PumaCmd {
         /// geometry, DAC and ADC bits are the PUMA architecture's.
         #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "FILE")]
         nonideal: Option<String>,
+        /// Relative output error (of the outputs' range) above which a warning is given.
+        #[arg(long, default_value_t = pimkit_puma::DEFAULT_TOLERANCE)]
+        tolerance: f64,
         #[arg(long)]
         json: bool,
     },
@@ -83,18 +155,25 @@ pub enum PumaCmd {
         model: String,
         #[arg(long)]
         input: Vec<PathBuf>,
+        /// Write the outputs as DIR/<output name>.npy.
+        #[arg(long)]
+        out: Option<PathBuf>,
         #[command(flatten)]
         arch: ArchArgs,
+        #[command(flatten)]
+        compile: CompileArgs,
         #[arg(long)]
         bitserial: bool,
         /// Stop with an error if the program has not halted after this many cycles
         /// (per simulation; an infinite loop); at most 2^50.
         #[arg(long, default_value_t = pimkit_puma::sim::DEFAULT_MAX_CYCLES)]
         max_cycles: u64,
+        /// Relative output error (of the outputs' range) above which a warning is given.
+        #[arg(long, default_value_t = pimkit_puma::DEFAULT_TOLERANCE)]
+        tolerance: f64,
         /// Compile and simulate each layer separately, inputs from the reference
-        /// interpreter, summing latency and energy (the original's method for CNNs whose
-        /// feature maps do not fit; layers that still do not fit are simulated smaller
-        /// and scaled, ISS-65). See docs/puma.md.
+        /// interpreter, summing latency and energy (the original's method for CNNs).
+        /// See docs/puma.md.
         #[arg(long)]
         per_layer: bool,
         /// Send every MVM through the analog crossbar model (docs/accuracy.md): the [analog]
@@ -134,22 +213,49 @@ fn mode(bitserial: bool) -> NumMode {
     }
 }
 
+fn sim_options(
+    bitserial: bool,
+    max_cycles: u64,
+    tolerance: f64,
+    ni: Option<String>,
+) -> anyhow::Result<SimOptions> {
+    if !(tolerance.is_finite() && tolerance >= 0.0) {
+        return Err(user(format!(
+            "--tolerance must be a non-negative number, not {tolerance}"
+        )));
+    }
+    Ok(SimOptions {
+        mode: mode(bitserial),
+        max_cycles,
+        tolerance,
+        nonideal: nonideal(ni)?,
+        ..Default::default()
+    })
+}
+
+/// Notes and warnings of a result, on stderr.
+fn tell(res: &pimkit_puma::PumaResult) {
+    for n in &res.notes {
+        eprintln!("note: {n}");
+    }
+    for w in &res.warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
 pub fn run(c: PumaCmd) -> anyhow::Result<()> {
     match c {
         PumaCmd::Compile {
             model,
             out,
             arch,
-            no_loops,
+            compile,
             load,
         } => {
             crate::output::create_out_dir(&out, "-o")?;
             let g = crate::model::load_static(&model, &[], &load, &[])?;
             let a = arch.load()?;
-            let opts = CompileOptions {
-                loops: !no_loops,
-                ..Default::default()
-            };
+            let opts = compile.options(&g)?;
             let p = tool::compile_to_dir(&g, &a, &opts, &out).map_err(user)?;
             print!("{}", p.placement_summary());
             println!("wrote {}", out.display());
@@ -161,18 +267,16 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             bitserial,
             max_cycles,
             nonideal: ni,
+            tolerance,
             json,
         } => {
-            let so = SimOptions {
-                mode: mode(bitserial),
-                max_cycles,
-                nonideal: nonideal(ni)?,
-                ..Default::default()
-            };
-            let (res, outs, _) = tool::sim_dir(&dir, &input, &so).map_err(user)?;
+            let so = sim_options(bitserial, max_cycles, tolerance, ni)?;
+            let (res, outs, p) = tool::sim_dir(&dir, &input, &so).map_err(user)?;
             if let Some(o) = out {
-                tool::write_outputs(&o, &outs).map_err(user)?;
+                let names: Vec<String> = p.outputs.iter().map(|o| o.name.clone()).collect();
+                tool::write_outputs(&o, &names, &outs).map_err(user)?;
             }
+            tell(&res);
             if json {
                 print_json(&res)?
             } else {
@@ -182,9 +286,12 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
         PumaCmd::Run {
             model,
             input,
+            out,
             arch,
+            compile,
             bitserial,
             max_cycles,
+            tolerance,
             per_layer,
             nonideal: ni,
             json,
@@ -192,37 +299,24 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
         } => {
             let g = crate::model::load_static(&model, &[], &load, &[])?;
             let a = arch.load()?;
+            let opts = compile.options(&g)?;
             let inputs = if input.is_empty() {
                 None
             } else {
-                let mut m = std::collections::HashMap::new();
-                for (i, &v) in g.inputs.iter().enumerate() {
-                    let p = input.get(i).ok_or_else(|| {
-                        user(format!(
-                            "the model has {} inputs; {} --input files given",
-                            g.inputs.len(),
-                            input.len()
-                        ))
-                    })?;
-                    m.insert(
-                        g.value(v).name.clone(),
-                        pimkit_ir::npy::read_npy(p).map_err(user)?,
-                    );
-                }
-                Some(m)
+                Some(read_inputs(&g, &input)?)
             };
-            let so = SimOptions {
-                mode: mode(bitserial),
-                max_cycles,
-                nonideal: nonideal(ni)?,
-                ..Default::default()
-            };
+            let so = sim_options(bitserial, max_cycles, tolerance, ni)?;
             if per_layer {
+                if out.is_some() {
+                    return Err(user(
+                        "--out writes the outputs of a whole-network run; --per-layer simulates layers on the reference run's inputs",
+                    ));
+                }
                 let pb = crate::output::progress(0, "layers");
                 let r = pimkit_puma::run_per_layer_with(
                     &g,
                     &a,
-                    &CompileOptions::default(),
+                    &opts,
                     &so,
                     inputs,
                     &mut |i, n, name| {
@@ -233,6 +327,9 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
                 );
                 pb.finish_and_clear();
                 let r = r.map_err(user)?;
+                for n in &r.notes {
+                    eprintln!("note: {n}");
+                }
                 if json {
                     print_json(&r)?
                 } else {
@@ -240,8 +337,12 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
                 }
                 return Ok(());
             }
-            let (res, _, _) =
-                run_graph(&g, &a, &CompileOptions::default(), &so, inputs).map_err(user)?;
+            let (res, outs, p) = run_graph(&g, &a, &opts, &so, inputs).map_err(user)?;
+            if let Some(o) = out {
+                let names: Vec<String> = p.outputs.iter().map(|o| o.name.clone()).collect();
+                tool::write_outputs(&o, &names, &outs).map_err(user)?;
+            }
+            tell(&res);
             if json {
                 print_json(&res)?
             } else {

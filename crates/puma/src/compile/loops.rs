@@ -16,7 +16,8 @@
 //! ```
 //! The loop registers live in the reserved top of the data memory.
 
-use super::codegen::{RESERVED_REGS, addr_reg};
+use super::codegen::RESERVED_REGS;
+use super::emit::addr_reg;
 use crate::arch::Arch;
 use crate::isa::{CoreInstr, IntOp};
 use crate::program::Program;

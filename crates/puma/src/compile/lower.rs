@@ -8,7 +8,7 @@ use crate::arch::Arch;
 use crate::fixed::{Fmt, NumMode};
 use crate::isa::AluOp;
 use crate::program::{FIRST_COMPUTE_TILE, MatTile, MatrixInfo};
-use pimkit_ir::{BinaryOp, DType, Graph, Op, UnaryOp, ValueDef, ValueId};
+use pimkit_ir::{Graph, Op, ValueDef, ValueId};
 use std::collections::HashMap;
 
 /// A lowered tensor: shape and, per logical element, (value, offset).
@@ -37,8 +37,9 @@ impl Val {
 /// Result of lowering.
 pub struct Lowered {
     pub ops: Vec<VOp>,
-    /// Weights per global MVMU index (`xbar²` raw values).
-    pub weights: Vec<Vec<i16>>,
+    /// Weights of each used MVMU: (global MVMU index, `xbar²` raw values, their
+    /// fraction bits).
+    pub weights: Vec<(u32, Vec<i16>, u8)>,
     pub matrices: Vec<MatrixInfo>,
     /// Graph inputs: name, shape, logical element → (value, offset).
     pub inputs: Vec<(String, Vec<usize>, Vec<(VId, u32)>)>,
@@ -55,11 +56,23 @@ pub(super) struct Lb<'a> {
     pub seg: usize,
     pub ops: Vec<VOp>,
     pub vals: Vec<Option<Val>>,
-    pub weights: Vec<Vec<i16>>,
+    pub weights: Vec<(u32, Vec<i16>, u8)>,
+    /// Next free global MVMU index.
+    pub next_mvmu: u32,
     pub matrices: Vec<MatrixInfo>,
-    pub const_cache: HashMap<Vec<i16>, VId>,
+    pub const_cache: HashMap<Vec<u32>, VId>,
+    pub fixed: super::Fixed,
     pub node: u32,
     pub shape_only: bool,
+    /// Weight copies per node name (the replication plan, `replicate.rs`).
+    pub plan: HashMap<String, usize>,
+    /// Values computed at compile time from constants (`fold`), in their own types.
+    pub folded: HashMap<ValueId, pimkit_ir::Tensor>,
+    /// At most this many MVMUs of a matrix per tile (0: no limit).
+    pub spread: usize,
+    /// Shared-memory words committed to line buffers on the tile of `next_mvmu`.
+    pub tile_words: u32,
+    pub depthwise: super::Depthwise,
 }
 
 pub(super) fn unsupported(g: &Graph, node: u32, msg: impl Into<String>) -> CompileError {
@@ -121,6 +134,8 @@ impl<'a> Lb<'a> {
             loc,
             node: self.node,
             shm: false,
+            row: super::NO_ROW,
+            frac: self.fmt.frac as u8,
         });
         id
     }
@@ -129,15 +144,19 @@ impl<'a> Lb<'a> {
         self.fmt.from_f64(x as f64, NumMode::Exact) as i16
     }
 
-    /// A constant vector (deduplicated by content).
+    /// A constant vector (deduplicated by content: by quantized words when every word
+    /// has the architecture's format, by value otherwise).
     pub fn const_vec(&mut self, vals: &[f32]) -> VId {
-        let raw: Vec<i16> = vals.iter().map(|&x| self.q(x)).collect();
-        if let Some(&v) = self.const_cache.get(&raw) {
+        let key: Vec<u32> = match self.fixed {
+            super::Fixed::Uniform => vals.iter().map(|&x| self.q(x) as u16 as u32).collect(),
+            super::Fixed::PerTensor => vals.iter().map(|x| x.to_bits()).collect(),
+        };
+        if let Some(&v) = self.const_cache.get(&key) {
             return v;
         }
-        let len = raw.len() as u32;
-        let v = self.push(Kind::Const(raw.clone()), len, Loc::Const);
-        self.const_cache.insert(raw, v);
+        let len = vals.len() as u32;
+        let v = self.push(Kind::Const(vals.to_vec()), len, Loc::Const);
+        self.const_cache.insert(key, v);
         v
     }
 
@@ -177,7 +196,6 @@ impl<'a> Lb<'a> {
     pub fn alui(&mut self, op: AluOp, a: Vec<Piece>, imm: f32) -> VId {
         let len: u32 = a.iter().map(|p| p.len).sum();
         let loc = self.loc_of(&[&a]);
-        let imm = self.q(imm) as i32;
         self.push(Kind::Alui { op, a, imm }, len, loc)
     }
 
@@ -239,6 +257,19 @@ impl<'a> Lb<'a> {
                 self.g.value(v).name
             ))
         })
+    }
+
+    /// The data of a constant value (a graph constant or one folded at compile time).
+    pub fn const_data(&mut self, v: ValueId) -> Option<Vec<f32>> {
+        match &self.vals[v.idx()] {
+            Some(Val::Const { data, .. }) => {
+                if matches!(self.g.value(v).def, ValueDef::Const(None)) {
+                    self.shape_only = true;
+                }
+                Some(data.clone())
+            }
+            _ => None,
+        }
     }
 
     pub fn dyn_val(&self, v: ValueId, what: &str) -> Result<LT, CompileError> {
@@ -358,17 +389,45 @@ impl<'a> Lb<'a> {
             tiles: Vec::new(),
         };
         let mut ids = Vec::new();
+        let mut on_tile = 0;
+        if self.spread > 0 {
+            self.align_tile();
+        }
         for &(r0, rn) in row_blocks {
             let mut row_ids = Vec::new();
             for &(c0, cn) in col_tiles {
-                let g = self.weights.len();
+                if self.spread > 0 && on_tile == self.spread {
+                    self.align_tile();
+                    on_tile = 0;
+                }
+                on_tile += 1;
+                let g = self.next_mvmu as usize;
+                self.next_mvmu += 1;
+                let mut vals = vec![0f32; rn * cn];
+                for r in 0..rn {
+                    for c in 0..cn {
+                        vals[r * cn + c] = w(r0 + r, c0 + c);
+                    }
+                }
+                // Weights exactly: the MVMU's fraction bits fit its largest weight.
+                let frac = match self.fixed {
+                    super::Fixed::Uniform => self.fmt.frac,
+                    super::Fixed::PerTensor => super::fixed_point::exact_frac(
+                        vals.iter().map(|x| x.abs()).fold(0.0, f32::max),
+                    ),
+                };
+                let f = Fmt {
+                    bits: self.fmt.bits,
+                    frac,
+                };
                 let mut data = vec![0i16; xs * xs];
                 for r in 0..rn {
                     for c in 0..cn {
-                        data[r * xs + c] = self.q(w(r0 + r, c0 + c));
+                        data[r * xs + c] =
+                            f.from_f64(vals[r * cn + c] as f64, NumMode::Exact) as i16;
                     }
                 }
-                self.weights.push(data);
+                self.weights.push((g as u32, data, frac as u8));
                 info.tiles.push(MatTile {
                     tile: FIRST_COMPUTE_TILE + g / per_tile,
                     core: (g % per_tile) / per_core,
@@ -384,6 +443,36 @@ impl<'a> Lb<'a> {
         }
         self.matrices.push(info);
         ids
+    }
+
+    /// Weight copies the replication plan asks for node `name` (1 by default).
+    pub fn replicas(&self, name: &str) -> usize {
+        self.plan.get(name).copied().unwrap_or(1).max(1)
+    }
+
+    /// Start the next matrix on a fresh tile (a layer whose line buffer needs the
+    /// tile's shared memory, or a replica that must not share it).
+    pub fn align_tile(&mut self) {
+        let per_tile = self.arch.mvmus_per_tile() as u32;
+        let next = self.next_mvmu.div_ceil(per_tile) * per_tile;
+        if next != self.next_mvmu {
+            self.tile_words = 0;
+        }
+        self.next_mvmu = next;
+    }
+
+    /// The next matrix needs `words` of its tile's shared memory: move to a fresh tile
+    /// when the current one has committed half its memory already.
+    pub fn reserve(&mut self, words: u32) {
+        let per_tile = self.arch.mvmus_per_tile() as u32;
+        if self.next_mvmu.is_multiple_of(per_tile) {
+            self.tile_words = 0;
+        }
+        let budget = self.arch.tile.shared_mem_words as u32 / 2;
+        if words > 0 && self.tile_words > 0 && self.tile_words + words > budget {
+            self.align_tile();
+        }
+        self.tile_words += words;
     }
 
     pub fn mvmu_loc(&self, g: u32) -> Loc {
@@ -493,7 +582,12 @@ pub(super) fn const_f32(g: &Graph, v: ValueId, shape_only: &mut bool) -> Option<
     }
 }
 
-pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
+pub fn lower(
+    g: &Graph,
+    arch: &Arch,
+    opts: &super::CompileOptions,
+) -> Result<Lowered, CompileError> {
+    let (plan, fixed, spread) = (&opts.replicas, opts.fixed, opts.spread);
     let mut lb = Lb {
         g,
         arch,
@@ -502,10 +596,17 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
         ops: Vec::new(),
         vals: vec![None; g.values.len()],
         weights: Vec::new(),
+        next_mvmu: 0,
         matrices: Vec::new(),
         const_cache: HashMap::new(),
+        fixed,
         node: 0,
         shape_only: false,
+        plan: plan.clone(),
+        folded: HashMap::new(),
+        spread,
+        tile_words: 0,
+        depthwise: opts.depthwise,
     };
     let mut inputs = Vec::new();
     for &iv in &g.inputs {
@@ -520,15 +621,7 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
                 ),
             });
         }
-        let n = ty.numel();
-        let mut map = Vec::with_capacity(n);
-        for (s, len) in lb.chunks(n) {
-            let v = lb.push(Kind::Input, len as u32, Loc::InputTile);
-            for k in 0..len {
-                map.push((v, k as u32));
-            }
-            let _ = s;
-        }
+        let map = input_layout(&mut lb, &ty.shape);
         inputs.push((g.value(iv).name.clone(), ty.shape.clone(), map.clone()));
         lb.vals[iv.idx()] = Some(Val::Dyn(LT {
             shape: ty.shape.clone(),
@@ -545,10 +638,14 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
             });
         }
     }
+    let mut node_start = Vec::with_capacity(g.nodes.len() + 1);
     for (ni, _) in g.nodes.iter().enumerate() {
         lb.node = ni as u32;
+        node_start.push(lb.ops.len());
         lower_node(&mut lb, ni)?;
     }
+    node_start.push(lb.ops.len());
+    super::rows::assign(&mut lb, &node_start);
     let mut outputs = Vec::new();
     for (i, &ov) in g.outputs.iter().enumerate() {
         let t = match lb.val(ov)? {
@@ -580,40 +677,55 @@ pub fn lower(g: &Graph, arch: &Arch) -> Result<Lowered, CompileError> {
     })
 }
 
-fn unary_alu(u: &UnaryOp) -> Option<AluOp> {
-    Some(match u {
-        UnaryOp::Relu => AluOp::Relu,
-        UnaryOp::Sigmoid => AluOp::Sig,
-        UnaryOp::Tanh => AluOp::Tanh,
-        UnaryOp::Exp => AluOp::Exp,
-        UnaryOp::Log => AluOp::Log,
-        _ => return None,
-    })
+/// Input vectors in the input tile. A feature map [N, C, H, W] is laid out pixel-major
+/// (channels innermost, NHWC), one vector per run of whole pixels of a row, so a
+/// convolution loads each kernel row's pixels with one transfer and the vectors stream
+/// row by row (`rows.rs`); other inputs are split row-major into crossbar-wide vectors.
+fn input_layout(lb: &mut Lb, shape: &[usize]) -> Vec<(VId, u32)> {
+    let n: usize = shape.iter().product();
+    let mut map = vec![(0, 0); n];
+    if shape.len() == 4 && shape[2] > 1 {
+        let (nb, c, h, w) = (shape[0], shape[1], shape[2], shape[3]);
+        let cchunks = lb.chunks(c);
+        let ppc = (lb.seg / c).max(1);
+        for b in 0..nb {
+            for y in 0..h {
+                let mut x0 = 0;
+                while x0 < w {
+                    let np = ppc.min(w - x0);
+                    for &(c0, cn) in &cchunks {
+                        let v = lb.push(Kind::Input, (np * cn) as u32, Loc::InputTile);
+                        lb.ops[v as usize].row = (b * h + y) as u32;
+                        for x in x0..x0 + np {
+                            for ch in c0..c0 + cn {
+                                map[((b * c + ch) * h + y) * w + x] =
+                                    (v, ((x - x0) * cn + ch - c0) as u32);
+                            }
+                        }
+                    }
+                    x0 += np;
+                }
+            }
+        }
+        return map;
+    }
+    for (s, len) in lb.chunks(n) {
+        let v = lb.push(Kind::Input, len as u32, Loc::InputTile);
+        for k in 0..len {
+            map[s + k] = (v, k as u32);
+        }
+    }
+    map
 }
 
-fn binary_alu(b: &BinaryOp) -> Option<AluOp> {
-    Some(match b {
-        BinaryOp::Add => AluOp::Add,
-        BinaryOp::Sub => AluOp::Sub,
-        BinaryOp::Mul => AluOp::Mul,
-        BinaryOp::Div => AluOp::Div,
-        BinaryOp::Max => AluOp::Max,
-        BinaryOp::Min => AluOp::Min,
-        _ => return None,
-    })
-}
-
+/// Lower one graph node: constant subgraphs fold at compile time; then data movement,
+/// elementwise ops, normalizations, and the weighted and windowed ops.
 fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
     let g = lb.g;
     let node = &g.nodes[ni];
-    let inp = |i: usize| -> Result<ValueId, CompileError> {
-        node.inputs
-            .get(i)
-            .copied()
-            .flatten()
-            .ok_or_else(|| unsupported(g, ni as u32, format!("input {i} is missing")))
-    };
-    let out_shape = g.ty(node.outputs[0]).shape.clone();
+    if fold(lb, ni)? {
+        return Ok(());
+    }
     for &o in &node.outputs {
         let dt = g.ty(o).dtype;
         if !dt.is_float() && !matches!(node.op, Op::Lstm(_) | Op::Gru(_)) {
@@ -624,269 +736,100 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
             ));
         }
     }
-    let result: LT = match &node.op {
-        Op::Identity
-        | Op::Reshape { .. }
-        | Op::Cast {
-            to: DType::F32 | DType::F16,
-            ..
-        } => {
-            let x = lb.val(inp(0)?)?;
-            let x = lb.as_lt(&x);
-            LT {
-                shape: out_shape,
-                map: x.map,
-            }
+    let result: LT = if let Some(r) = super::lower_shape::lower(lb, ni)? {
+        match r {
+            Some(lt) => lt,
+            None => return Ok(()),
         }
-        Op::Unary(u) => {
-            let x = lb.dyn_val(inp(0)?, "the input")?;
-            if let Some(op) = unary_alu(u) {
-                lb.map_unary(&x, |lb, p| lb.alu(op, p, None))
-            } else {
-                match *u {
-                    UnaryOp::Neg => lb.map_unary(&x, |lb, p| lb.alui(AluOp::Mul, p, -1.0)),
-                    UnaryOp::Abs => lb.map_unary(&x, |lb, p| {
-                        let len = p.iter().map(|q| q.len).sum();
-                        let n = lb.alui(AluOp::Mul, p.clone(), -1.0);
-                        lb.alu(AluOp::Max, p, Some(Lb::whole(n, len)))
-                    }),
-                    UnaryOp::LeakyRelu { alpha } => lb.map_unary(&x, |lb, p| {
-                        let len = p.iter().map(|q| q.len).sum();
-                        let n = lb.alui(AluOp::Mul, p.clone(), alpha);
-                        let op = if alpha <= 1.0 { AluOp::Max } else { AluOp::Min };
-                        lb.alu(op, p, Some(Lb::whole(n, len)))
-                    }),
-                    UnaryOp::HardSigmoid { alpha, beta } => lb.map_unary(&x, |lb, p| {
-                        let len = p.iter().map(|q| q.len).sum();
-                        let a = lb.alui(AluOp::Mul, p, alpha);
-                        let b = lb.alui(AluOp::Add, Lb::whole(a, len), beta);
-                        let c = lb.alui(AluOp::Max, Lb::whole(b, len), 0.0);
-                        lb.alui(AluOp::Min, Lb::whole(c, len), 1.0)
-                    }),
-                    // x · HardSigmoid(x) with ONNX's alpha = 1/6, beta = 0.5.
-                    UnaryOp::HardSwish => lb.map_unary(&x, |lb, p| {
-                        let len = p.iter().map(|q| q.len).sum();
-                        let a = lb.alui(AluOp::Mul, p.clone(), 1.0 / 6.0);
-                        let b = lb.alui(AluOp::Add, Lb::whole(a, len), 0.5);
-                        let c = lb.alui(AluOp::Max, Lb::whole(b, len), 0.0);
-                        let d = lb.alui(AluOp::Min, Lb::whole(c, len), 1.0);
-                        lb.alu(AluOp::Mul, p, Some(Lb::whole(d, len)))
-                    }),
-                    _ => {
-                        return Err(unsupported(
-                            g,
-                            ni as u32,
-                            format!(
-                                "unary {} has no PUMA VFU lowering (supported: Relu Sigmoid Tanh Exp Log Neg Abs LeakyRelu HardSigmoid HardSwish)",
-                                u.name()
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        Op::Binary(b) => {
-            let op = binary_alu(b).ok_or_else(|| {
-                unsupported(
-                    g,
-                    ni as u32,
-                    "supported binary ops: Add Sub Mul Div Max Min",
-                )
-            })?;
-            let a = lb.val(inp(0)?)?;
-            let bv = lb.val(inp(1)?)?;
-            if let (Val::Const { .. }, Val::Const { .. }) = (&a, &bv) {
-                return Err(unsupported(
-                    g,
-                    ni as u32,
-                    "both operands are constants (fold them first)",
-                ));
-            }
-            lb.binary(op, &a, &bv, &out_shape)
-        }
-        Op::Clip { min, max } => {
-            let x = lb.dyn_val(inp(0)?, "the input")?;
-            let (mn, mx) = (*min, *max);
-            lb.map_unary(&x, |lb, p| {
-                let len: u32 = p.iter().map(|q| q.len).sum();
-                let mut cur = p;
-                if let Some(m) = mn {
-                    cur = Lb::whole(lb.alui(AluOp::Max, cur, m), len);
-                }
-                if let Some(m) = mx {
-                    cur = Lb::whole(lb.alui(AluOp::Min, cur, m), len);
-                }
-                if mn.is_none() && mx.is_none() {
-                    return lb.alui(AluOp::Add, cur, 0.0);
-                }
-                cur[0].v
-            })
-        }
-        Op::Transpose { perm } => {
-            let x = lb.val(inp(0)?)?;
-            let x = lb.as_lt(&x);
-            let ins = strides(&x.shape);
-            let os = strides(&out_shape);
-            let n = x.map.len();
-            let mut map = Vec::with_capacity(n);
-            for o in 0..n {
-                let mut idx = 0;
-                for (d, &p) in perm.iter().enumerate() {
-                    idx += ((o / os[d]) % out_shape[d]) * ins[p];
-                }
-                map.push(x.map[idx]);
-            }
-            LT {
-                shape: out_shape,
-                map,
-            }
-        }
-        Op::Concat { axis } => {
-            let parts: Vec<LT> = node
-                .inputs
-                .iter()
-                .flatten()
-                .map(|&v| lb.val(v).map(|x| lb.as_lt(&x)))
-                .collect::<Result<_, _>>()?;
-            let outer: usize = out_shape[..*axis].iter().product();
-            let mut map = Vec::new();
-            for o in 0..outer {
-                for p in &parts {
-                    let inner: usize = p.shape[*axis..].iter().product();
-                    map.extend_from_slice(&p.map[o * inner..(o + 1) * inner]);
-                }
-            }
-            LT {
-                shape: out_shape,
-                map,
-            }
-        }
-        Op::Slice { axes } => {
-            let x = lb.val(inp(0)?)?;
-            let x = lb.as_lt(&x);
-            let ins = strides(&x.shape);
-            let os = strides(&out_shape);
-            let n: usize = out_shape.iter().product();
-            let mut map = Vec::with_capacity(n);
-            for o in 0..n {
-                let mut idx = 0;
-                for d in 0..out_shape.len() {
-                    let c = (o / os[d]) % out_shape[d];
-                    let c = match axes.iter().find(|a| a.axis == d) {
-                        Some(a) => (a.start + a.step * c as i64) as usize,
-                        None => c,
-                    };
-                    idx += c * ins[d];
-                }
-                map.push(x.map[idx]);
-            }
-            LT {
-                shape: out_shape,
-                map,
-            }
-        }
-        Op::Split { axis, sizes } => {
-            let x = lb.val(inp(0)?)?;
-            let x = lb.as_lt(&x);
-            let outer: usize = x.shape[..*axis].iter().product();
-            let inner: usize = x.shape[*axis + 1..].iter().product();
-            let mut start = 0;
-            for (k, &sz) in sizes.iter().enumerate() {
-                let mut map = Vec::new();
-                for o in 0..outer {
-                    let base = o * x.shape[*axis] * inner + start * inner;
-                    map.extend_from_slice(&x.map[base..base + sz * inner]);
-                }
-                start += sz;
-                lb.vals[node.outputs[k].idx()] = Some(Val::Dyn(LT {
-                    shape: g.ty(node.outputs[k]).shape.clone(),
-                    map,
-                }));
-            }
-            return Ok(());
-        }
-        Op::Softmax { axis } | Op::LogSoftmax { axis } => {
-            let log = matches!(node.op, Op::LogSoftmax { .. });
-            let x = lb.dyn_val(inp(0)?, "the input")?;
-            let inner: usize = x.shape[*axis..].iter().product();
-            if *axis + 1 != x.shape.len() && inner != x.shape[*axis] {
-                return Err(unsupported(
-                    g,
-                    ni as u32,
-                    "softmax is supported over the last axis only",
-                ));
-            }
-            if inner > arch_max_vec(lb.arch) {
-                return Err(unsupported(
-                    g,
-                    ni as u32,
-                    format!("softmax over {inner} elements exceeds the data memory"),
-                ));
-            }
-            let mut map = Vec::with_capacity(x.map.len());
-            for row in x.map.chunks(inner) {
-                let p = runs(row.iter().copied());
-                let ls = lb.alu(AluOp::LogSoftmax, p, None);
-                let r = if log {
-                    ls
-                } else {
-                    lb.alu(AluOp::Exp, Lb::whole(ls, inner as u32), None)
+    } else if let Some(lt) = super::lower_ew::lower(lb, ni)? {
+        lt
+    } else if let Some(lt) = super::lower_norm::lower(lb, ni)? {
+        lt
+    } else {
+        match &node.op {
+            Op::Gemm { .. } | Op::MatMul => {
+                let dynamic = |i: usize| {
+                    node.inputs
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .is_some_and(|v| matches!(lb.vals[v.idx()], Some(Val::Dyn(_))))
                 };
-                map.extend((0..inner).map(|k| (r, k as u32)));
+                if matches!(node.op, Op::MatMul) && dynamic(0) && dynamic(1) {
+                    super::lower_attn::dynamic_matmul(lb, ni)?
+                } else {
+                    super::lower_nn::matmul(lb, ni)?
+                }
             }
-            LT {
-                shape: out_shape,
-                map,
+            Op::Conv(_) => super::lower_conv::conv(lb, ni)?,
+            Op::Pool(_) | Op::GlobalPool(_) => super::lower_nn::pool(lb, ni)?,
+            Op::Lstm(_) => return super::lower_nn::lstm(lb, ni),
+            Op::Gru(_) => return super::lower_nn::gru(lb, ni),
+            other => {
+                return Err(unsupported(
+                    g,
+                    ni as u32,
+                    format!("{} is not supported by the PUMA compiler", other.name()),
+                ));
             }
-        }
-        Op::BatchNorm { epsilon } => {
-            let x = lb.dyn_val(inp(0)?, "the input")?;
-            let get = |lb: &mut Lb, i: usize| -> Result<Vec<f32>, CompileError> {
-                let v = inp(i)?;
-                const_f32(g, v, &mut lb.shape_only).ok_or_else(|| {
-                    unsupported(g, ni as u32, "scale/bias/mean/var must be constants")
-                })
-            };
-            let (s, b, m, var) = (get(lb, 1)?, get(lb, 2)?, get(lb, 3)?, get(lb, 4)?);
-            let c = x.shape[1];
-            let mut cshape = vec![1; x.shape.len() - 1];
-            cshape[0] = c;
-            let scale: Vec<f32> = (0..c).map(|i| s[i] / (var[i] + epsilon).sqrt()).collect();
-            let shift: Vec<f32> = (0..c).map(|i| b[i] - m[i] * scale[i]).collect();
-            let t = lb.binary(
-                AluOp::Mul,
-                &Val::Dyn(x),
-                &Val::Const {
-                    shape: cshape.clone(),
-                    data: scale,
-                },
-                &out_shape,
-            );
-            lb.binary(
-                AluOp::Add,
-                &Val::Dyn(t),
-                &Val::Const {
-                    shape: cshape,
-                    data: shift,
-                },
-                &out_shape,
-            )
-        }
-        Op::Gemm { .. } | Op::MatMul => super::lower_nn::matmul(lb, ni)?,
-        Op::Conv(_) => super::lower_nn::conv(lb, ni)?,
-        Op::Pool(_) | Op::GlobalPool(_) => super::lower_nn::pool(lb, ni)?,
-        Op::Lstm(_) => return super::lower_nn::lstm(lb, ni),
-        Op::Gru(_) => return super::lower_nn::gru(lb, ni),
-        other => {
-            return Err(unsupported(
-                g,
-                ni as u32,
-                format!("{} is not supported by the PUMA compiler", other.name()),
-            ));
         }
     };
     lb.vals[node.outputs[0].idx()] = Some(Val::Dyn(result));
     Ok(())
+}
+
+/// A node whose inputs are all constants is evaluated now by the reference
+/// interpreter (shape arithmetic, scale factors); its outputs become constants.
+fn fold(lb: &mut Lb, ni: usize) -> Result<bool, CompileError> {
+    let g = lb.g;
+    let node = &g.nodes[ni];
+    let ins: Vec<ValueId> = node.inputs.iter().flatten().copied().collect();
+    if ins.is_empty()
+        || !ins
+            .iter()
+            .all(|v| matches!(lb.vals[v.idx()], Some(Val::Const { .. })))
+    {
+        return Ok(false);
+    }
+    let mut sub = Graph::new(format!("{}/fold", g.name));
+    let mut map = HashMap::new();
+    for &v in &ins {
+        if map.contains_key(&v) {
+            continue;
+        }
+        let val = g.value(v);
+        let t = match (&val.def, lb.folded.get(&v)) {
+            (ValueDef::Const(Some(t)), _) | (_, Some(t)) => t.clone(),
+            _ => match &lb.vals[v.idx()] {
+                // Shape-only constants: zeros of their float type.
+                Some(Val::Const { shape, data }) => {
+                    pimkit_ir::Tensor::from_f32(shape.clone(), data.clone())
+                }
+                _ => unreachable!(),
+            },
+        };
+        map.insert(v, sub.add_const(val.name.clone(), t));
+    }
+    let inputs: Vec<Option<ValueId>> = node.inputs.iter().map(|i| i.map(|v| map[&v])).collect();
+    let names = node
+        .outputs
+        .iter()
+        .map(|&o| g.value(o).name.clone())
+        .collect();
+    let outs = sub
+        .add_node_named(node.name.clone(), node.op.clone(), inputs, names)
+        .map_err(|e| unsupported(g, ni as u32, format!("cannot fold constant node: {e}")))?;
+    sub.outputs = outs.clone();
+    let r = pimkit_interp::run(&sub, &HashMap::new())
+        .map_err(|e| unsupported(g, ni as u32, format!("cannot fold constant node: {e}")))?;
+    for (&o, t) in node.outputs.iter().zip(r) {
+        lb.vals[o.idx()] = Some(Val::Const {
+            shape: t.shape.clone(),
+            data: t.to_f32_vec(),
+        });
+        lb.folded.insert(o, t);
+    }
+    Ok(true)
 }
 
 /// Longest vector one ALU instruction may take (half the data memory).

@@ -5,10 +5,84 @@ use super::{CompileError, Kind, Piece, VId};
 use crate::isa::AluOp;
 use pimkit_ir::{Op, PoolKind, RnnDirection, ValueId};
 
-type Locs = Vec<(VId, u32)>;
+pub(super) type Locs = Vec<(VId, u32)>;
 
-/// Dense layer core: `rows × cols` matrix, `nvec` input vectors (element locations from
-/// `vecs`), optional bias. Returns the output element locations per vector.
+/// A weight matrix of a layer: `rows × cols`, element (r, c) from `w`, cut into
+/// `row_blocks` × `col_tiles` MVMU tiles, optional per-row bias.
+pub(super) struct Dense<'w> {
+    pub name: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub row_blocks: Vec<(usize, usize)>,
+    pub col_tiles: Vec<(usize, usize)>,
+    pub w: &'w dyn Fn(usize, usize) -> f32,
+    pub bias: Option<&'w [f32]>,
+}
+
+impl Dense<'_> {
+    /// Program `replicas` copies of the matrix on MVMUs, each needing `words` of its
+    /// tiles' shared memory for its inputs (a line buffer): a copy starts on a fresh
+    /// tile when the current one's memory is committed (`Lb::reserve`). Returns the
+    /// MVMUs per copy.
+    pub fn place(&self, lb: &mut Lb, replicas: usize, words: u32) -> Vec<Vec<Vec<u32>>> {
+        (0..replicas)
+            .map(|r| {
+                lb.reserve(words);
+                let name = if replicas > 1 {
+                    format!("{}[replica {r}]", self.name)
+                } else {
+                    self.name.clone()
+                };
+                lb.add_matrix(
+                    name,
+                    self.rows,
+                    self.cols,
+                    &self.row_blocks,
+                    &self.col_tiles,
+                    self.w,
+                )
+            })
+            .collect()
+    }
+
+    /// Multiply `nvec` input vectors (element locations from `vecs`), vector `i` on copy
+    /// `rep(i)`. Returns the output element locations per vector.
+    pub fn apply(
+        &self,
+        lb: &mut Lb,
+        mvmus: &[Vec<Vec<u32>>],
+        nvec: usize,
+        rep: &dyn Fn(usize) -> usize,
+        vecs: &mut dyn FnMut(&mut Lb, usize) -> Locs,
+    ) -> Vec<Locs> {
+        let mut out = Vec::with_capacity(nvec);
+        for i in 0..nvec {
+            let x = vecs(lb, i);
+            let ct = &self.col_tiles;
+            let vals = lb.matvec(
+                &mvmus[rep(i)],
+                &self.row_blocks,
+                &mut |_, t| {
+                    let (c0, cn) = ct[t];
+                    runs(x[c0..c0 + cn].iter().copied())
+                },
+                self.bias,
+            );
+            let mut locs = vec![(0, 0); self.rows];
+            for (b, &(r0, rn)) in self.row_blocks.iter().enumerate() {
+                for k in 0..rn {
+                    locs[r0 + k] = (vals[b], k as u32);
+                }
+            }
+            out.push(locs);
+        }
+        out
+    }
+}
+
+/// Dense layer: the replication plan's copies of its matrix (at most one per input
+/// vector) take the vectors in turn.
+#[allow(clippy::too_many_arguments)]
 fn dense(
     lb: &mut Lb,
     name: String,
@@ -21,32 +95,23 @@ fn dense(
     vecs: &mut dyn FnMut(&mut Lb, usize) -> Locs,
     bias: Option<&[f32]>,
 ) -> Vec<Locs> {
-    let mvmus = lb.add_matrix(name, rows, cols, &row_blocks, &col_tiles, w);
-    let mut out = Vec::with_capacity(nvec);
-    for i in 0..nvec {
-        let x = vecs(lb, i);
-        let ct = col_tiles.clone();
-        let vals = lb.matvec(
-            &mvmus,
-            &row_blocks,
-            &mut |_, t| {
-                let (c0, cn) = ct[t];
-                runs(x[c0..c0 + cn].iter().copied())
-            },
-            bias,
-        );
-        let mut locs = vec![(0, 0); rows];
-        for (b, &(r0, rn)) in row_blocks.iter().enumerate() {
-            for k in 0..rn {
-                locs[r0 + k] = (vals[b], k as u32);
-            }
-        }
-        out.push(locs);
-    }
-    out
+    let d = Dense {
+        name,
+        rows,
+        cols,
+        row_blocks,
+        col_tiles,
+        w,
+        bias,
+    };
+    let copies = lb
+        .replicas(&lb.g.nodes[lb.node as usize].name.clone())
+        .clamp(1, nvec.max(1));
+    let mvmus = d.place(lb, copies, 0);
+    d.apply(lb, &mvmus, nvec, &|i| i % copies, vecs)
 }
 
-fn input(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {
+pub(super) fn input(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {
     lb.g.nodes[ni]
         .inputs
         .get(i)
@@ -55,7 +120,7 @@ fn input(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {
         .ok_or_else(|| unsupported(lb.g, ni as u32, format!("input {i} is missing")))
 }
 
-fn opt_input(lb: &Lb, ni: usize, i: usize) -> Option<ValueId> {
+pub(super) fn opt_input(lb: &Lb, ni: usize, i: usize) -> Option<ValueId> {
     lb.g.nodes[ni].inputs.get(i).copied().flatten()
 }
 
@@ -243,196 +308,6 @@ fn gemm_bias(
             || (!row_is_last && shape == [rows, 1]));
     let _ = other;
     Ok(ok.then(|| data.iter().map(|x| x * beta).collect()))
-}
-
-pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
-    let g = lb.g;
-    let node = &g.nodes[ni];
-    let Op::Conv(a) = &node.op else {
-        unreachable!()
-    };
-    if a.kernel.len() != 2 {
-        return Err(unsupported(
-            g,
-            ni as u32,
-            "only 2-D convolutions are supported",
-        ));
-    }
-    let x = lb.dyn_val(input(lb, ni, 0)?, "the input")?;
-    let mut so = false;
-    let wv = input(lb, ni, 1)?;
-    let w = const_f32(g, wv, &mut so)
-        .ok_or_else(|| unsupported(g, ni as u32, "weights must be constant"))?;
-    let bias = match opt_input(lb, ni, 2) {
-        Some(b) => Some(
-            const_f32(g, b, &mut so)
-                .ok_or_else(|| unsupported(g, ni as u32, "bias must be constant"))?,
-        ),
-        None => None,
-    };
-    lb.shape_only |= so;
-    let ws = g.ty(wv).shape.clone();
-    let out_shape = g.ty(node.outputs[0]).shape.clone();
-    let groups = a.group.max(1);
-    let (co, ci_g) = (ws[0], ws[1]);
-    let co_g = co / groups;
-    // Grouped (depthwise) convolutions: `pack` consecutive groups share one weight matrix,
-    // block-diagonal (zeros between groups), so a crossbar's rows fill with several
-    // groups' outputs instead of one crossbar per group.
-    let pack = (lb.seg / co_g.max(1)).clamp(1, groups);
-    let mut map = vec![(0, 0); out_shape.iter().product()];
-    let mut g0 = 0;
-    while g0 < groups {
-        let pg = pack.min(groups - g0);
-        let name = if groups == 1 {
-            node.name.clone()
-        } else {
-            format!("{}[groups {g0}..{}]", node.name, g0 + pg)
-        };
-        let blk = ConvBlock {
-            c_off: g0 * ci_g,
-            ci: pg * ci_g,
-            ci_g,
-            o_off: g0 * co_g,
-            co: pg * co_g,
-            co_g,
-        };
-        conv_block(
-            lb,
-            &x,
-            a,
-            &ws,
-            &w,
-            bias.as_deref(),
-            &blk,
-            name,
-            &out_shape,
-            &mut map,
-        );
-        g0 += pg;
-    }
-    Ok(LT {
-        shape: out_shape,
-        map,
-    })
-}
-
-/// One weight matrix of a convolution: input channels `c_off..c_off+ci`, output channels
-/// `o_off..o_off+co`, with groups of `ci_g` inputs / `co_g` outputs (block-diagonal).
-struct ConvBlock {
-    c_off: usize,
-    ci: usize,
-    ci_g: usize,
-    o_off: usize,
-    co: usize,
-    co_g: usize,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn conv_block(
-    lb: &mut Lb,
-    x: &LT,
-    a: &pimkit_ir::ConvAttrs,
-    ws: &[usize],
-    w: &[f32],
-    bias: Option<&[f32]>,
-    b: &ConvBlock,
-    name: String,
-    out_shape: &[usize],
-    map: &mut [(u32, u32)],
-) {
-    let (nb, h, wd) = (x.shape[0], x.shape[2], x.shape[3]);
-    let (kh, kw) = (ws[2], ws[3]);
-    let (oh, ow) = (out_shape[2], out_shape[3]);
-    let (ci, ci_g, co, co_g) = (b.ci, b.ci_g, b.co, b.co_g);
-    let (c_off, o_off) = (b.c_off, b.o_off);
-    let seg = lb.seg;
-    // Columns ordered (ky, kx, c); column tiles hold whole kernel positions when the
-    // channels fit, so each tile's input is a few runs of contiguous channels.
-    let kpos = kh * kw;
-    let cols = kpos * ci;
-    let mut col_tiles = Vec::new();
-    if ci <= seg {
-        let per = seg / ci;
-        let mut p = 0;
-        while p < kpos {
-            let n = per.min(kpos - p);
-            col_tiles.push((p * ci, n * ci));
-            p += n;
-        }
-    } else {
-        for p in 0..kpos {
-            for (c0, cn) in lb.chunks(ci) {
-                col_tiles.push((p * ci + c0, cn));
-            }
-        }
-    }
-    let row_blocks = lb.chunks(co);
-    let wf = move |r: usize, c: usize| {
-        let (p, ch) = (c / ci, c % ci);
-        if r / co_g != ch / ci_g {
-            return 0.0;
-        }
-        let (ky, kx) = (p / kw, p % kw);
-        w[(((o_off + r) * ci_g + ch % ci_g) * kh + ky) * kw + kx]
-    };
-    let bias = bias.map(|v| v[o_off..o_off + co].to_vec());
-    let zeros = lb.const_vec(&vec![0.0; seg]);
-    let xs = strides(&x.shape);
-    let xmap = x.map.clone();
-    let ct2 = col_tiles.clone();
-    let (sy, sx) = (a.strides[0], a.strides[1]);
-    let (py, px) = (a.pads[0] as isize, a.pads[1] as isize);
-    let (dy, dx) = (a.dilations[0], a.dilations[1]);
-    let npix = oh * ow;
-    let outs = dense(
-        lb,
-        name,
-        co,
-        cols,
-        row_blocks,
-        col_tiles,
-        &wf,
-        nb * npix,
-        &mut |_, i| {
-            let (n, pix) = (i / npix, i % npix);
-            let (oy, ox) = (pix / ow, pix % ow);
-            let mut v = Vec::with_capacity(cols);
-            for c in 0..cols {
-                let (p, ch) = (c / ci, c % ci);
-                let (ky, kx) = (p / kw, p % kw);
-                let iy = (oy * sy) as isize - py + (ky * dy) as isize;
-                let ix = (ox * sx) as isize - px + (kx * dx) as isize;
-                if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
-                    // Offset within the column tile so that padding runs merge.
-                    let t = ct2
-                        .iter()
-                        .position(|&(c0, cn)| c >= c0 && c < c0 + cn)
-                        .unwrap_or(0);
-                    v.push((zeros, (c - ct2[t].0) as u32));
-                } else {
-                    v.push(
-                        xmap[n * xs[0] + (c_off + ch) * xs[1] + iy as usize * xs[2] + ix as usize],
-                    );
-                }
-            }
-            v
-        },
-        bias.as_deref(),
-    );
-    let os = strides(out_shape);
-    for o in &outs {
-        for &(v, _) in o {
-            lb.ops[v as usize].shm = true;
-        }
-    }
-    for (i, o) in outs.into_iter().enumerate() {
-        let (n, pix) = (i / npix, i % npix);
-        let (oy, ox) = (pix / ow, pix % ow);
-        for (c, loc) in o.into_iter().enumerate() {
-            map[n * os[0] + (o_off + c) * os[1] + oy * os[2] + ox] = loc;
-        }
-    }
 }
 
 pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {

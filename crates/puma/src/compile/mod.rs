@@ -11,11 +11,26 @@
 //! 4. `loops`: repeated instruction blocks (convolutions) rolled into loops.
 
 mod alloc;
+mod assemble;
+pub mod check;
 mod codegen;
+mod emit;
+mod fixed_point;
 mod loops;
 mod lower;
+mod lower_attn;
+mod lower_conv;
+mod lower_ew;
 mod lower_nn;
+mod lower_norm;
+mod lower_shape;
+mod plan;
+mod regs;
+pub mod replicate;
+mod rows;
 mod schedule;
+mod shm;
+pub mod trace;
 
 use crate::arch::Arch;
 use crate::isa::AluOp;
@@ -23,6 +38,7 @@ use crate::program::{MatrixInfo, Program};
 use pimkit_ir::Graph;
 
 pub use lower::Lowered;
+pub use shm::Reuse;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
@@ -56,8 +72,43 @@ pub enum CompileError {
         words: usize,
         have: usize,
     },
+    #[error(
+        "the program needs {tiles} tiles ({nodes} nodes of {per_node} tiles) but the architecture has node.count = {have} node(s); raise node.count in the architecture file (docs/puma.md \"Multi-node systems\")"
+    )]
+    Nodes {
+        tiles: usize,
+        nodes: usize,
+        per_node: usize,
+        have: usize,
+    },
     #[error("internal compiler error: {0}")]
     Internal(String),
+}
+
+/// How values are represented in 16-bit words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fixed {
+    /// Fraction bits chosen per tensor from its range: weights from their values,
+    /// activations from calibration runs (docs/puma.md "Fixed point per tensor").
+    #[default]
+    PerTensor,
+    /// Every word in the architecture's format (`fixed.frac_bits`, Q4.12): the
+    /// original's arithmetic (`--fixed q4.12`).
+    Uniform,
+}
+
+/// How grouped (depthwise) convolutions map onto crossbars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Depthwise {
+    /// Consecutive groups on the diagonal of one matrix (zeros between them): one MVM
+    /// per output pixel (per column tile).
+    #[default]
+    BlockDiag,
+    /// Each group's kernel as rows of a k·k·Cin/g-column matrix (the xbar engine's
+    /// compact box): one MVM per group and output pixel, few MVMUs.
+    Compact,
 }
 
 #[derive(Clone, Debug)]
@@ -66,6 +117,25 @@ pub struct CompileOptions {
     pub coalesce: bool,
     /// Roll repeated instruction blocks into loops.
     pub loops: bool,
+    /// Reuse of shared memory of dead values (docs/puma.md "Shared-memory reuse");
+    /// `Off`: every value gets fresh words, as in the original compiler.
+    pub reuse: Reuse,
+    /// Prove the shared-memory schedule safe with the checker (`check.rs`) and fail
+    /// with an internal error if it is not.
+    pub check: bool,
+    /// Weight copies per node name (replication; convolutions split their output
+    /// columns among the copies). Missing nodes: one copy.
+    pub replicas: std::collections::HashMap<String, usize>,
+    pub fixed: Fixed,
+    pub depthwise: Depthwise,
+    /// Weight replication (`replicate.rs`); its plan adds to `replicas`.
+    pub replicate: replicate::Replicate,
+    /// Place at most this many MVMUs of a matrix on one tile (0: as many as fit), so
+    /// that a layer's inputs and partial sums spread over more shared memories.
+    pub spread: usize,
+    /// Inputs whose value ranges choose the activation formats (`Fixed::PerTensor`);
+    /// empty: the deterministic random inputs of `pimkit_interp::random_inputs(g, 0)`.
+    pub calibration: Vec<std::collections::HashMap<String, pimkit_ir::Tensor>>,
 }
 
 impl Default for CompileOptions {
@@ -73,6 +143,14 @@ impl Default for CompileOptions {
         CompileOptions {
             coalesce: true,
             loops: true,
+            reuse: Reuse::WhenFull,
+            check: true,
+            replicas: Default::default(),
+            fixed: Fixed::PerTensor,
+            depthwise: Depthwise::BlockDiag,
+            replicate: replicate::Replicate::Off,
+            spread: 0,
+            calibration: Vec::new(),
         }
     }
 }
@@ -105,7 +183,8 @@ pub enum Loc {
 #[derive(Clone, Debug)]
 pub enum Kind {
     Input,
-    Const(Vec<i16>),
+    /// Real values, quantized in the op's format when preloaded.
+    Const(Vec<f32>),
     /// MVM on global MVMU index `mvmu`; the input vector is the concatenation of pieces.
     Mvm {
         mvmu: u32,
@@ -119,7 +198,8 @@ pub enum Kind {
     Alui {
         op: AluOp,
         a: Vec<Piece>,
-        imm: i32,
+        /// Real immediate (quantized with its own fraction bits, `fixed_point.rs`).
+        imm: f32,
     },
     Gather(Vec<Piece>),
     /// Graph output `index` (pieces in logical order).
@@ -140,7 +220,15 @@ pub struct VOp {
     /// maps: frees registers after every pixel so repeated blocks stay identical and can
     /// be rolled into loops).
     pub shm: bool,
+    /// Feature-map row the op belongs to (`NO_ROW` for none): the unit of the
+    /// row-streaming schedule (`rows.rs`).
+    pub row: u32,
+    /// Fraction bits of the value's 16-bit words (`fixed_point.rs`).
+    pub frac: u8,
 }
+
+/// [`VOp::row`] of ops outside feature maps.
+pub const NO_ROW: u32 = u32::MAX;
 
 impl VOp {
     /// Operand piece lists.
@@ -229,13 +317,33 @@ pub(crate) fn check_matrices(ms: &[MatrixInfo]) -> Result<(), String> {
     Ok(())
 }
 
+/// `opts` with the replication plan's copies merged into `replicas`.
+fn with_plan(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CompileOptions,
+) -> Result<(CompileOptions, Option<replicate::Plan>), CompileError> {
+    let plan = replicate::plan(g, arch, opts, opts.replicate)?;
+    let mut o = opts.clone();
+    if let Some(p) = &plan {
+        for (k, v) in p.replicas() {
+            let e = o.replicas.entry(k).or_insert(1);
+            *e = (*e).max(v);
+        }
+    }
+    Ok((o, plan))
+}
+
 /// Lower and schedule (passes 1–2).
 pub fn schedule(
     g: &Graph,
     arch: &Arch,
     opts: &CompileOptions,
 ) -> Result<(Schedule, Lowered), CompileError> {
-    let lowered = lower::lower(g, arch)?;
+    let mut lowered = lower::lower(g, arch, opts)?;
+    if opts.fixed == Fixed::PerTensor {
+        fixed_point::assign(&mut lowered, g, arch, &opts.calibration)?;
+    }
     let sched = schedule::linearize(&lowered, arch, opts.coalesce);
     Ok((sched, lowered))
 }
@@ -265,11 +373,57 @@ pub fn compile(g: &Graph, arch: &Arch, opts: &CompileOptions) -> Result<Program,
         graph: g.name.clone(),
         msg,
     })?;
-    let (sched, lowered) = schedule(g, arch, opts)?;
+    let (opts, plan) = with_plan(g, arch, opts)?;
+    let (sched, lowered) = schedule(g, arch, &opts)?;
     sched.verify().map_err(CompileError::Internal)?;
-    let mut prog = codegen::generate(&sched, &lowered, arch, g)?;
+    let mut p = compile_traced(g, arch, &opts, sched, lowered, opts.check)?.0;
+    p.placement.replication = plan;
+    Ok(p)
+}
+
+/// Code generation, loop rolling and the reuse check; also returns the trace.
+fn compile_traced(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CompileOptions,
+    sched: Schedule,
+    lowered: Lowered,
+    record: bool,
+) -> Result<(Program, trace::Trace), CompileError> {
+    let cg = codegen::CgOptions {
+        reuse: opts.reuse,
+        trace: record || opts.check,
+    };
+    let (mut prog, trace) = codegen::generate(&sched, &lowered, arch, g, &cg)?;
     if opts.loops {
         prog.placement.loops_rolled = loops::roll_program(&mut prog);
     }
-    Ok(prog)
+    if opts.check {
+        check::check_program(&prog, &trace).map_err(|e| {
+            if std::env::var_os("PUMA_DEBUG_SHM").is_some()
+                && let Some(pos) = e.0.split("global position ").nth(1)
+                && let Ok(i) = pos
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap_or("")
+                    .parse::<usize>()
+                && let Some(&o) = sched.order.get(i)
+            {
+                eprintln!("op at position {i}: {:?}", sched.ops[o as usize]);
+            }
+            CompileError::Internal(format!("shared-memory schedule: {e}"))
+        })?;
+    }
+    Ok((prog, trace))
+}
+
+/// Compile and return the shared-memory trace too (tests of the checker).
+pub fn compile_with_trace(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CompileOptions,
+) -> Result<(Program, trace::Trace), CompileError> {
+    let (sched, lowered) = schedule(g, arch, opts)?;
+    sched.verify().map_err(CompileError::Internal)?;
+    compile_traced(g, arch, opts, sched, lowered, true)
 }

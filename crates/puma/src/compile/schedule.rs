@@ -2,46 +2,45 @@
 //!
 //! The order is a post-order DFS from the outputs over operands (each value is
 //! produced right before its first consumer, so few values are live at once: the
-//! paper's reverse post-order). Every core's and tile's instruction stream is a
+//! paper's reverse post-order); for feature maps the DFS runs over rows (row-streaming
+//! pipelines, `row_order`). Every core's and tile's instruction stream is a
 //! subsequence of this one order, which is what makes blocking communication
 //! deadlock-free (docs/puma.md "Deadlock freedom").
 
 use super::lower::Lowered;
-use super::{Kind, Loc, Schedule, VId};
+use super::{Kind, Loc, NO_ROW, Schedule, VId};
 use crate::arch::Arch;
+use std::collections::HashMap;
 
 pub fn linearize(l: &Lowered, arch: &Arch, coalesce: bool) -> Schedule {
+    let mut order = if l.ops.iter().any(|o| o.row != NO_ROW) {
+        row_order(l).unwrap_or_else(|| op_order(l, true))
+    } else {
+        op_order(l, false)
+    };
+    let n = l.ops.len();
+    let mut group_of: Vec<Option<VId>> = vec![None; n];
+    if coalesce {
+        order = coalesce_mvms(l, arch, &order, &mut group_of);
+    }
+    Schedule {
+        ops: l.ops.clone(),
+        order,
+        group_of,
+        matrices: l.matrices.clone(),
+    }
+}
+
+/// Op-level post-order DFS from the outputs. Graph inputs go first unless they stream
+/// (`streamed`): they are sent from the input tile before anything else, so MVMs
+/// reading different input segments can be coalesced.
+fn op_order(l: &Lowered, streamed: bool) -> Vec<VId> {
     let n = l.ops.len();
     let mut visited = vec![false; n];
     let mut order: Vec<VId> = Vec::with_capacity(n);
-    // Graph inputs first: they are sent from the input tile before anything else, so
-    // MVMs reading different input segments can be coalesced.
-    for (i, op) in l.ops.iter().enumerate() {
-        if matches!(op.kind, Kind::Input) {
-            visited[i] = true;
-            order.push(i as VId);
-        }
-    }
-    // Feature-map (CNN) graphs are scheduled layer by layer (creation order, which is
-    // topological): every pixel's block then repeats with constant address strides and
-    // rolls into a loop; their values live in shared memory anyway.
-    let layered = l.ops.iter().any(|o| o.shm);
-    if layered {
-        let mut live = vec![false; n];
-        for i in (0..n).rev() {
-            if matches!(l.ops[i].kind, Kind::Output { .. }) {
-                live[i] = true;
-            }
-            if live[i] {
-                for ps in l.ops[i].operands() {
-                    for p in ps {
-                        live[p.v as usize] = true;
-                    }
-                }
-            }
-        }
-        for i in 0..n {
-            if live[i] && !visited[i] {
+    if !streamed {
+        for (i, op) in l.ops.iter().enumerate() {
+            if matches!(op.kind, Kind::Input) {
                 visited[i] = true;
                 order.push(i as VId);
             }
@@ -73,16 +72,85 @@ pub fn linearize(l: &Lowered, arch: &Arch, coalesce: bool) -> Schedule {
             }
         }
     }
-    let mut group_of: Vec<Option<VId>> = vec![None; n];
-    if coalesce {
-        order = coalesce_mvms(l, arch, &order, &mut group_of);
+    order
+}
+
+/// Row-streaming order (docs/puma.md "Row-streaming pipelines"): a post-order DFS from
+/// the outputs over *rows* (a node's ops of one feature-map row, `rows.rs`), each row's
+/// ops in creation order. A row is computed right before the first row that needs it,
+/// so every layer advances row by row behind its consumer and only the rows its kernel
+/// window still needs are live. `None` if the rows depend on each other in a cycle
+/// (not expected: the caller then falls back to the op-level order).
+fn row_order(l: &Lowered) -> Option<Vec<VId>> {
+    let n = l.ops.len();
+    // Super-node of each op: (node, row); constants, inputs and outputs alone.
+    let mut id_of: HashMap<(u32, u32, u32), u32> = HashMap::new();
+    let mut sn = vec![0u32; n];
+    let mut members: Vec<Vec<VId>> = Vec::new();
+    for (i, op) in l.ops.iter().enumerate() {
+        let key = match op.kind {
+            Kind::Const(_) | Kind::Output { .. } => (u32::MAX, i as u32, 0),
+            Kind::Input => (u32::MAX - 1, op.row, i as u32),
+            _ => (op.node, op.row, 0),
+        };
+        let next = members.len() as u32;
+        let id = *id_of.entry(key).or_insert(next);
+        if id == next {
+            members.push(Vec::new());
+        }
+        members[id as usize].push(i as VId);
+        sn[i] = id;
     }
-    Schedule {
-        ops: l.ops.clone(),
-        order,
-        group_of,
-        matrices: l.matrices.clone(),
+    let ns = members.len();
+    // Dependencies of each super-node, in order of first appearance.
+    let mut deps: Vec<Vec<u32>> = vec![Vec::new(); ns];
+    for (s, ms) in members.iter().enumerate() {
+        let mut seen = std::collections::HashSet::new();
+        for &o in ms {
+            for ps in l.ops[o as usize].operands() {
+                for p in ps {
+                    let d = sn[p.v as usize];
+                    if d as usize != s && seen.insert(d) {
+                        deps[s].push(d);
+                    }
+                }
+            }
+        }
     }
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut state = vec![0u8; ns];
+    let mut order: Vec<VId> = Vec::with_capacity(n);
+    for root in 0..n {
+        if !matches!(l.ops[root].kind, Kind::Output { .. }) {
+            continue;
+        }
+        let r = sn[root] as usize;
+        if state[r] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(r, 0)];
+        state[r] = 1;
+        while let Some(&mut (s, ref mut next)) = stack.last_mut() {
+            if *next < deps[s].len() {
+                let d = deps[s][*next] as usize;
+                *next += 1;
+                match state[d] {
+                    0 => {
+                        state[d] = 1;
+                        stack.push((d, 0));
+                    }
+                    1 => return None,
+                    _ => {}
+                }
+            } else {
+                state[s] = 2;
+                order.extend_from_slice(&members[s]);
+                stack.pop();
+            }
+        }
+    }
+    // Ops no output depends on are dropped, as in the op-level order.
+    Some(order)
 }
 
 /// Pull independent MVMs of the same core (on other MVMUs) up next to an earlier MVM.

@@ -80,6 +80,8 @@ pub fn apply(fmt: Fmt, mode: NumMode, op: AluOp, a: &[i32], b: &[i32], out: &mut
             AluOp::Sig => fx(fmt, mode, 1.0 / (1.0 + (-xf).exp())),
             AluOp::Tanh => fx(fmt, mode, xf.tanh()),
             AluOp::Exp => fx(fmt, mode, xf.exp()),
+            AluOp::Erf => fx(fmt, mode, erf(xf)),
+            AluOp::Sqrt => fx(fmt, mode, xf.max(0.0).sqrt()),
             AluOp::Log => {
                 if x <= 0 {
                     fmt.min() as i32
@@ -102,5 +104,332 @@ pub fn apply(fmt: Fmt, mode: NumMode, op: AluOp, a: &[i32], b: &[i32], out: &mut
             }
             AluOp::LogSoftmax | AluOp::LogSoftmaxd => unreachable!(),
         };
+    }
+}
+
+/// `x` (frac `from`) in frac `to`, rounded to nearest (ties away from zero), not yet fit
+/// into a word (clamped far outside it so that it stays an i64).
+fn rescale(x: i128, from: u32, to: u32) -> i64 {
+    let v = if to >= from {
+        x << (to - from).min(64)
+    } else {
+        let d = 1i128 << (from - to).min(126);
+        let q = x / d;
+        let r = x % d;
+        if 2 * r.abs() >= d { q + x.signum() } else { q }
+    };
+    v.clamp(-(1i128 << 62), 1i128 << 62) as i64
+}
+
+/// Apply `op` with explicit formats (`AluFmt`): operands are `a[i] / 2^fa` and
+/// `b[i] / 2^fb`, the result is rounded once to `fd` fraction bits. Returns how many
+/// results did not fit the word (saturated in exact mode, wrapped in bit-serial mode).
+#[allow(clippy::too_many_arguments)]
+pub fn apply_fmt(
+    bits: u32,
+    mode: NumMode,
+    op: AluOp,
+    (fa, fb, fd): (u32, u32, u32),
+    a: &[i32],
+    b: &[i32],
+    out: &mut [i32],
+) -> u64 {
+    let f = Fmt { bits, frac: fd };
+    let one = 1i64 << fd;
+    let r = |x: i32| x as i16 as i64;
+    let mut sat = 0u64;
+    let mut fit = |v: i64| {
+        if v < f.min() || v > f.max() {
+            sat += 1;
+        }
+        f.fit(v, mode)
+    };
+    if matches!(op, AluOp::LogSoftmax | AluOp::LogSoftmaxd) {
+        let xs: Vec<f64> = a
+            .iter()
+            .map(|&x| r(x) as f64 / (1i64 << fa) as f64)
+            .collect();
+        let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let lse = m + xs.iter().map(|x| (x - m).exp()).sum::<f64>().ln();
+        for (o, x) in out.iter_mut().zip(&xs) {
+            let y = if op == AluOp::LogSoftmax {
+                x - lse
+            } else {
+                1.0 - (x - lse).exp()
+            };
+            *o = fit((y * one as f64).round().clamp(-1e15, 1e15) as i64);
+        }
+        return sat;
+    }
+    if let Some(n) = fast_fmt(f, mode, op, (fa, fb, fd), a, b, out) {
+        return n;
+    }
+    general_fmt(bits, mode, op, (fa, fb, fd), a, b, out)
+}
+
+/// [`apply_fmt`] for every op, in 128-bit arithmetic.
+fn general_fmt(
+    bits: u32,
+    mode: NumMode,
+    op: AluOp,
+    (fa, fb, fd): (u32, u32, u32),
+    a: &[i32],
+    b: &[i32],
+    out: &mut [i32],
+) -> u64 {
+    let f = Fmt { bits, frac: fd };
+    let one = 1i64 << fd;
+    let r = |x: i32| x as i16 as i64;
+    let mut sat = 0u64;
+    let mut fit = |v: i64| {
+        if v < f.min() || v > f.max() {
+            sat += 1;
+        }
+        f.fit(v, mode)
+    };
+    let fx = fa.max(fb);
+    for i in 0..out.len() {
+        let x = r(a[i]);
+        let y = if b.is_empty() { 0 } else { r(b[i]) };
+        // Both operands aligned to fx fraction bits (exact).
+        let (xa, ya) = ((x as i128) << (fx - fa), (y as i128) << (fx - fb));
+        let xf = x as f64 / (1i64 << fa) as f64;
+        let real = |v: f64| (v * one as f64).round().clamp(-1e15, 1e15) as i64;
+        let bool_ = |c: bool| if c { one } else { 0 };
+        let v = match op {
+            AluOp::Add => rescale(xa + ya, fx, fd),
+            AluOp::Sub => rescale(xa - ya, fx, fd),
+            AluOp::Mul => rescale(x as i128 * y as i128, fa + fb, fd),
+            AluOp::Mse => {
+                let d = xa - ya;
+                rescale(d * d, 2 * fx, fd)
+            }
+            AluOp::Div => {
+                if y == 0 {
+                    x.signum() * f.max()
+                } else {
+                    // x / y at fd fraction bits: (x · 2^(fb + fd − fa)) / y, rounded.
+                    let e = fb as i32 + fd as i32 - fa as i32;
+                    let (n, d) = if e >= 0 {
+                        ((x as i128) << e, y as i128)
+                    } else {
+                        (x as i128, (y as i128) << -e)
+                    };
+                    let q = n / d;
+                    let r = n % d;
+                    let q = if 2 * r.abs() >= d.abs() {
+                        q + if (n < 0) != (d < 0) { -1 } else { 1 }
+                    } else {
+                        q
+                    };
+                    q.clamp(-(1i128 << 62), 1i128 << 62) as i64
+                }
+            }
+            AluOp::Max => rescale(xa.max(ya), fx, fd),
+            AluOp::Min => rescale(xa.min(ya), fx, fd),
+            AluOp::Relu => rescale(x.max(0) as i128, fa, fd),
+            AluOp::Relud => bool_(x > 0),
+            AluOp::Sig => real(1.0 / (1.0 + (-xf).exp())),
+            AluOp::Tanh => real(xf.tanh()),
+            AluOp::Exp => real(xf.exp()),
+            AluOp::Erf => real(erf(xf)),
+            AluOp::Sqrt => real(xf.max(0.0).sqrt()),
+            AluOp::Log => {
+                if x <= 0 {
+                    f.min()
+                } else {
+                    real(xf.ln())
+                }
+            }
+            AluOp::And => bool_(x != 0 && y != 0),
+            AluOp::Or => bool_(x != 0 || y != 0),
+            AluOp::Not => bool_(x == 0),
+            AluOp::Eq => bool_(xa == ya),
+            AluOp::Neq => bool_(xa != ya),
+            AluOp::Lt => bool_(xa < ya),
+            AluOp::Leq => bool_(xa <= ya),
+            AluOp::Gt | AluOp::Rndcmp => bool_(xa > ya),
+            AluOp::Geq => bool_(xa >= ya),
+            AluOp::LogSoftmax | AluOp::LogSoftmaxd => unreachable!(),
+        };
+        out[i] = fit(v);
+    }
+    sat
+}
+
+/// Word-at-a-time shift: `v / 2^sh` rounded to nearest, ties away from zero (sh ≤ 62).
+#[inline]
+fn shr_round(v: i64, sh: u32) -> i64 {
+    if sh == 0 {
+        return v;
+    }
+    let m = ((v.unsigned_abs() + (1u64 << (sh - 1))) >> sh) as i64;
+    if v < 0 { -m } else { m }
+}
+
+/// The common formatted ops in 64-bit arithmetic (same results as the general loop of
+/// [`apply_fmt`]): add/sub/max/min with equal operand formats, mul, relu, with shifts
+/// that stay below 2^62. `None` for anything else.
+fn fast_fmt(
+    f: Fmt,
+    mode: NumMode,
+    op: AluOp,
+    (fa, fb, fd): (u32, u32, u32),
+    a: &[i32],
+    b: &[i32],
+    out: &mut [i32],
+) -> Option<u64> {
+    let (lo, hi) = (f.min(), f.max());
+    let mut sat = 0u64;
+    let mut put = |o: &mut i32, v: i64| {
+        if v < lo || v > hi {
+            sat += 1;
+        }
+        *o = f.fit(v, mode);
+    };
+    let r = |x: i32| x as i16 as i64;
+    // Result at `from` fraction bits brought to fd.
+    let conv = |v: i64, from: u32| -> i64 {
+        if fd >= from {
+            v << (fd - from)
+        } else {
+            shr_round(v, from - fd)
+        }
+    };
+    // |x ± y| < 2^17: left shifts up to 44 bits stay below 2^62.
+    let same = fa == fb && fd <= fa + 44;
+    match op {
+        AluOp::Add | AluOp::Sub | AluOp::Max | AluOp::Min if same && b.len() == a.len() => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                let (x, y) = (r(x), r(y));
+                let v = match op {
+                    AluOp::Add => x + y,
+                    AluOp::Sub => x - y,
+                    AluOp::Max => x.max(y),
+                    _ => x.min(y),
+                };
+                put(o, conv(v, fa));
+            }
+        }
+        AluOp::Relu if fd <= fa + 44 => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                put(o, conv(r(x).max(0), fa));
+            }
+        }
+        AluOp::Mul if fa + fb <= 62 && fd + 32 <= fa + fb + 62 && b.len() == a.len() => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                put(o, conv(r(x) * r(y), fa + fb));
+            }
+        }
+        _ => return None,
+    }
+    Some(sat)
+}
+
+/// Results of [`apply`] (the architecture's format) that did not fit the word.
+pub fn count_unfit(fmt: Fmt, op: AluOp, a: &[i32], b: &[i32]) -> u64 {
+    let r = |x: i32| x as i16 as i64;
+    let y = |i: usize| if b.is_empty() { 0 } else { r(b[i]) };
+    let unfit = |v: i64| (v < fmt.min() || v > fmt.max()) as u64;
+    match op {
+        AluOp::Add => (0..a.len()).map(|i| unfit(r(a[i]) + y(i))).sum(),
+        AluOp::Sub => (0..a.len()).map(|i| unfit(r(a[i]) - y(i))).sum(),
+        AluOp::Mul => (0..a.len())
+            .map(|i| unfit(Fmt::div_round(r(a[i]) * y(i), fmt.one())))
+            .sum(),
+        AluOp::Exp => a
+            .iter()
+            .map(|&x| unfit((fmt.to_f64(r(x) as i32).exp() * fmt.one() as f64).round() as i64))
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// The error function (Abramowitz–Stegun 7.1.26 is too coarse for 16-bit words: this
+/// is the complementary series/continued fraction of erfc, accurate to ~1e-14).
+pub fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let s = x.signum();
+    let a = x.abs();
+    if a < 2.5 {
+        // Maclaurin series: erf(x) = 2/√π Σ (-1)^n x^(2n+1) / (n! (2n+1)).
+        let mut term = a;
+        let mut sum = a;
+        let x2 = a * a;
+        let mut n = 0.0;
+        while term.abs() > 1e-17 * sum.abs() {
+            n += 1.0;
+            term *= -x2 / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        s * sum * std::f64::consts::FRAC_2_SQRT_PI
+    } else {
+        // Continued fraction of erfc (Lentz), converges fast for x ≥ 2.5.
+        let x2 = a * a;
+        let mut f = a;
+        let mut c = a;
+        let mut d = 0.0;
+        for k in 1..200 {
+            let an = k as f64 / 2.0;
+            d = a + an * d;
+            d = 1.0 / d;
+            c = a + an / c;
+            let delta = c * d;
+            f *= delta;
+            if (delta - 1.0).abs() < 1e-16 {
+                break;
+            }
+        }
+        let erfc = (-x2).exp() / (f * std::f64::consts::PI.sqrt());
+        s * (1.0 - erfc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 64-bit fast paths equal the general 128-bit loop on random words and formats.
+    #[test]
+    fn fast_paths_equal_the_general_loop() {
+        let mut st = 7u64;
+        let mut next = || {
+            st ^= st << 13;
+            st ^= st >> 7;
+            st ^= st << 17;
+            st
+        };
+        for _ in 0..3000 {
+            let op = [
+                AluOp::Add,
+                AluOp::Sub,
+                AluOp::Max,
+                AluOp::Min,
+                AluOp::Relu,
+                AluOp::Mul,
+            ][(next() % 6) as usize];
+            let fa = (next() % 49) as u32;
+            let fb = if next() % 2 == 0 {
+                fa
+            } else {
+                (next() % 49) as u32
+            };
+            let fd = (next() % 49) as u32;
+            let mode = if next() % 2 == 0 {
+                NumMode::Exact
+            } else {
+                NumMode::BitSerial
+            };
+            let a: Vec<i32> = (0..9).map(|_| (next() % 65536) as i32 - 32768).collect();
+            let b: Vec<i32> = (0..9).map(|_| (next() % 65536) as i32 - 32768).collect();
+            let (mut x, mut y) = (vec![0; 9], vec![0; 9]);
+            let f = Fmt { bits: 16, frac: fd };
+            if let Some(n) = fast_fmt(f, mode, op, (fa, fb, fd), &a, &b, &mut x) {
+                let m = general_fmt(16, mode, op, (fa, fb, fd), &a, &b, &mut y);
+                assert_eq!((x, n), (y, m), "{op:?} {fa} {fb} {fd} {mode:?}");
+            }
+        }
     }
 }

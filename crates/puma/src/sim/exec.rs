@@ -52,6 +52,10 @@ struct CoreSt {
     mvmu_free: [u64; 8],
     mvmu_busy: [u64; 8],
     active: bool,
+    /// Cycles the core advanced, and of them the cycles it waited for the shared
+    /// memory: busy − waited is its share of a steady state.
+    busy: u64,
+    waited: u64,
 }
 
 struct Packet {
@@ -66,6 +70,9 @@ struct TileSt {
     mem: Vec<i32>,
     count: Vec<u32>,
     edram_free: u64,
+    /// Cycles the shared memory served accesses; cycles the unit sent or received.
+    edram_busy: u64,
+    unit_busy: u64,
     pc: usize,
     t: u64,
     chunk: u32,
@@ -103,6 +110,15 @@ pub struct Machine<'a> {
     end: u64,
     packets: u64,
     mvm_ops: u64,
+    /// Results that did not fit their word (saturated, or wrapped in bit-serial mode).
+    unfit: u64,
+    /// (xorshift state, largest delay) of `SimOptions::jitter`.
+    jitter: Option<(u64, u64)>,
+    /// Busy cycles of each directed chip-to-chip link (node × nodes + node) and the
+    /// cycle each becomes free.
+    link_busy: Vec<u64>,
+    link_free: Vec<u64>,
+    link_nodes: usize,
     trace: bool,
     split: fixed::Split,
     scratch: (Vec<i32>, Vec<i32>),
@@ -196,6 +212,13 @@ pub(crate) fn check_input(io: &crate::program::IoMap, t: &Tensor) -> Result<(), 
     Ok(())
 }
 
+fn ins_fmt(i: &CoreInstr) -> Option<crate::isa::AluFmt> {
+    match i {
+        CoreInstr::Alu { fmt, .. } | CoreInstr::Alui { fmt, .. } => *fmt,
+        _ => None,
+    }
+}
+
 fn fault(tile: usize, who: Option<usize>, pc: usize, msg: impl Into<String>) -> SimError {
     SimError::Fault {
         tile,
@@ -246,6 +269,8 @@ impl<'a> Machine<'a> {
                     mvmu_free: [0; 8],
                     mvmu_busy: [0; 8],
                     active,
+                    busy: 0,
+                    waited: 0,
                 });
             }
         }
@@ -258,11 +283,15 @@ impl<'a> Machine<'a> {
                 arch.tile.shared_mem_words
             };
             let mut ts = TileSt {
-                mem: pool::words(words),
+                // Words are read only while valid (count > 0, set by the write that
+                // stored them): old contents are never seen, no need to zero.
+                mem: pool::words_dirty(words),
                 // valid ⇔ count > 0 (a store or receive with counter 0 leaves the
                 // words invalid; the last reader's decrement invalidates them).
                 count: pool::counts(words),
                 edram_free: 0,
+                edram_busy: 0,
+                unit_busy: 0,
                 pc: 0,
                 t: 0,
                 chunk: 0,
@@ -297,13 +326,10 @@ impl<'a> Machine<'a> {
         // Used block of each MVMU from the placement (the rest of a crossbar is zero).
         let xs = arch.mvmu.xbar_size;
         let mut used = vec![(xs, xs); p.weights.len()];
-        let mut slot: HashMap<(usize, usize, usize), usize> = HashMap::new();
-        for (i, w) in p.weights.iter().enumerate() {
-            slot.insert((w.tile, w.core, w.mvmu), i);
-        }
         for m in &p.placement.matrices {
             for t in &m.tiles {
-                if let Some(&i) = slot.get(&(t.tile, t.core, t.mvmu)) {
+                let k = (t.tile * nc + t.core) * arch.core.mvmus + t.mvmu;
+                if let Some(&Some(i)) = weights.get(k) {
                     used[i] = (t.rows.min(xs), t.cols.min(xs));
                 }
             }
@@ -351,6 +377,13 @@ impl<'a> Machine<'a> {
             end: 0,
             packets: 0,
             mvm_ops: 0,
+            unfit: 0,
+            jitter: opts
+                .jitter
+                .map(|(seed, max)| (seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, max)),
+            link_busy: vec![0; ntiles.div_ceil(arch.node.tiles).pow(2)],
+            link_free: vec![0; ntiles.div_ceil(arch.node.tiles).pow(2)],
+            link_nodes: ntiles.div_ceil(arch.node.tiles),
             trace: std::env::var_os("PUMA_TRACE").is_some(),
             split: fixed::Split::new(),
             scratch: (Vec::new(), Vec::new()),
@@ -410,9 +443,20 @@ impl<'a> Machine<'a> {
                     ts.mem.len()
                 )));
             }
-            for ((&a, &c), &x) in io.addrs.iter().zip(&io.counts).zip(&v) {
+            for (i, ((&a, &c), &x)) in io.addrs.iter().zip(&io.counts).zip(&v).enumerate() {
                 let a = a as usize;
-                ts.mem[a] = self.fmt.from_f64(x as f64, self.mode);
+                let f = match io.fracs.get(i) {
+                    Some(&fr) => Fmt {
+                        bits: self.fmt.bits,
+                        frac: fr as u32,
+                    },
+                    None => self.fmt,
+                };
+                let s = (x as f64 * f.one() as f64).round();
+                if s < f.min() as f64 || s > f.max() as f64 {
+                    self.unfit += 1;
+                }
+                ts.mem[a] = f.from_f64(x as f64, self.mode);
                 ts.count[a] = c;
             }
         }
@@ -608,7 +652,22 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// Run core `ci` from `now`; its busy time grows by the cycles it advanced, less
+    /// the cycles it waited for the shared memory (steady-state throughput).
     fn step_core(&mut self, ci: usize, now: u64) -> Result<(), SimError> {
+        let c = &mut self.cores[ci];
+        if c.halted {
+            return Ok(());
+        }
+        c.t = c.t.max(now);
+        let t_in = c.t;
+        let r = self.step_core_inner(ci, now);
+        let c = &mut self.cores[ci];
+        c.busy += c.t.saturating_sub(t_in);
+        r
+    }
+
+    fn step_core_inner(&mut self, ci: usize, now: u64) -> Result<(), SimError> {
         let p = self.p;
         let arch = self.arch;
         let nc = arch.tile.cores;
@@ -705,7 +764,9 @@ impl<'a> Machine<'a> {
                     let ts = &mut self.tiles[tile];
                     let start = now.max(ts.edram_free);
                     ts.edram_free = start + lat.edram_cycles;
+                    ts.edram_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
+                    self.cores[ci].waited += start - now;
                     if self.trace {
                         eprintln!(
                             "t={now} tile {tile} core {core} pc {pc} {} chunk {chunk} addr {a}",
@@ -802,14 +863,25 @@ impl<'a> Machine<'a> {
                     } else if !unary {
                         b.extend_from_slice(&c.regs[r2 as usize..(r2 + vec) as usize]);
                     }
-                    alu::apply(
-                        self.fmt,
-                        self.mode,
-                        op,
-                        a,
-                        b,
-                        &mut c.regs[d1 as usize..(d1 + vec) as usize],
-                    );
+                    let dst = &mut c.regs[d1 as usize..(d1 + vec) as usize];
+                    let f = self.fmt.frac;
+                    match ins_fmt(ins) {
+                        Some(x) if (x.a as u32, x.b as u32, x.d as u32) != (f, f, f) => {
+                            self.unfit += alu::apply_fmt(
+                                self.fmt.bits,
+                                self.mode,
+                                op,
+                                (x.a as u32, x.b as u32, x.d as u32),
+                                a,
+                                b,
+                                dst,
+                            );
+                        }
+                        _ => {
+                            self.unfit += alu::count_unfit(self.fmt, op, a, b);
+                            alu::apply(self.fmt, self.mode, op, a, b, dst);
+                        }
+                    }
                     c.t += (vec as u64).div_ceil(arch.core.alu_lanes).max(1)
                         * lat.alu_cycles
                         * op.passes();
@@ -870,14 +942,16 @@ impl<'a> Machine<'a> {
                                 // Only the used top-left block of a crossbar is non-zero.
                                 let (ru, cu) = self.used[wi];
                                 let w = &p.weights[wi].data;
+                                let shift = p.weights[wi].shift.unwrap_or(self.fmt.frac as i32);
                                 // XbarIn lies below XbarOut; inputs are taken mod 2^16.
                                 let (lo, hi) = c.regs.split_at_mut(xout);
-                                super::nonideal::mvm_with(
+                                self.unfit += super::nonideal::mvm_with(
                                     &mut self.analog,
                                     wi,
                                     &mut self.split,
                                     self.fmt,
                                     self.mode,
+                                    shift,
                                     w,
                                     xs,
                                     ru,
@@ -938,6 +1012,13 @@ impl<'a> Machine<'a> {
                     self.end = self.end.max(done);
                     return Ok(());
                 }
+            }
+            if let Some((state, max)) = &mut self.jitter {
+                // Timing noise (tests): a random delay after each instruction.
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                self.cores[ci].t += *state % (*max + 1);
             }
             self.cores[ci].pc = next;
         }
@@ -1036,6 +1117,8 @@ impl<'a> Machine<'a> {
                     let ts = &mut self.tiles[t];
                     let start = now.max(ts.edram_free);
                     ts.edram_free = start + lat.edram_cycles;
+                    ts.edram_busy += lat.edram_cycles;
+                    ts.unit_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
                     let mut changed = false;
                     let mut data = self.pool.pop().unwrap_or_default();
@@ -1050,9 +1133,19 @@ impl<'a> Machine<'a> {
                         }
                     }
                     ts.t = done;
-                    let mut nl = arch.network.latency_cycles;
-                    if t / arch.node.tiles != target as usize / arch.node.tiles {
-                        nl += arch.network.inter_node_latency_cycles;
+                    let mut ready = done + arch.network.latency_cycles;
+                    let (sn, dn) = (t / arch.node.tiles, target as usize / arch.node.tiles);
+                    if sn != dn {
+                        // The chip-to-chip link carries one packet at a time: it is busy
+                        // for the packet's bytes at the link's bandwidth.
+                        let k = sn * self.link_nodes + dn;
+                        let start = done.max(self.link_free[k]);
+                        let ser = arch.link_packet_cycles();
+                        self.link_free[k] = start + ser;
+                        self.link_busy[k] += ser;
+                        ready = start
+                            + arch.network.latency_cycles
+                            + arch.network.inter_node_latency_cycles;
                         self.energy.network += e.inter_node_packet_pj;
                     }
                     self.energy.edram(e);
@@ -1060,7 +1153,7 @@ impl<'a> Machine<'a> {
                         dst: target,
                         fifo,
                         data,
-                        ready: done + nl,
+                        ready,
                         arrival: 0,
                     });
                     self.try_deliver(t, now);
@@ -1123,6 +1216,8 @@ impl<'a> Machine<'a> {
                     let pk = ts.fifos[fifo as usize].pop_front().unwrap();
                     let start = now.max(ts.edram_free);
                     ts.edram_free = start + lat.edram_cycles;
+                    ts.edram_busy += lat.edram_cycles;
+                    ts.unit_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
                     for (k, &v) in pk.data.iter().enumerate() {
                         ts.mem[a + k] = v;
@@ -1175,6 +1270,33 @@ impl<'a> Machine<'a> {
             }
         }
         let ntiles = self.tiles.len();
+        // Steady state: inferences stream through the pipeline one per initiation
+        // interval, the busy time of its most loaded resource.
+        let mut ii = (0u64, String::from("none"));
+        let mut consider = |busy: u64, what: &dyn Fn() -> String| {
+            if busy > ii.0 {
+                ii = (busy, what());
+            }
+        };
+        for (i, c) in self.cores.iter().enumerate() {
+            let (t, k) = (i / nc, i % nc);
+            if c.active {
+                consider(c.busy.saturating_sub(c.waited), &|| {
+                    format!("tile {t} core {k}")
+                });
+            }
+            for m in 0..arch.core.mvmus {
+                consider(c.mvmu_busy[m], &|| format!("tile {t} core {k} MVMU {m}"));
+            }
+        }
+        for (t, ts) in self.tiles.iter().enumerate() {
+            consider(ts.edram_busy, &|| format!("tile {t} shared memory"));
+            consider(ts.unit_busy, &|| format!("tile {t} send/receive unit"));
+        }
+        for (k, &b) in self.link_busy.iter().enumerate() {
+            let n = self.link_nodes;
+            consider(b, &|| format!("link node {} -> node {}", k / n, k % n));
+        }
         for t in 0..ntiles {
             let mut ht = self.tiles[t].t;
             for c in 0..nc {
@@ -1201,7 +1323,14 @@ impl<'a> Machine<'a> {
                 let v: Vec<f32> = io
                     .addrs
                     .iter()
-                    .map(|&a| self.fmt.to_f64(ts.mem[a as usize] as i16 as i32) as f32)
+                    .enumerate()
+                    .map(|(i, &a)| {
+                        let w = ts.mem[a as usize] as i16 as i32;
+                        match io.fracs.get(i) {
+                            Some(&f) => (w as f64 / (1u64 << f) as f64) as f32,
+                            None => self.fmt.to_f64(w) as f32,
+                        }
+                    })
                     .collect();
                 Tensor::from_f32(io.shape.clone(), v)
             })
@@ -1223,6 +1352,14 @@ impl<'a> Machine<'a> {
             },
             mvm_ops: self.mvm_ops,
             packets: self.packets,
+            saturations: self.unfit,
+            steady_state_cycles: ii.0,
+            throughput_per_s: if ii.0 > 0 {
+                arch.clock_ghz * 1e9 / ii.0 as f64
+            } else {
+                0.0
+            },
+            bottleneck: ii.1,
         };
         SimOutput {
             outputs,

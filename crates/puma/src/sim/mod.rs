@@ -16,6 +16,7 @@ mod nonideal;
 mod pool;
 mod wait;
 
+pub use alu::erf;
 pub use energy::Energy;
 
 use crate::fixed::NumMode;
@@ -47,6 +48,13 @@ pub struct SimOptions {
     pub dump_core: Option<(usize, usize)>,
     /// Run every MVM through pimkit-analog's crossbar model (CLI `--nonideal`).
     pub nonideal: Option<pimkit_analog::mvmu::NonIdeal>,
+    /// Relative output error (of the reference outputs' range) above which results
+    /// carry a warning (`PumaResult::assess`).
+    pub tolerance: f64,
+    /// Timing noise for tests of synchronisation: (seed, max): every core instruction
+    /// takes 0..=max extra cycles, drawn from a seeded generator. Outputs must not
+    /// change, and no program may deadlock, whatever the seed.
+    pub jitter: Option<(u64, u64)>,
 }
 
 impl Default for SimOptions {
@@ -56,6 +64,8 @@ impl Default for SimOptions {
             max_cycles: DEFAULT_MAX_CYCLES,
             dump_core: None,
             nonideal: None,
+            tolerance: crate::result::DEFAULT_TOLERANCE,
+            jitter: None,
         }
     }
 }
@@ -134,6 +144,21 @@ pub struct SimStats {
     pub mvmu_utilization: f64,
     pub mvm_ops: u64,
     pub packets: u64,
+    /// Results (MVM outputs, ALU results, input conversions) that did not fit their
+    /// 16-bit word: saturated in exact mode, wrapped in bit-serial mode.
+    #[serde(default)]
+    pub saturations: u64,
+    /// Initiation interval of a stream of inferences: the busy cycles per inference of
+    /// the most loaded resource (core, MVMU, shared memory, send/receive unit, chip link).
+    #[serde(default)]
+    pub steady_state_cycles: u64,
+    /// Inferences per second in the steady state (clock / `steady_state_cycles`); the
+    /// latency of one inference is `latency_ns`.
+    #[serde(default)]
+    pub throughput_per_s: f64,
+    /// The resource that sets the steady state.
+    #[serde(default)]
+    pub bottleneck: String,
 }
 
 pub struct SimOutput {
@@ -159,6 +184,33 @@ pub fn check_inputs(p: &Program, inputs: &HashMap<String, Tensor>) -> Result<(),
             )
         })?;
         exec::check_input(io, t)?;
+    }
+    Ok(())
+}
+
+/// Check `inputs` against the graph's inputs (element type and exact shape), as
+/// [`check_inputs`] does against a program's: `run_graph` calls it before compiling,
+/// since calibration runs the graph on the same inputs.
+pub fn check_graph_inputs(
+    g: &pimkit_ir::Graph,
+    inputs: &HashMap<String, Tensor>,
+) -> Result<(), SimError> {
+    let names: Vec<&str> = g.inputs.iter().map(|&v| g.value(v).name.as_str()).collect();
+    for &v in &g.inputs {
+        let val = g.value(v);
+        let t = inputs
+            .get(&val.name)
+            .ok_or_else(|| SimError::MissingInput(val.name.clone(), names.join(", ")))?;
+        let io = crate::program::IoMap {
+            name: val.name.clone(),
+            shape: val.ty.shape.clone(),
+            dtype: val.ty.dtype,
+            tile: 0,
+            addrs: vec![],
+            counts: vec![],
+            fracs: vec![],
+        };
+        exec::check_input(&io, t)?;
     }
     Ok(())
 }

@@ -34,8 +34,9 @@ impl Analog {
         })
     }
 
-    /// `out[i]` (i < rows) = the unit's Σ_j w[i][j] x[j] / 2^frac, rounded (ties away from
-    /// zero) and fitted to the format as the exact path does.
+    /// `out[i]` (i < rows) = the unit's Σ_j w[i][j] x[j] / 2^shift (the weights' fraction
+    /// bits), rounded (ties away from zero) and fitted to the format as the exact path
+    /// does. Returns how many outputs did not fit (saturated).
     #[allow(clippy::too_many_arguments)]
     pub fn mvm(
         &mut self,
@@ -47,18 +48,22 @@ impl Analog {
         x: &[i32],
         fmt: Fmt,
         mode: NumMode,
+        shift: i32,
         out: &mut [i32],
-    ) {
+    ) -> u64 {
         let model = &self.model;
         let u = self.units[unit]
             .get_or_insert_with(|| Mvmu::program(model, w, stride, rows, cols, unit as u64));
         self.acc.resize(rows, 0.0);
         u.mvm(x, &mut self.acc);
-        let one = fmt.one() as f64;
+        let one = 2f64.powi(shift);
+        let mut unfit = 0;
         for (o, &a) in out[..rows].iter_mut().zip(&self.acc) {
             let q = (a / one).round().clamp(-1e15, 1e15) as i64;
+            unfit += u64::from(q < fmt.min() || q > fmt.max());
             *o = fmt.fit(q, mode);
         }
+        unfit
     }
 }
 
@@ -71,15 +76,16 @@ pub(super) fn mvm_with(
     split: &mut Split,
     fmt: Fmt,
     mode: NumMode,
+    shift: i32,
     w: &[i16],
     stride: usize,
     rows: usize,
     cols: usize,
     x: &[i32],
     out: &mut [i32],
-) {
+) -> u64 {
     match analog {
-        Some(a) => a.mvm(unit, w, stride, rows, cols, x, fmt, mode, out),
-        None => fixed::mvm_with(split, fmt, mode, w, stride, rows, cols, x, out),
+        Some(a) => a.mvm(unit, w, stride, rows, cols, x, fmt, mode, shift, out),
+        None => fixed::mvm_with(split, fmt, mode, shift, w, stride, rows, cols, x, out),
     }
 }

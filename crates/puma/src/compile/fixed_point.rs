@@ -1,0 +1,387 @@
+//! Fixed point per tensor (docs/puma.md "Fixed point per tensor"): every value gets the
+//! fraction bits that fit its range in a 16-bit word.
+//!
+//! * weights: each MVMU's fraction bits fit its largest weight exactly (`exact_frac`,
+//!   applied when the matrix is programmed);
+//! * activations: the vector ops are evaluated in floating point on calibration inputs
+//!   and each class of values — a node's values of one kind (its MVM outputs, its adds,
+//!   its sigmoids, ...) — gets the fraction bits that hold its largest magnitude with
+//!   one bit of headroom. Values that must share a format are merged first: the pieces
+//!   of one MVM input (a crossbar multiplies raw words) and of one ALU operand, and a
+//!   gather's pieces with its result (a copy does not convert). All-zero constants
+//!   (padding) fit any format and join no class;
+//! * constants: fraction bits that fit their largest magnitude exactly.
+//!
+//! The generated code carries the shifts: each MVMU's output shift (weights' plus
+//! input's minus output's fraction bits) and each ALU instruction's `fmt=a.b.d`.
+
+use super::lower::Lowered;
+use super::{CompileError, Kind, VId};
+use crate::arch::Arch;
+use crate::isa::AluOp;
+use pimkit_ir::{Graph, Tensor};
+use std::collections::HashMap;
+
+/// Most fraction bits a word may have: values as small as 2^-48 keep 16 significant
+/// bits (a block-floating-point scale per tensor: torchvision's randomly initialised
+/// MobileNetV2 ends in logits of 1e-9).
+pub const MAX_FRAC: u32 = 48;
+
+/// Largest fraction bits (≤ `MAX_FRAC`) at which `max_abs` still fits a 16-bit word.
+pub fn exact_frac(max_abs: f32) -> u32 {
+    let m = max_abs as f64;
+    (0..=MAX_FRAC)
+        .rev()
+        .find(|&f| (m * (1u64 << f) as f64).round() <= 32767.0)
+        .unwrap_or(0)
+}
+
+/// Fraction bits for an activation class of largest magnitude `max_abs`, with headroom
+/// for inputs beyond the calibration's range: the largest calibrated value is at most
+/// `limit` (16383: one bit; 4095: three bits). A class that was all zeros in calibration
+/// keeps the architecture's format (`default`).
+pub fn activation_frac(max_abs: f32, default: u32, limit: f64) -> u32 {
+    if max_abs == 0.0 {
+        return default;
+    }
+    let m = max_abs as f64;
+    (0..=MAX_FRAC)
+        .rev()
+        .find(|&f| m * (1u64 << f) as f64 <= limit)
+        .unwrap_or(0)
+}
+
+/// Headroom of values that feed crossbars: three bits (|word| ≤ 4095 at calibration,
+/// eight times the calibrated range before saturating, the same 12 significant bits a
+/// Q4.12 activation below 1.0 has). It also keeps the simulator's exact MVM on its
+/// single-multiply path (crate::dot, NARROW_MAX).
+pub const MVM_INPUT_LIMIT: f64 = 4095.0;
+/// Headroom of other values: one bit.
+pub const VALUE_LIMIT: f64 = 16383.0;
+
+/// Largest magnitude of every op's values over the calibration inputs.
+fn ranges(l: &Lowered, calib: &[HashMap<String, Tensor>]) -> Result<Vec<f32>, String> {
+    let n = l.ops.len();
+    let mut last_use = vec![0usize; n];
+    for (i, op) in l.ops.iter().enumerate() {
+        for ps in op.operands() {
+            for p in ps {
+                last_use[p.v as usize] = i;
+            }
+        }
+    }
+    let weights: HashMap<u32, (&[i16], u8)> = l
+        .weights
+        .iter()
+        .map(|(g, d, f)| (*g, (d.as_slice(), *f)))
+        .collect();
+    let xs = (weights.values().next().map_or(0, |w| w.0.len()) as f64).sqrt() as usize;
+    let mut max = vec![0f32; n];
+    for inputs in calib {
+        let mut vals: Vec<Option<Vec<f32>>> = vec![None; n];
+        for (name, _, map) in &l.inputs {
+            let t = inputs
+                .get(name)
+                .ok_or_else(|| format!("calibration inputs lack `{name}`"))?;
+            let x = t.to_f32_vec();
+            if x.len() != map.len() {
+                return Err(format!(
+                    "calibration input `{name}` has {} elements, the graph {}",
+                    x.len(),
+                    map.len()
+                ));
+            }
+            for (i, &(v, off)) in map.iter().enumerate() {
+                let buf = vals[v as usize]
+                    .get_or_insert_with(|| vec![0.0; l.ops[v as usize].len as usize]);
+                buf[off as usize] = x[i];
+            }
+        }
+        for i in 0..n {
+            let op = &l.ops[i];
+            let gather = |vals: &[Option<Vec<f32>>], ps: &[super::Piece]| -> Vec<f32> {
+                let mut out = Vec::new();
+                for p in ps {
+                    match &vals[p.v as usize] {
+                        Some(v) => {
+                            out.extend_from_slice(&v[p.off as usize..(p.off + p.len) as usize])
+                        }
+                        None => out.extend(std::iter::repeat_n(0.0, p.len as usize)),
+                    }
+                }
+                out
+            };
+            let out: Option<Vec<f32>> = match &op.kind {
+                Kind::Input => vals[i].take(),
+                Kind::Const(d) => Some(d.clone()),
+                Kind::Mvm { mvmu, input } => {
+                    let x = gather(&vals, input);
+                    let (w, f) = weights[mvmu];
+                    let scale = 1.0 / (1u64 << f) as f32;
+                    let rows = op.len as usize;
+                    Some(
+                        (0..rows)
+                            .map(|r| {
+                                let row = &w[r * xs..r * xs + x.len()];
+                                row.iter().zip(&x).map(|(&a, &b)| a as f32 * b).sum::<f32>() * scale
+                            })
+                            .collect(),
+                    )
+                }
+                Kind::Alu { op: aop, a, b } => {
+                    let x = gather(&vals, a);
+                    let y = b.as_ref().map(|b| gather(&vals, b));
+                    Some(eval(*aop, &x, y.as_deref(), None))
+                }
+                Kind::Alui { op: aop, a, imm } => {
+                    let x = gather(&vals, a);
+                    Some(eval(*aop, &x, None, Some(*imm)))
+                }
+                Kind::Gather(ps) => Some(gather(&vals, ps)),
+                Kind::Output { .. } => None,
+            };
+            if let Some(v) = &out {
+                let m = v.iter().fold(0f32, |a, x| a.max(x.abs()));
+                if m.is_finite() {
+                    max[i] = max[i].max(m);
+                } else {
+                    max[i] = f32::MAX;
+                }
+            }
+            vals[i] = out;
+            for ps in op.operands() {
+                for p in ps {
+                    if last_use[p.v as usize] == i {
+                        vals[p.v as usize] = None;
+                    }
+                }
+            }
+        }
+    }
+    Ok(max)
+}
+
+/// One ALU op on real values.
+fn eval(op: AluOp, a: &[f32], b: Option<&[f32]>, imm: Option<f32>) -> Vec<f32> {
+    let y = |i: usize| match (b, imm) {
+        (Some(b), _) => b[i],
+        (None, Some(c)) => c,
+        _ => 0.0,
+    };
+    if matches!(op, AluOp::LogSoftmax | AluOp::LogSoftmaxd) {
+        let m = a.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let lse = m + a.iter().map(|x| (x - m).exp()).sum::<f32>().ln();
+        return a
+            .iter()
+            .map(|x| {
+                if op == AluOp::LogSoftmax {
+                    x - lse
+                } else {
+                    1.0 - (x - lse).exp()
+                }
+            })
+            .collect();
+    }
+    let t = |c: bool| if c { 1.0 } else { 0.0 };
+    (0..a.len())
+        .map(|i| {
+            let (x, y) = (a[i], y(i));
+            match op {
+                AluOp::Add => x + y,
+                AluOp::Sub => x - y,
+                AluOp::Mul => x * y,
+                AluOp::Div => {
+                    if y == 0.0 {
+                        0.0
+                    } else {
+                        x / y
+                    }
+                }
+                AluOp::Max => x.max(y),
+                AluOp::Min => x.min(y),
+                AluOp::Relu => x.max(0.0),
+                AluOp::Relud => t(x > 0.0),
+                AluOp::Sig => 1.0 / (1.0 + (-x).exp()),
+                AluOp::Tanh => x.tanh(),
+                AluOp::Exp => x.exp(),
+                AluOp::Log => x.max(1e-30).ln(),
+                AluOp::Erf => crate::sim::erf(x as f64) as f32,
+                AluOp::Sqrt => x.max(0.0).sqrt(),
+                AluOp::Mse => (x - y) * (x - y),
+                AluOp::And => t(x != 0.0 && y != 0.0),
+                AluOp::Or => t(x != 0.0 || y != 0.0),
+                AluOp::Not => t(x == 0.0),
+                AluOp::Eq => t(x == y),
+                AluOp::Neq => t(x != y),
+                AluOp::Lt => t(x < y),
+                AluOp::Leq => t(x <= y),
+                AluOp::Gt | AluOp::Rndcmp => t(x > y),
+                AluOp::Geq => t(x >= y),
+                AluOp::LogSoftmax | AluOp::LogSoftmaxd => unreachable!(),
+            }
+        })
+        .collect()
+}
+
+fn find(p: &mut [usize], x: usize) -> usize {
+    let mut r = x;
+    while p[r] != r {
+        r = p[r];
+    }
+    let mut y = x;
+    while p[y] != r {
+        let n = p[y];
+        p[y] = r;
+        y = n;
+    }
+    r
+}
+
+/// Choose every op's fraction bits (see the module doc). `calib` empty: the graph's
+/// deterministic random inputs.
+pub fn assign(
+    l: &mut Lowered,
+    g: &Graph,
+    arch: &Arch,
+    calib: &[HashMap<String, Tensor>],
+) -> Result<(), CompileError> {
+    if l.shape_only {
+        return Ok(());
+    }
+    let default;
+    let calib = if calib.is_empty() {
+        default = vec![pimkit_interp::random_inputs(g, 0)];
+        &default[..]
+    } else {
+        calib
+    };
+    let max = ranges(l, calib).map_err(|msg| CompileError::Graph {
+        graph: g.name.clone(),
+        msg,
+    })?;
+    let n = l.ops.len();
+    let zero_const =
+        |v: VId| matches!(&l.ops[v as usize].kind, Kind::Const(d) if d.iter().all(|&x| x == 0.0));
+    // Class of each op: (node, kind) for computed values, its own for inputs' and
+    // constants' vectors (merged below as needed).
+    let mut key_of: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut class = vec![0usize; n];
+    let mut next = 0usize;
+    for (i, op) in l.ops.iter().enumerate() {
+        let tag = match &op.kind {
+            Kind::Mvm { .. } => Some(0),
+            Kind::Alu { op, .. } => Some(1 + op.code() as u32),
+            Kind::Alui { op, .. } => Some(100 + op.code() as u32),
+            Kind::Gather(_) => Some(200),
+            Kind::Input => Some(300),
+            Kind::Const(_) | Kind::Output { .. } => None,
+        };
+        class[i] = match tag {
+            Some(t) => *key_of.entry((op.node, t)).or_insert_with(|| {
+                next += 1;
+                next - 1
+            }),
+            None => {
+                next += 1;
+                next - 1
+            }
+        };
+    }
+    let mut parent: Vec<usize> = (0..next).collect();
+    let mut shared = vec![false; next];
+    let unite = |parent: &mut Vec<usize>, ps: &[super::Piece], extra: Option<usize>| {
+        let mut root: Option<usize> = extra.map(|e| find(parent, e));
+        for p in ps {
+            if zero_const(p.v) {
+                continue;
+            }
+            let c = find(parent, class[p.v as usize]);
+            match root {
+                None => root = Some(c),
+                Some(r) if r != c => {
+                    parent[c] = r;
+                }
+                _ => {}
+            }
+        }
+    };
+    // The MVMs of one MVMU share its output shift: their inputs share a format.
+    let mut mvmu_class: HashMap<u32, usize> = HashMap::new();
+    for (i, op) in l.ops.iter().enumerate() {
+        match &op.kind {
+            Kind::Mvm { input, mvmu } => {
+                unite(&mut parent, input, None);
+                if let Some(p) = input.iter().find(|p| !zero_const(p.v)) {
+                    let c = class[p.v as usize];
+                    let first = *mvmu_class.entry(*mvmu).or_insert(c);
+                    let (a, b) = (find(&mut parent, first), find(&mut parent, c));
+                    if a != b {
+                        parent[b] = a;
+                    }
+                }
+            }
+            Kind::Alu { a, b, .. } => {
+                unite(&mut parent, a, None);
+                if let Some(b) = b {
+                    unite(&mut parent, b, None);
+                }
+            }
+            Kind::Alui { a, .. } => unite(&mut parent, a, None),
+            Kind::Gather(ps) => unite(&mut parent, ps, Some(class[i])),
+            _ => {}
+        }
+        for ps in op.operands() {
+            if matches!(op.kind, Kind::Output { .. }) {
+                continue;
+            }
+            if ps.iter().filter(|p| !zero_const(p.v)).count() > 1
+                || matches!(op.kind, Kind::Mvm { .. } | Kind::Gather(_))
+            {
+                for p in ps {
+                    if matches!(l.ops[p.v as usize].kind, Kind::Const(_)) && !zero_const(p.v) {
+                        shared[class[p.v as usize]] = true;
+                    }
+                }
+            }
+        }
+    }
+    // Classes that feed crossbars.
+    let mut feeds_mvm = vec![false; next];
+    for op in &l.ops {
+        if let Kind::Mvm { input, .. } = &op.kind {
+            for p in input {
+                if !zero_const(p.v) {
+                    let r = find(&mut parent, class[p.v as usize]);
+                    feeds_mvm[r] = true;
+                }
+            }
+        }
+    }
+    let mut range = vec![0f32; next];
+    for i in 0..n {
+        if matches!(l.ops[i].kind, Kind::Const(_)) && !shared[class[i]] {
+            continue;
+        }
+        let r = find(&mut parent, class[i]);
+        range[r] = range[r].max(max[i]);
+    }
+    for i in 0..n {
+        let op = &mut l.ops[i];
+        op.frac = match &op.kind {
+            Kind::Const(d) if !shared[class[i]] => {
+                exact_frac(d.iter().fold(0f32, |a, x| a.max(x.abs()))) as u8
+            }
+            Kind::Output { .. } => arch.fixed.frac_bits as u8,
+            _ => {
+                let r = find(&mut parent, class[i]);
+                let limit = if feeds_mvm[r] {
+                    MVM_INPUT_LIMIT
+                } else {
+                    VALUE_LIMIT
+                };
+                activation_frac(range[r], arch.fixed.frac_bits, limit) as u8
+            }
+        };
+    }
+    Ok(())
+}

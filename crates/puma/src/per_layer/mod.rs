@@ -1,0 +1,220 @@
+//! Layer-by-layer simulation: the original's method for CNNs (reference §5.3 and §6.2:
+//! ISS-38 simulates CNNs one layer at a time and sums; ISS-65 simulates a large feature
+//! map at a smaller size X and scales latency and energy by ((X_actual + 2p)/(X + 2p))²).
+//!
+//! The graph is cut before every weighted node (Conv, Gemm, MatMul); each layer (the
+//! weighted node and the activations/pools after it) is compiled and simulated alone,
+//! its inputs taken from the reference interpreter's run of the whole graph, and its
+//! outputs compared with the interpreter. It never fails for want of memory or of an
+//! operator after the weighted node (`layer.rs`): a layer that does not fit gets more
+//! weight copies (stripes on their own tiles), then is simulated on a smaller window
+//! (down to one output pixel) and scaled; nodes PUMA cannot compute run on the host
+//! with a note. Latency and energy of the layers are summed (no overlap between layers,
+//! as in the original's spreadsheet).
+
+mod graph;
+mod layer;
+
+pub use graph::{HostSplit, crop, external_inputs, host_nodes, segments, split_host, subgraph};
+
+use crate::arch::Arch;
+use crate::compile::CompileOptions;
+use crate::fixed::NumMode;
+use crate::result::RunError;
+use crate::sim::SimOptions;
+use pimkit_ir::{Graph, Tensor, ValueId};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+/// One layer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LayerResult {
+    /// Name of the layer's first node.
+    pub name: String,
+    /// Nodes simulated on PUMA.
+    pub nodes: Vec<String>,
+    /// Nodes of the layer computed on the host instead (see `notes`).
+    #[serde(default)]
+    pub host_nodes: Vec<String>,
+    /// Shape of the layer's (first) input in the full network.
+    pub input_shape: Vec<usize>,
+    /// Shape actually simulated (smaller when scaled).
+    pub simulated_shape: Vec<usize>,
+    /// Latency/energy factor applied (1 when simulated at full size).
+    pub scale: f64,
+    /// Weight copies per weighted node beyond the plan, for memory (1: none).
+    #[serde(default = "one")]
+    pub memory_copies: usize,
+    pub simulated_cycles: u64,
+    pub simulated_energy_nj: f64,
+    pub cycles: u64,
+    pub energy_nj: f64,
+    pub tiles: usize,
+    pub mvmus: usize,
+    /// Against the interpreter on the same (possibly cropped) input.
+    pub max_abs_error: Option<f64>,
+    pub wall_s: f64,
+    /// Why nodes ran on the host, why the layer was scaled.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// The per-layer run of a whole network.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PerLayerResult {
+    pub model: String,
+    pub mode: NumMode,
+    pub layers: Vec<LayerResult>,
+    /// Sum over layers (scaled).
+    pub cycles: u64,
+    pub latency_ns: f64,
+    pub energy_nj: f64,
+    /// Largest per-layer error.
+    pub max_abs_error: Option<f64>,
+    /// True when some layer was simulated at a reduced size and scaled.
+    pub scaled: bool,
+    /// Notes for the whole run (nodes on the host).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Simulate `g` layer by layer (see the module doc). `inputs`: deterministic random
+/// inputs when `None`.
+pub fn run_per_layer(
+    g: &Graph,
+    arch: &Arch,
+    copts: &CompileOptions,
+    sopts: &SimOptions,
+    inputs: Option<HashMap<String, Tensor>>,
+) -> Result<PerLayerResult, RunError> {
+    run_per_layer_with(g, arch, copts, sopts, inputs, &mut |_, _, _| {})
+}
+
+/// [`run_per_layer`], calling `on_layer(index, layers, name)` as each layer starts (a
+/// progress display: large networks take seconds per layer).
+pub fn run_per_layer_with(
+    g: &Graph,
+    arch: &Arch,
+    copts: &CompileOptions,
+    sopts: &SimOptions,
+    inputs: Option<HashMap<String, Tensor>>,
+    on_layer: &mut dyn FnMut(usize, usize, &str),
+) -> Result<PerLayerResult, RunError> {
+    let inputs = match inputs {
+        Some(i) => i,
+        None => {
+            pimkit_interp::check_memory(g).map_err(|e| RunError::Reference(e.to_string()))?;
+            pimkit_interp::random_inputs(g, 0)
+        }
+    };
+    let host = host_nodes(g);
+    let segs = segments(g);
+    let graph_outs: HashSet<ValueId> = g.outputs.iter().copied().collect();
+    // Each layer's PUMA nodes, external inputs and the outputs something else reads.
+    let nodes: Vec<Vec<usize>> = segs
+        .iter()
+        .map(|r| r.clone().filter(|i| !host.contains(i)).collect())
+        .collect();
+    let ext: Vec<Vec<ValueId>> = nodes.iter().map(|n| external_inputs(g, n)).collect();
+    let mut readers: HashMap<ValueId, usize> = HashMap::new();
+    for (si, e) in ext.iter().enumerate() {
+        for &v in e {
+            readers.entry(v).or_insert(si);
+        }
+    }
+    let outs: Vec<Vec<ValueId>> = nodes
+        .iter()
+        .enumerate()
+        .map(|(si, ns)| {
+            let mut o = Vec::new();
+            for &i in ns {
+                for &v in &g.nodes[i].outputs {
+                    let read_elsewhere = ext
+                        .iter()
+                        .enumerate()
+                        .any(|(sj, e)| sj != si && e.contains(&v));
+                    if (read_elsewhere || graph_outs.contains(&v)) && !o.contains(&v) {
+                        o.push(v);
+                    }
+                }
+            }
+            o
+        })
+        .collect();
+    // Values the layers read, from one interpreter run of the whole graph.
+    let needed: HashSet<ValueId> = ext.iter().flatten().copied().collect();
+    let mut vals: HashMap<ValueId, Tensor> = HashMap::new();
+    for &i in &g.inputs {
+        if let Some(t) = inputs.get(&g.value(i).name) {
+            vals.insert(i, t.clone());
+        }
+    }
+    if !g.is_shape_only() {
+        pimkit_interp::run_observed(g, &inputs, &mut |node, ts| {
+            for (o, t) in g.nodes[node.idx()].outputs.iter().zip(ts) {
+                if needed.contains(o) {
+                    vals.insert(*o, t.clone());
+                }
+            }
+        })
+        .map_err(|e| RunError::Reference(e.to_string()))?;
+    }
+    let mut notes = Vec::new();
+    if !host.is_empty() {
+        let mut names: Vec<String> = host
+            .iter()
+            .map(|&i| format!("`{}` ({})", g.nodes[i].name, g.nodes[i].op.name()))
+            .collect();
+        names.sort();
+        notes.push(format!(
+            "{} node(s) with integer inputs or outputs run on the host: {}",
+            names.len(),
+            names.join(", ")
+        ));
+    }
+    let mut layers = Vec::new();
+    for (si, r) in segs.iter().enumerate() {
+        on_layer(si, segs.len(), &g.nodes[r.start].name);
+        let lay = layer::Layer {
+            g,
+            arch,
+            copts,
+            sopts,
+            nodes: &nodes[si],
+            all: r.clone(),
+            ext: &ext[si],
+            outs: &outs[si],
+            vals: &vals,
+        };
+        if let Some(l) = lay.run()? {
+            layers.push(l);
+        }
+    }
+    let cycles = layers
+        .iter()
+        .try_fold(0u64, |a, l| a.checked_add(l.cycles))
+        .ok_or_else(|| {
+            RunError::CycleOverflow(
+                "the summed cycles of the layers overflow the cycle counter".into(),
+            )
+        })?;
+    let max_abs_error = layers
+        .iter()
+        .filter_map(|l| l.max_abs_error)
+        .reduce(f64::max);
+    Ok(PerLayerResult {
+        model: g.name.clone(),
+        mode: sopts.mode,
+        scaled: layers.iter().any(|l| l.scale != 1.0),
+        cycles,
+        latency_ns: cycles as f64 * arch.ns_per_cycle(),
+        energy_nj: layers.iter().map(|l| l.energy_nj).sum(),
+        max_abs_error,
+        notes,
+        layers,
+    })
+}
