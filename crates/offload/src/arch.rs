@@ -40,36 +40,21 @@ pub struct PimArch {
 
 impl Default for PimArch {
     fn default() -> Self {
-        PimArch::from_toml(DEFAULT_TOML, Path::new("arch/pim-general.toml"))
-            .expect("the built-in arch/pim-general.toml parses")
+        pimkit_engine::arch::builtin().expect("the built-in arch/pim-general.toml is valid")
     }
 }
 
-impl PimArch {
-    pub fn from_toml(text: &str, path: &Path) -> Result<PimArch> {
-        let a: PimArch = toml::from_str(text).map_err(|e| OffloadError::Arch {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
-        a.validate(path)?;
-        Ok(a)
-    }
-    pub fn load(path: &Path) -> Result<PimArch> {
-        let text = std::fs::read_to_string(path).map_err(|e| OffloadError::Arch {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
-        Self::from_toml(&text, path)
-    }
-    fn validate(&self, path: &Path) -> Result<()> {
-        let bad = |msg: &str| {
-            Err(OffloadError::Arch {
-                path: path.to_path_buf(),
-                msg: msg.to_string(),
-            })
-        };
-        if self.cores.is_empty() || self.cores.iter().any(|&c| c == 0 || c > 1 << 20) {
-            return bad("`cores` must list core counts in 1..=1048576");
+impl pimkit_engine::ArchSpec for PimArch {
+    const DEFAULT_TOML: &'static str = DEFAULT_TOML;
+    const DEFAULT_PATH: &'static str = "arch/pim-general.toml";
+
+    fn check(&self, c: &mut pimkit_engine::Checks) {
+        if self.cores.is_empty() || self.cores.iter().any(|&n| n == 0 || n > 1 << 20) {
+            c.fail(
+                "cores",
+                format!("{:?}", self.cores),
+                "list core counts in 1..=1048576",
+            );
         }
         for (k, v) in [
             ("f_ghz", self.f_ghz),
@@ -88,9 +73,7 @@ impl PimArch {
         ] {
             // 1e6 bounds every rate and latency far above real hardware (GHz, IPC, GB/s,
             // cycles) and keeps the time model's products finite.
-            if !(v > 0.0 && v <= 1e6) {
-                return bad(&format!("`{k}` must be a number in (0, 1e6], got {v}"));
-            }
+            c.positive(k, v, 1e6);
         }
         for (k, v) in [
             ("dram_latency_ns", self.dram_latency_ns),
@@ -98,22 +81,25 @@ impl PimArch {
             ("sync_per_core_ns", self.sync_per_core_ns),
             ("t_sw_ns", self.t_sw_ns),
         ] {
-            if !(0.0..=1e9).contains(&v) {
-                return bad(&format!("`{k}` must be a number in [0, 1e9] ns, got {v}"));
-            }
+            c.num_in(k, v, 0.0, 1e9);
         }
-        if self.simd_bits < 8 {
-            return bad("`simd_bits` must be at least 8 (use 32 for scalar fp32 code)");
-        }
-        if self.simd_bits > 4096 {
-            return bad("`simd_bits` must be at most 4096");
-        }
-        if self.line_bytes == 0 || self.l1d_bytes < self.line_bytes {
-            return bad("`line_bytes` must be positive and `l1d_bytes` at least one line");
-        }
-        if self.line_bytes > 4096 || self.l1d_bytes > 1 << 30 {
-            return bad("`line_bytes` must be at most 4096 and `l1d_bytes` at most 1 GiB");
-        }
-        Ok(())
+        // 32 is scalar fp32 code.
+        c.int_in("simd_bits", self.simd_bits.into(), 8, 4096);
+        c.int_in("line_bytes", self.line_bytes, 1, 4096);
+        c.int_in("l1d_bytes", self.l1d_bytes, self.line_bytes.max(1), 1 << 30);
     }
+}
+
+impl PimArch {
+    /// `text` laid over the built-in file (errors name `path`).
+    pub fn from_toml(text: &str, path: &Path) -> Result<PimArch> {
+        pimkit_engine::arch::from_str(text, &path.display().to_string()).map_err(arch_err)
+    }
+    pub fn load(path: &Path) -> Result<PimArch> {
+        pimkit_engine::arch::load(Some(path)).map_err(arch_err)
+    }
+}
+
+fn arch_err(e: pimkit_engine::ArchError) -> OffloadError {
+    OffloadError::Arch(e)
 }

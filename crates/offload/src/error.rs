@@ -6,8 +6,8 @@ use std::path::PathBuf;
 pub enum OffloadError {
     #[error(transparent)]
     Loops(#[from] pimkit_loops::LoopsError),
-    #[error("architecture file '{path}': {msg}")]
-    Arch { path: PathBuf, msg: String },
+    #[error("{0}")]
+    Arch(pimkit_engine::ArchError),
     #[error("host calibration file '{path}': {msg}; delete it or run `pimkit calibrate --force`")]
     Calib { path: PathBuf, msg: String },
     #[error("{path}: {source}")]
@@ -32,7 +32,7 @@ impl OffloadError {
     pub fn is_user(&self) -> bool {
         matches!(
             self,
-            OffloadError::Arch { .. }
+            OffloadError::Arch(_)
                 | OffloadError::Calib { .. }
                 | OffloadError::Usage(_)
                 | OffloadError::Perf(_)

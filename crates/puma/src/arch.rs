@@ -9,13 +9,6 @@ pub const DEFAULT_TOML: &str = include_str!("../../../arch/puma.toml");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArchError {
-    #[error("cannot read architecture file {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("architecture TOML is invalid: {0}")]
-    Toml(String),
     #[error("architecture field `{field}` = {value}: {msg}")]
     Invalid {
         /// TOML path of the field, e.g. `head.latency.mvm_step_cycles`.
@@ -163,7 +156,7 @@ pub struct Arch {
 
 impl Default for Arch {
     fn default() -> Self {
-        Arch::from_toml_str(DEFAULT_TOML).expect("embedded arch/puma.toml is valid")
+        pimkit_engine::arch::builtin().expect("embedded arch/puma.toml is valid")
     }
 }
 
@@ -182,19 +175,24 @@ fn inv(field: impl Into<String>, value: impl ToString, msg: &str) -> ArchError {
     }
 }
 
+impl pimkit_engine::ArchSpec for Arch {
+    const DEFAULT_TOML: &'static str = DEFAULT_TOML;
+    const DEFAULT_PATH: &'static str = "arch/puma.toml";
+    fn check(&self, c: &mut pimkit_engine::Checks) {
+        if let Err(ArchError::Invalid { field, value, msg }) = self.validate() {
+            c.fail(field, value, msg);
+        }
+    }
+}
+
 impl Arch {
-    pub fn from_toml_str(s: &str) -> Result<Arch, ArchError> {
-        let a: Arch = toml::from_str(s).map_err(|e| ArchError::Toml(e.to_string()))?;
-        a.validate()?;
-        Ok(a)
+    /// `s` laid over the built-in `arch/puma.toml` (a file may set only what differs).
+    pub fn from_toml_str(s: &str) -> Result<Arch, pimkit_engine::ArchError> {
+        pimkit_engine::arch::from_str(s, "architecture TOML")
     }
 
-    pub fn load(path: &Path) -> Result<Arch, ArchError> {
-        let s = std::fs::read_to_string(path).map_err(|e| ArchError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
-        Arch::from_toml_str(&s)
+    pub fn load(path: &Path) -> Result<Arch, pimkit_engine::ArchError> {
+        pimkit_engine::arch::load(Some(path))
     }
 
     pub fn to_toml(&self) -> String {

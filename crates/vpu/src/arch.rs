@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// The whole simulated system.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct Arch {
     pub name: String,
     /// Cooperating VPUs: 1..=64 ([`MAX_VPUS`]; the kernels split work over any count);
@@ -65,7 +65,7 @@ impl KernelStyle {
 
 /// One NM-Carus VPU: the VRF is its local SRAM.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct VpuParams {
     /// Local SRAM = VRF bytes: 32 KiB per VPU (quinn Fig. 1; ref §1.2, ARCANE carus 8 x 4 KiB banks).
     pub vrf_bytes: usize,
@@ -88,7 +88,7 @@ pub struct VpuParams {
 /// Cycles per 32-bit word per lane (an instruction on `vl` words costs
 /// `startup + ceil(vl / lanes) * cycles`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct ClassCycles {
     /// int32 MAC: 0.33 MAC/cycle/lane (quinn §5.4 citing NM-Carus [unverified]).
     pub mac: f64,
@@ -111,7 +111,7 @@ pub struct ClassCycles {
 /// The bit-exact requantization as vector instructions per output register (see
 /// `quant::IntRequant`: round to 24 bits, 24x24 multiply, round, RNE shift, clamp, +zp).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct RequantSeq {
     pub mul: u32,
     pub add: u32,
@@ -121,7 +121,7 @@ pub struct RequantSeq {
 
 /// Single-channel X-HEEP DMA (ref §1.5: one channel, no zero padding, no HW FIFO).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct DmaParams {
     /// Host cycles to program one descriptor (address, size, strides, start) [unverified:
     /// about eight 1-cycle CSR/store writes plus address arithmetic on cv32e40x].
@@ -138,7 +138,7 @@ pub struct DmaParams {
 
 /// The DMA-side cache (quinn §4.1: 128 KiB, 8-way, write-back, 64 B lines; ref §1.5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct CacheParams {
     pub size_bytes: usize,
     pub ways: usize,
@@ -147,7 +147,7 @@ pub struct CacheParams {
 
 /// Off-chip memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct MemoryParams {
     /// Sustained bandwidth: 1.2 B/cycle (quinn §5.4; 0.8 and 0.5 in §5.9).
     pub bandwidth: f64,
@@ -157,7 +157,7 @@ pub struct MemoryParams {
 
 /// cv32e40x host timings (ref §2.1) and the scalar baseline's per-op costs (ref §2.2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct HostParams {
     /// Offload one vector instruction over CV-X-IF incl. packed-index update (ALU 1 + issue 1).
     pub issue_cycles: u64,
@@ -190,7 +190,7 @@ pub struct HostParams {
 
 /// Dynamic power for energy (quinn Table 5: 0.108 W per VPU unit at 80 MHz).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct PowerParams {
     pub vpu_dynamic_w: f64,
     /// Share of the VPU dynamic power that scales with the lane count (relative to 8
@@ -205,142 +205,36 @@ pub struct PowerParams {
 }
 
 impl Default for Arch {
+    /// The built-in `arch/nm-carus.toml` (its values cite their sources; no Rust copy).
     fn default() -> Self {
-        Arch {
-            name: "nm-carus".into(),
-            vpus: 1,
-            clock_mhz: 80.0,
-            vpu: VpuParams::default(),
-            dma: DmaParams::default(),
-            cache: CacheParams::default(),
-            memory: MemoryParams::default(),
-            host: HostParams::default(),
-            power: PowerParams::default(),
-            kernels: KernelStyle::Pimkit,
-        }
+        pimkit_engine::arch::builtin().expect("the built-in arch/nm-carus.toml is valid")
     }
 }
 
-impl Default for VpuParams {
-    fn default() -> Self {
-        VpuParams {
-            vrf_bytes: 32 * 1024,
-            vregs: 32,
-            lanes: 8,
-            sew: 32,
-            cycles: ClassCycles::default(),
-            startup_cycles: 2,
-            queue_depth: 32,
-            requant: RequantSeq::default(),
-        }
-    }
-}
+/// The built-in architecture file, compiled in.
+pub const DEFAULT_TOML: &str = include_str!("../../../arch/nm-carus.toml");
 
-impl Default for ClassCycles {
-    fn default() -> Self {
-        ClassCycles {
-            mac: 3.0,
-            mul: 2.0,
-            add: 2.0,
-            shift: 2.0,
-            minmax: 2.0,
-            mv: 1.0,
-            slide: 1.0,
-            mv_x_s: 3.0,
-        }
-    }
-}
-
-impl Default for RequantSeq {
-    fn default() -> Self {
-        // Emulating f32 rounding with integers: normalise |acc| (2 shifts, 1 add),
-        // 24x24 multiply as two 16-bit halves (2 mul, 2 add), RNE shift (2 shift, 2 add),
-        // sign restore, +zp, clamp (2 add, 2 minmax).
-        RequantSeq {
-            mul: 2,
-            add: 7,
-            shift: 4,
-            minmax: 2,
-        }
-    }
-}
-
-impl Default for DmaParams {
-    fn default() -> Self {
-        DmaParams {
-            program_cycles: 24,
-            setup_cycles: 4,
-            bytes_per_cycle: 4.0,
-        }
-    }
-}
-
-impl Default for CacheParams {
-    fn default() -> Self {
-        CacheParams {
-            size_bytes: 128 * 1024,
-            ways: 8,
-            line_bytes: 64,
-        }
-    }
-}
-
-impl Default for MemoryParams {
-    fn default() -> Self {
-        MemoryParams {
-            bandwidth: 1.2,
-            latency_cycles: 0,
-        }
-    }
-}
-
-impl Default for HostParams {
-    fn default() -> Self {
-        HostParams {
-            issue_cycles: 2,
-            loop_cycles: 4,
-            scalar_step_cycles: 33,
-            mac_cycles: 6.0,
-            dw_mac_cycles: 26.0,
-            requant_cycles: 16.0,
-            zp_cycles: 2.0,
-            eltwise_cycles: 40.0,
-            copy_cycles: 4.0,
-        }
-    }
-}
-
-impl Default for PowerParams {
-    fn default() -> Self {
-        PowerParams {
-            vpu_dynamic_w: 0.108,
-            lane_share: 0.6,
-            cache_share: 0.25,
-            host_dynamic_w: 0.40,
+impl pimkit_engine::ArchSpec for Arch {
+    const DEFAULT_TOML: &'static str = DEFAULT_TOML;
+    const DEFAULT_PATH: &'static str = "arch/nm-carus.toml";
+    fn check(&self, c: &mut pimkit_engine::Checks) {
+        if let Err(e) = self.validate() {
+            match e {
+                VpuError::BadArch { field, msg } => c.fail_field(field, msg),
+                other => c.fail_field("architecture", other.to_string()),
+            }
         }
     }
 }
 
 impl Arch {
-    /// Parse a TOML architecture description (missing fields take the defaults).
+    /// `text` laid over the built-in description (a file may set only what differs).
     pub fn from_toml(text: &str) -> Result<Arch> {
-        let a: Arch = toml::from_str(text).map_err(|e| VpuError::ArchParse(e.to_string()))?;
-        a.validate()?;
-        Ok(a)
+        pimkit_engine::arch::from_str(text, "architecture TOML").map_err(VpuError::ArchFile)
     }
 
     pub fn from_file(path: &Path) -> Result<Arch> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| VpuError::ArchParse(format!("{}: {e}", path.display())))?;
-        // Errors name the file as well as the field.
-        Arch::from_toml(&text).map_err(|e| match e {
-            VpuError::ArchParse(m) => VpuError::ArchParse(format!("{}: {m}", path.display())),
-            VpuError::BadArch { field, msg } => VpuError::BadArch {
-                field,
-                msg: format!("{msg} (in {})", path.display()),
-            },
-            e => e,
-        })
+        pimkit_engine::arch::load(Some(path)).map_err(VpuError::ArchFile)
     }
 
     pub fn to_toml(&self) -> String {

@@ -3,8 +3,8 @@ use thiserror::Error;
 /// Everything that can go wrong while configuring the target or running a kernel on it.
 #[derive(Debug, Error)]
 pub enum VpuError {
-    #[error("architecture file: {0}")]
-    ArchParse(String),
+    #[error("{0}")]
+    ArchFile(pimkit_engine::ArchError),
     #[error("architecture field `{field}`: {msg}")]
     BadArch { field: &'static str, msg: String },
     #[error("kernel {kernel}: {msg}")]

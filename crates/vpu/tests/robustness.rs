@@ -78,7 +78,7 @@ fn assert_rejected(field: &str, value: &str) {
     };
     let msg = e.to_string();
     assert!(
-        matches!(&e, VpuError::BadArch { field: f, .. } if *f == field),
+        matches!(&e, VpuError::ArchFile(a) if a.field.as_deref() == Some(field)),
         "{field} = {value}: the error must name the field: {msg}"
     );
     assert!(

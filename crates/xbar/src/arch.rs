@@ -140,23 +140,31 @@ pub struct Arch {
 impl Default for Arch {
     /// The built-in `arch/rram-128.toml`.
     fn default() -> Self {
-        Arch::from_toml_str(RRAM_128_TOML).expect("built-in arch/rram-128.toml is valid")
+        pimkit_engine::arch::builtin().expect("built-in arch/rram-128.toml is valid")
+    }
+}
+
+impl pimkit_engine::ArchSpec for Arch {
+    const DEFAULT_TOML: &'static str = RRAM_128_TOML;
+    const DEFAULT_PATH: &'static str = "arch/rram-128.toml";
+    fn check(&self, c: &mut pimkit_engine::Checks) {
+        if let Err(e) = self.validate() {
+            match e {
+                XbarError::Arch { field, msg } => c.fail_field(field, msg),
+                other => c.fail_field("architecture", other.to_string()),
+            }
+        }
     }
 }
 
 impl Arch {
+    /// `s` laid over the built-in `arch/rram-128.toml` (a file may set only what differs).
     pub fn from_toml_str(s: &str) -> Result<Arch> {
-        let a: Arch = toml::from_str(s).map_err(|e| XbarError::ArchParse(e.to_string()))?;
-        a.validate()?;
-        Ok(a)
+        pimkit_engine::arch::from_str(s, "architecture TOML").map_err(XbarError::ArchFile)
     }
 
     pub fn from_file(path: &Path) -> Result<Arch> {
-        let s = std::fs::read_to_string(path)?;
-        Arch::from_toml_str(&s).map_err(|e| match e {
-            XbarError::ArchParse(m) => XbarError::ArchParse(format!("{}: {m}", path.display())),
-            other => other,
-        })
+        pimkit_engine::arch::load(Some(path)).map_err(XbarError::ArchFile)
     }
 
     /// Check every field; the first problem is returned with the field's name.

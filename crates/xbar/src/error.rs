@@ -4,8 +4,8 @@
 /// Everything that can go wrong while configuring or running the crossbar compiler.
 #[derive(Debug, thiserror::Error)]
 pub enum XbarError {
-    #[error("architecture file: {0}")]
-    ArchParse(String),
+    #[error("{0}")]
+    ArchFile(pimkit_engine::ArchError),
     #[error("architecture field '{field}': {msg}")]
     Arch { field: &'static str, msg: String },
     #[error("option '{option}': {msg}")]
