@@ -20,6 +20,15 @@ pub fn user(e: impl fmt::Display) -> anyhow::Error {
     anyhow::Error::new(UserError(e.to_string()))
 }
 
+/// An engine's error, exiting 2 when it is the user's input and 1 when it is a bug.
+pub fn engine(e: pimkit_engine::EngineError) -> anyhow::Error {
+    if e.is_input() {
+        user(e)
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
 /// True when the chain holds a [`UserError`].
 pub fn is_user_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<UserError>().is_some())

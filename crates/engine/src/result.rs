@@ -18,7 +18,7 @@ impl Headline {
 }
 
 /// An engine's output as the JSON every command and the Python package return: the
-/// output's own fields, plus `engine`, `model` and `arch`, and `totals`, `layers` and
+/// output's own fields, plus `engine`, `model` and `arch` (unless it has them), and `totals`, `layers` and
 /// `notes` (empty when the output has none), so scripts find the same keys everywhere.
 pub fn result_json(engine: &str, model: &str, arch: &str, out: &impl Serialize) -> Value {
     let v = serde_json::to_value(out).unwrap_or(Value::Null);
@@ -30,9 +30,10 @@ pub fn result_json(engine: &str, model: &str, arch: &str, out: &impl Serialize) 
             m
         }
     };
-    m.insert("engine".into(), json!(engine));
-    m.insert("model".into(), json!(model));
-    m.insert("arch".into(), json!(arch));
+    // An output that names its model (or arch) itself keeps its own value.
+    m.entry("engine").or_insert_with(|| json!(engine));
+    m.entry("model").or_insert_with(|| json!(model));
+    m.entry("arch").or_insert_with(|| json!(arch));
     for k in ["totals", "layers"] {
         m.entry(k)
             .or_insert_with(|| if k == "layers" { json!([]) } else { json!({}) });

@@ -17,8 +17,8 @@
 pub mod analysis;
 pub mod arch;
 pub mod cache;
-pub mod cli;
 pub mod counters;
+pub mod engine;
 mod error;
 pub mod host;
 pub mod movement;
@@ -36,6 +36,7 @@ pub mod workload;
 pub use analysis::{Analysis, analyze};
 pub use arch::PimArch;
 pub use counters::{CounterMode, CounterSource, Counters};
+pub use engine::{HostChoice, Offload, OffloadOptions, OffloadOutput};
 pub use error::{OffloadError, Result};
 pub use host::{HostCalib, Thresholds};
 pub use plan::Granularity;

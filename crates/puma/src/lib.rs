@@ -13,6 +13,7 @@ pub mod arch;
 pub mod compile;
 mod dot;
 pub mod encode;
+pub mod engine;
 pub mod fixed;
 pub mod isa;
 pub mod per_layer;
@@ -24,6 +25,7 @@ pub mod tool;
 
 pub use arch::{Arch, ArchError};
 pub use compile::{CompileError, CompileOptions, compile};
+pub use engine::{PerLayer, Puma, PumaOptions, PumaOutput};
 pub use fixed::NumMode;
 pub use per_layer::{LayerResult, PerLayerResult, run_per_layer, run_per_layer_with};
 pub use program::Program;

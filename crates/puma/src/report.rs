@@ -101,3 +101,53 @@ pub fn report_section(res: &PumaResult, prog: Option<&Program>) -> Section {
     s.json = serde_json::to_value(res).unwrap_or_default();
     s
 }
+
+/// The section of a layer-by-layer run: totals, one row per layer, and the run's notes.
+pub fn per_layer_section(r: &crate::PerLayerResult) -> Section {
+    let mut s = Section::new("puma", format!("PUMA: {} (layer by layer)", r.model));
+    s.text(format!(
+        "Simulated layer by layer (the original's method for CNNs, reference §5.3): {} cycles \
+         summed over {} layers, {:.1} nJ per inference{}.",
+        r.cycles,
+        r.layers.len(),
+        r.energy_nj,
+        if r.scaled {
+            "; some layers were simulated at a reduced size and scaled"
+        } else {
+            ""
+        }
+    ));
+    for n in &r.notes {
+        s.note(n.clone());
+    }
+    let mut t = pimkit_report::Table::new(
+        "PUMA layers",
+        &[
+            "layer",
+            "input",
+            "simulated",
+            "scale",
+            "cycles",
+            "energy [nJ]",
+            "tiles",
+            "MVMUs",
+            "max |error|",
+        ],
+    );
+    for l in &r.layers {
+        t.push(vec![
+            l.name.clone(),
+            format!("{:?}", l.input_shape),
+            format!("{:?}", l.simulated_shape),
+            format!("{:.2}", l.scale),
+            l.cycles.to_string(),
+            format!("{:.1}", l.energy_nj),
+            l.tiles.to_string(),
+            l.mvmus.to_string(),
+            l.max_abs_error.map_or("-".into(), |e| format!("{e:.3e}")),
+        ]);
+    }
+    s.table(t);
+    s.json = serde_json::to_value(r).unwrap_or_default();
+    s
+}

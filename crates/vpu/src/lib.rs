@@ -8,6 +8,7 @@
 
 pub mod arch;
 pub mod cache;
+pub mod engine;
 pub mod error;
 pub mod kernels;
 pub mod machine;
@@ -22,6 +23,7 @@ pub mod scalar;
 mod vector;
 
 pub use arch::Arch;
+pub use engine::{Vpu, VpuOptions, VpuOutput};
 pub use error::{Result, VpuError};
 pub use kernels::Dataflow;
 pub use machine::{Elem, Machine, Stats};

@@ -331,3 +331,30 @@ pub fn build_section(
     }
     Ok(sec)
 }
+
+/// One network run's blocks in a report section: the totals, the per-layer cycles plot
+/// and table, and the run's notes.
+pub fn network_blocks(s: &mut Section, r: &NetworkResult) {
+    s.text(format!(
+        "{} VPU(s): {:.1} M cycles ({:.1} ms; compute {:.1} M, DMA stall {:.1} M, host {:.1} M), \
+         off-chip {:.2} MiB, {:.1} M ops, {:.3} J.",
+        r.vpus,
+        r.cycles as f64 / 1e6,
+        r.latency_ms,
+        r.compute_cycles as f64 / 1e6,
+        r.dma_stall_cycles as f64 / 1e6,
+        r.host_cycles as f64 / 1e6,
+        r.offchip_bytes as f64 / 1048576.0,
+        r.ops as f64 / 1e6,
+        r.energy_j
+    ));
+    for n in &r.notes {
+        s.note(n.clone());
+    }
+    s.svg(
+        format!("vpu_layers_{}vpu.svg", r.vpus),
+        layers_svg_title(r),
+        layers_svg(r),
+    );
+    s.table(layer_table(r));
+}

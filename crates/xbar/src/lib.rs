@@ -16,6 +16,7 @@ pub mod arch;
 pub mod bounds;
 pub mod dup;
 pub mod ems;
+pub mod engine;
 mod error;
 pub mod layer;
 mod map;
@@ -29,6 +30,7 @@ pub mod sweep;
 
 pub use arch::{Arch, DepthwiseMapping, Mode};
 pub use bounds::Bounds;
+pub use engine::{Xbar, XbarOptions, XbarOutput};
 pub use error::{Result, XbarError};
 pub use layer::{Extraction, Layer, LayerKind, NodeLayer, Skipped, extract, extract_nodes};
 pub use map::{

@@ -2,11 +2,8 @@
 
 use crate::arch::Arch;
 use crate::error::Result;
-use crate::layer::extract;
-use crate::map::{MapOptions, compile, map_layers};
 use crate::result::MapResult;
-use crate::svg::packing_svg;
-use crate::sweep::{SweepResult, SweepSpec, sweep};
+use crate::sweep::SweepResult;
 use pimkit_ir::Graph;
 use pimkit_report::{Section, Table};
 
@@ -146,17 +143,18 @@ pub fn section_from(
     sec
 }
 
-/// Map `g` with `opts`, draw its packing and run the paper's budget/S_DW sweep at
-/// `opts.samples` samples.
-pub fn report_section(g: &Graph, arch: &Arch, opts: &MapOptions) -> Result<Section> {
-    let ex = extract(g)?;
-    let r = map_layers(&g.name, &ex.layers, &ex.skipped, arch, opts)?;
-    let m = compile(&ex.layers, arch, opts)?;
-    let svg = packing_svg(&format!("{}: packing", g.name), &ex.layers, &m, 400);
-    let spec = SweepSpec {
-        samples: vec![1, opts.samples],
-        ..SweepSpec::paper()
-    };
-    let sw = sweep(&g.name, &ex.layers, arch, opts, &spec)?;
-    Ok(section_from(&r, Some(svg), Some(&sw)))
+/// The report's xbar section: the engine with [`crate::Xbar::report_options`].
+pub fn report_section(g: &Graph, arch: &Arch, label: &str) -> Result<Section> {
+    use pimkit_engine::Engine;
+    let out = crate::Xbar::run(
+        g,
+        arch,
+        &crate::Xbar::report_options(arch, label),
+        &mut pimkit_engine::NoProgress,
+    )
+    .map_err(|e| crate::XbarError::Option {
+        option: "report",
+        msg: e.msg,
+    })?;
+    Ok(crate::Xbar::section(&out))
 }

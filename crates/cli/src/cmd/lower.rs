@@ -80,7 +80,12 @@ pub fn run_lower(a: LowerArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if a.json {
-        return print_json(&pimkit_loops::report(&p, None));
+        return print_json(&pimkit_engine::result_json(
+            "loops",
+            &a.model,
+            "host",
+            &pimkit_loops::report(&p, None),
+        ));
     }
     print_tables(&p, None);
     let (rd, wr): (u64, u64) = p
@@ -110,7 +115,12 @@ pub fn run_profile(a: ProfileArgs) -> anyhow::Result<()> {
     };
     let prof = pimkit_loops::profile_with(&p, &o).map_err(map_err)?;
     if a.json {
-        return print_json(&pimkit_loops::report(&p, Some(&prof)));
+        return print_json(&pimkit_engine::result_json(
+            "loops",
+            &a.model,
+            "host",
+            &pimkit_loops::report(&p, Some(&prof)),
+        ));
     }
     print_tables(&p, Some(&prof));
     println!(

@@ -4,6 +4,8 @@
 use crate::error::user;
 use crate::model::{load_model_with, model_label};
 use crate::output::print_json;
+use pimkit_engine::Engine;
+use pimkit_offload::Offload;
 use pimkit_offload::{CounterMode, Granularity, HostCalib, Options, PimArch, host, report};
 use std::path::PathBuf;
 
@@ -84,10 +86,7 @@ fn conv(e: pimkit_offload::OffloadError) -> anyhow::Error {
 }
 
 pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
-    let arch = match &a.arch {
-        Some(p) => PimArch::load(p).map_err(conv)?,
-        None => PimArch::default(),
-    };
+    let arch: PimArch = pimkit_engine::arch::load(a.arch.as_deref()).map_err(user)?;
     let gran: Option<Granularity> = match a.granularity.as_str() {
         "all" => None,
         "loop" => Some(Granularity::Loop),
@@ -102,7 +101,13 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
     if a.runs == 0 {
         return Err(user("--runs must be at least 1"));
     }
-    let hostc = load_host(a.host.as_ref(), a.host_fixed, false)?;
+    let host_choice = if a.host_fixed {
+        pimkit_offload::HostChoice::Reference
+    } else {
+        pimkit_offload::HostChoice::Measured(
+            a.host.clone().unwrap_or_else(host::default_cache_path),
+        )
+    };
     if a.host_fixed {
         // Only a calibration already on disk: --host-fixed never starts a measurement.
         let p = a.host.clone().unwrap_or_else(host::default_cache_path);
@@ -156,12 +161,20 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         }
     };
     let g = crate::model::load_static(&a.model, &[], &a.load, &[])?;
-    let prog = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
-    let analysis = pimkit_offload::run_program(&prog, &hostc, &opts).map_err(conv)?;
+    let eo = pimkit_offload::OffloadOptions {
+        host: host_choice,
+        options: opts.clone(),
+        with_reference: false,
+    };
+    let out = Offload::run(&g, &opts.arch, &eo, &mut pimkit_engine::NoProgress)
+        .map_err(crate::error::engine)?;
+    let hostc = out.analysis.host.clone();
+    let analysis = &out.analysis;
     let mut emitted = None;
     if let Some(dir) = &a.emit {
         crate::output::create_out_dir(dir, "--emit")?;
         let place: Vec<bool> = analysis.nests.iter().map(|n| n.offload).collect();
+        let prog = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
         emitted = Some(pimkit_offload::reinsert::emit_and_check(&prog, &place, dir).map_err(conv)?);
     }
     let mut sweep_runs = vec![];
@@ -176,7 +189,11 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         }
     }
     if a.json {
-        let mut v = serde_json::to_value(&analysis)?;
+        let arch_name = a
+            .arch
+            .as_ref()
+            .map_or("arch/pim-general.toml".into(), |p| p.display().to_string());
+        let mut v = pimkit_engine::result_json("offload", &a.model, &arch_name, &out);
         if let Some(e) = &emitted {
             v["emit"] = serde_json::to_value(e)?;
         }

@@ -4,7 +4,8 @@
 use crate::error::user;
 
 use crate::output::print_json;
-use pimkit_puma::{Arch, CompileOptions, NumMode, SimOptions, run_graph, tool};
+use pimkit_engine::Engine;
+use pimkit_puma::{Arch, CompileOptions, NumMode, Puma, SimOptions, tool};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -19,11 +20,14 @@ pub struct ArchArgs {
 }
 
 impl ArchArgs {
+    /// The architecture file's name for results.
+    fn name(&self) -> String {
+        self.arch
+            .as_ref()
+            .map_or("arch/puma.toml".into(), |p| p.display().to_string())
+    }
     fn load(&self) -> anyhow::Result<Arch> {
-        let mut a = match &self.arch {
-            Some(p) => Arch::load(p).map_err(user)?,
-            None => Arch::default(),
-        };
+        let mut a: Arch = pimkit_engine::arch::load(self.arch.as_deref()).map_err(user)?;
         if let Some(c) = &self.constants {
             a.constants = match c.as_str() {
                 "head" => pimkit_puma::arch::ConstSet::Head,
@@ -306,47 +310,58 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
                 Some(read_inputs(&g, &input)?)
             };
             let so = sim_options(bitserial, max_cycles, tolerance, ni)?;
-            if per_layer {
-                if out.is_some() {
-                    return Err(user(
-                        "--out writes the outputs of a whole-network run; --per-layer simulates layers on the reference run's inputs",
-                    ));
-                }
-                let pb = crate::output::progress(0, "layers");
-                let r = pimkit_puma::run_per_layer_with(
-                    &g,
-                    &a,
-                    &opts,
-                    &so,
-                    inputs,
-                    &mut |i, n, name| {
-                        pb.set_length(n as u64);
-                        pb.set_position(i as u64);
-                        pb.set_message(name.to_string());
-                    },
-                );
-                pb.finish_and_clear();
-                let r = r.map_err(user)?;
-                for n in &r.notes {
-                    eprintln!("note: {n}");
-                }
-                if json {
-                    print_json(&r)?
+            if per_layer && out.is_some() {
+                return Err(user(
+                    "--out writes the outputs of a whole-network run; --per-layer simulates layers on the reference run's inputs",
+                ));
+            }
+            let popts = pimkit_puma::PumaOptions {
+                compile: opts,
+                sim: so,
+                inputs,
+                per_layer: if per_layer {
+                    pimkit_puma::PerLayer::Always
                 } else {
-                    print!("{}", tool::per_layer_summary(&r))
+                    pimkit_puma::PerLayer::Never
+                },
+            };
+            let pb = crate::output::progress(0, "layers");
+            let r = Puma::run(&g, &a, &popts, &mut |i: usize, n: usize, name: &str| {
+                pb.set_length(n as u64);
+                pb.set_position(i as u64);
+                pb.set_message(name.to_string());
+            });
+            pb.finish_and_clear();
+            let r = r.map_err(crate::error::engine)?;
+            let json_out = pimkit_engine::result_json("puma", &model, &arch.name(), &r);
+            match &r {
+                pimkit_puma::PumaOutput::PerLayer(pl) => {
+                    for n in &pl.notes {
+                        eprintln!("note: {n}");
+                    }
+                    if json {
+                        print_json(&json_out)?
+                    } else {
+                        print!("{}", tool::per_layer_summary(pl))
+                    }
                 }
-                return Ok(());
-            }
-            let (res, outs, p) = run_graph(&g, &a, &opts, &so, inputs).map_err(user)?;
-            if let Some(o) = out {
-                let names: Vec<String> = p.outputs.iter().map(|o| o.name.clone()).collect();
-                tool::write_outputs(&o, &names, &outs).map_err(user)?;
-            }
-            tell(&res);
-            if json {
-                print_json(&res)?
-            } else {
-                print!("{}", tool::summary(&res))
+                pimkit_puma::PumaOutput::Whole {
+                    result,
+                    outputs,
+                    program,
+                } => {
+                    if let Some(o) = out {
+                        let names: Vec<String> =
+                            program.outputs.iter().map(|o| o.name.clone()).collect();
+                        tool::write_outputs(&o, &names, outputs).map_err(user)?;
+                    }
+                    tell(result);
+                    if json {
+                        print_json(&json_out)?
+                    } else {
+                        print!("{}", tool::summary(result))
+                    }
+                }
             }
         }
     }

@@ -100,8 +100,7 @@ fn offload_section(g: &Graph) -> anyhow::Result<Section> {
 /// Crossbar mapping (RNC) at the architecture file's default budget.
 fn xbar_section(g: &Graph) -> anyhow::Result<Section> {
     let arch = pimkit_xbar::Arch::default();
-    let opts = pimkit_xbar::MapOptions::from_arch(&arch);
-    pimkit_xbar::report_section(g, &arch, &opts).map_err(user)
+    pimkit_xbar::report_section(g, &arch, &g.name).map_err(user)
 }
 
 /// PUMA compile + simulate with the default architecture, exact arithmetic.

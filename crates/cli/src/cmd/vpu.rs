@@ -3,8 +3,9 @@
 use crate::error::user;
 use crate::model::model_label;
 use crate::output::print_json;
+use pimkit_engine::Engine;
 use pimkit_vpu::Arch;
-use pimkit_vpu::network::{DataflowChoice, NetOptions, run_network_with};
+use pimkit_vpu::network::{DataflowChoice, NetOptions};
 use pimkit_vpu::roofline::{Point, Scale, Sweep, run_sweep_with, table3};
 use std::path::{Path, PathBuf};
 
@@ -79,10 +80,7 @@ pub enum VpuCmd {
 }
 
 fn arch_of(p: &Option<PathBuf>) -> anyhow::Result<Arch> {
-    match p {
-        Some(p) => Arch::from_file(p).map_err(user),
-        None => Ok(Arch::default()),
-    }
+    pimkit_engine::arch::load(p.as_deref()).map_err(user)
 }
 
 pub fn run(c: VpuCmd) -> anyhow::Result<()> {
@@ -131,22 +129,26 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             let g = crate::model::load_static(&model, &[], &load, &given)?;
             let inputs = crate::model::bind_inputs(&g, given, Some(0))?;
             let pb = crate::output::progress(g.nodes.len() as u64, "layers");
-            let r = run_network_with(
-                &g,
-                &inputs,
-                &a,
-                &NetOptions {
+            let vo = pimkit_vpu::VpuOptions {
+                net: NetOptions {
                     dataflow: df,
                     cold_layers: cold,
                     method,
                 },
-                &mut |i, _, name| {
-                    pb.set_position(i as u64);
-                    pb.set_message(name.to_string());
-                },
-            );
+                inputs: Some(inputs),
+                quantize_float: false,
+            };
+            let r = pimkit_vpu::Vpu::run(&g, &a, &vo, &mut |i: usize, _: usize, name: &str| {
+                pb.set_position(i as u64);
+                pb.set_message(name.to_string());
+            });
             pb.finish_and_clear();
-            let r = r.map_err(user)?;
+            let full = r.map_err(crate::error::engine)?;
+            let arch_name = arch
+                .as_ref()
+                .map_or("arch/nm-carus.toml".into(), |p| p.display().to_string());
+            let json_out = pimkit_engine::result_json("vpu", &model, &arch_name, &full);
+            let r = full.result;
             for note in &r.notes {
                 eprintln!("note: {note}");
             }
@@ -167,8 +169,11 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                     g.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
                 crate::output::write_outputs(dir, &names, &r.outputs)?;
                 let out_err = |e: std::io::Error| user(format!("--out: {e}"));
-                write_file(&dir.join("result.json"), serde_json::to_string_pretty(&r)?)
-                    .map_err(out_err)?;
+                write_file(
+                    &dir.join("result.json"),
+                    serde_json::to_string_pretty(&json_out)?,
+                )
+                .map_err(out_err)?;
                 write_file(
                     &dir.join("layers.csv"),
                     pimkit_vpu::report::layer_table(&r).to_csv(),
@@ -178,7 +183,7 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                     .map_err(out_err)?;
             }
             if json {
-                return print_json(&r);
+                return print_json(&json_out);
             }
             println!("{}", pimkit_vpu::report::layer_table(&r).to_terminal());
             println!(

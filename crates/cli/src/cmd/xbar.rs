@@ -2,8 +2,9 @@
 
 use crate::error::user;
 use crate::model::model_label;
+use pimkit_engine::Engine;
 use pimkit_xbar::sweep::{SweepSpec, sweep};
-use pimkit_xbar::{Arch, Budget, DepthwiseMapping, MapOptions, Mode, XbarError};
+use pimkit_xbar::{Arch, Budget, DepthwiseMapping, Mode, Xbar, XbarError, XbarOptions};
 use std::path::PathBuf;
 
 #[derive(clap::Subcommand, Debug)]
@@ -96,33 +97,35 @@ pub struct SweepArgs {
 }
 
 fn xerr(e: XbarError) -> anyhow::Error {
-    match e {
-        XbarError::Io(_) => anyhow::Error::new(e),
-        _ => user(e),
-    }
+    crate::error::engine(pimkit_xbar::engine::engine_error(e))
 }
 
-fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, MapOptions)> {
-    let mut arch = match &c.arch {
-        Some(p) => Arch::from_file(p).map_err(user)?,
-        None => Arch::default(),
-    };
+/// The model, architecture and engine options of the shared arguments.
+fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, XbarOptions)> {
+    let mut arch: Arch = pimkit_engine::arch::load(c.arch.as_deref()).map_err(user)?;
     if let Some(n) = c.xbar {
         arch.crossbar.rows = n;
         arch.crossbar.cols = n;
         arch.validate().map_err(user)?;
     }
-    let mut opts = MapOptions::from_arch(&arch);
-    if let Some(m) = &c.mode {
-        opts.mode = m.parse::<Mode>().map_err(user)?;
-    }
-    if let Some(d) = &c.depthwise {
-        opts.depthwise = d.parse::<DepthwiseMapping>().map_err(user)?;
-    }
-    if let Some(s) = c.seed {
-        opts.seed = s;
-    }
-    opts.duplicate = !c.no_dup;
+    let opts = XbarOptions {
+        label: model_label(&c.model),
+        mode: c
+            .mode
+            .as_deref()
+            .map(str::parse::<Mode>)
+            .transpose()
+            .map_err(user)?,
+        depthwise: c
+            .depthwise
+            .as_deref()
+            .map(str::parse::<DepthwiseMapping>)
+            .transpose()
+            .map_err(user)?,
+        seed: c.seed,
+        no_dup: c.no_dup,
+        ..Default::default()
+    };
     // Shape-only weights suffice for mapping (ignored for .onnx files).
     let g =
         crate::model::load_static(&c.model, &[("weights".into(), "none".into())], &c.load, &[])?;
@@ -140,28 +143,25 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
         XbarCmd::Accuracy(a) => super::accuracy::run(a),
         XbarCmd::Map(a) => {
             let (g, arch, mut opts) = setup(&a.common)?;
-            if let Some(b) = a.budget {
-                opts.budget = Budget::Relative(b);
-            }
-            if let Some(n) = a.crossbars {
-                opts.budget = Budget::Crossbars(n);
-            }
-            if let Some(s) = a.sdw {
-                opts.sdw = s;
-            }
-            if let Some(k) = a.samples {
-                opts.samples = k;
-            }
-            let ex = pimkit_xbar::extract(&g).map_err(xerr)?;
-            if ex.layers.is_empty() {
-                return Err(xerr(XbarError::NoLayers));
-            }
-            let label = model_label(&a.common.model);
-            let r = pimkit_xbar::map_layers(&label, &ex.layers, &ex.skipped, &arch, &opts)
-                .map_err(xerr)?;
-            let (summary, layers) = pimkit_xbar::result_tables(&r);
+            opts.budget = match (a.budget, a.crossbars) {
+                (_, Some(n)) => Some(Budget::Crossbars(n)),
+                (Some(b), None) => Some(Budget::Relative(b)),
+                (None, None) => None,
+            };
+            (opts.sdw, opts.samples) = (a.sdw, a.samples);
+            opts.packing_svg = a.out.is_some().then_some(2000);
+            let out = Xbar::run(&g, &arch, &opts, &mut pimkit_engine::NoProgress)
+                .map_err(crate::error::engine)?;
+            let r = &out.map;
+            let arch_name = a
+                .common
+                .arch
+                .as_ref()
+                .map_or("arch/rram-128.toml".into(), |p| p.display().to_string());
+            let json = pimkit_engine::result_json("xbar", &a.common.model, &arch_name, &out);
+            let (summary, layers) = pimkit_xbar::result_tables(r);
             if a.json {
-                crate::output::print_json(&r)?;
+                crate::output::print_json(&json)?;
             } else {
                 println!("{}", summary.to_terminal());
                 println!("{}", layers.to_terminal());
@@ -173,21 +173,16 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
                 }
             }
             if let Some(dir) = &a.out {
-                let m = pimkit_xbar::compile(&ex.layers, &arch, &opts).map_err(xerr)?;
-                let svg = pimkit_xbar::svg::packing_svg(
-                    &format!("{label}: packing"),
-                    &ex.layers,
-                    &m,
-                    2000,
-                );
                 write(
                     dir,
                     "result.json",
-                    &(serde_json::to_string_pretty(&r)? + "\n"),
+                    &(serde_json::to_string_pretty(&json)? + "\n"),
                 )?;
                 write(dir, "summary.csv", &summary.to_csv())?;
                 write(dir, "layers.csv", &layers.to_csv())?;
-                write(dir, "packing.svg", &svg)?;
+                if let Some(svg) = &out.packing_svg {
+                    write(dir, "packing.svg", svg)?;
+                }
                 if !a.json {
                     println!("wrote {}", dir.display());
                 }
@@ -195,7 +190,8 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
             Ok(())
         }
         XbarCmd::Sweep(a) => {
-            let (g, arch, opts) = setup(&a.common)?;
+            let (g, arch, xo) = setup(&a.common)?;
+            let opts = xo.resolve(&arch);
             if a.budgets.iter().any(|b| !(b.is_finite() && *b > 0.0)) {
                 return Err(user("--budgets: every budget must be a positive number"));
             }
