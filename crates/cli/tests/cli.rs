@@ -489,3 +489,42 @@ fn outputs_whose_names_sanitize_alike_are_all_written() {
         .collect();
     assert_eq!(names.len(), 2, "no temporary files left: {names:?}");
 }
+
+#[test]
+fn report_on_a_float_cnn_fills_every_engine_with_a_summary() {
+    // A torchvision MobileNetV2 export (tests/data/real-models): the VPU section
+    // quantizes it (noted), PUMA runs it (per layer if it must), every row has figures.
+    let dir = tempfile::tempdir().unwrap();
+    let model = format!(
+        "{}/../../tests/data/real-models/tv_mobilenet_v2_ts/model.onnx",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = pimkit(&["report", &model, "-o", dir.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    let rows = j["summary"].as_array().unwrap();
+    let engines: Vec<&str> = rows.iter().map(|r| r["engine"].as_str().unwrap()).collect();
+    for e in ["loops", "offload", "xbar", "puma", "vpu", "accuracy"] {
+        assert!(engines.contains(&e), "{engines:?}");
+    }
+    for r in rows {
+        assert_eq!(r["status"], "done", "{r}");
+    }
+    for e in ["offload", "xbar", "puma", "vpu"] {
+        let r = rows.iter().find(|r| r["engine"] == e).unwrap();
+        assert!(!r["figures"].as_array().unwrap().is_empty(), "{r}");
+    }
+    let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+    let summary = html.find("<caption>Summary</caption>").unwrap();
+    assert!(
+        summary < html.find("<section").unwrap(),
+        "the summary comes first"
+    );
+    assert!(html.contains("quantized here with pimkit's built-in quantizer"));
+    assert!(
+        html.contains("<details><summary>"),
+        "long tables are collapsed"
+    );
+}

@@ -127,9 +127,6 @@ impl pimkit_engine::Engine for Offload {
                 ));
             }
         }
-        if let Some(w) = report::movement_bandwidth_warning(&analysis) {
-            notes.push(w.trim_start_matches("note: ").to_string());
-        }
         progress.step(2, 2, "done");
         Ok(OffloadOutput {
             analysis,
@@ -168,5 +165,18 @@ impl pimkit_engine::Engine for Offload {
             );
         }
         h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_errors_exit_2_and_system_errors_exit_1() {
+        let e = engine_error(OffloadError::Usage("--cores 0".into()));
+        assert_eq!(e.exit_code(), 2);
+        let e = engine_error(OffloadError::Reinsert("compiler crashed".into()));
+        assert_eq!(e.exit_code(), 1);
     }
 }

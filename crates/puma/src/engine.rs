@@ -142,3 +142,19 @@ impl pimkit_engine::Engine for Puma {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::SimError;
+
+    #[test]
+    fn simulator_faults_are_bugs_and_bad_inputs_are_the_users() {
+        let e = engine_error(RunError::Sim(SimError::Program("bad".into())));
+        assert_eq!(e.exit_code(), 1);
+        let e = engine_error(RunError::Sim(SimError::Options("--max-cycles 0".into())));
+        assert_eq!(e.exit_code(), 2);
+        let e = engine_error(RunError::Reference("input mismatch".into()));
+        assert_eq!(e.exit_code(), 2);
+    }
+}

@@ -98,24 +98,39 @@ impl Section {
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub title: String,
+    /// One row per engine run, shown first: the headline figures, linking to the section.
+    pub summary: Vec<SummaryRow>,
     pub sections: Vec<Section>,
+}
+
+/// A row of the report's summary table.
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryRow {
+    pub engine: String,
+    pub model: String,
+    /// The section this row links to.
+    pub section: String,
+    /// (label, value) headline figures; empty with `status` saying why.
+    pub figures: Vec<(String, String)>,
+    pub status: String,
 }
 
 impl Report {
     pub fn new(title: impl Into<String>) -> Self {
         Report {
             title: title.into(),
+            summary: Vec::new(),
             sections: Vec::new(),
         }
     }
 
-    /// The JSON document: `{ "title": .., "sections": { id: json, .. } }`.
+    /// The JSON document: `{ "title": .., "summary": [..], "sections": { id: json, .. } }`.
     pub fn json(&self) -> serde_json::Value {
         let mut m = serde_json::Map::new();
         for s in &self.sections {
             m.insert(s.id.clone(), s.json.clone());
         }
-        serde_json::json!({ "title": self.title, "sections": m })
+        serde_json::json!({ "title": self.title, "summary": self.summary, "sections": m })
     }
 
     /// Write index.html (SVG inline), report.json, every SVG and every table as CSV

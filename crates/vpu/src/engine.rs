@@ -127,3 +127,23 @@ impl pimkit_engine::Engine for Vpu {
             .with("energy", format!("{:.3} J", r.energy_j))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simulated_memory_faults_are_bugs_and_settings_are_the_users() {
+        let e = engine_error(VpuError::Memory {
+            addr: 0,
+            len: 4,
+            size: 0,
+        });
+        assert_eq!(e.exit_code(), 1);
+        let e = engine_error(VpuError::BadArch {
+            field: "vpus",
+            msg: "0".into(),
+        });
+        assert_eq!(e.exit_code(), 2);
+    }
+}

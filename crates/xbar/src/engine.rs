@@ -167,3 +167,25 @@ impl Xbar {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pimkit_engine::Engine;
+
+    #[test]
+    fn a_model_without_layers_is_the_users_and_io_is_not() {
+        assert_eq!(engine_error(XbarError::NoLayers).exit_code(), 2);
+        let io = XbarError::Io(std::io::Error::other("disk"));
+        assert_eq!(engine_error(io).exit_code(), 1);
+        let g = pimkit_zoo::build("softmax", &[]).unwrap();
+        let e = Xbar::run(
+            &g,
+            &Arch::default(),
+            &XbarOptions::default(),
+            &mut pimkit_engine::NoProgress,
+        )
+        .unwrap_err();
+        assert!(e.is_input(), "{e}");
+    }
+}

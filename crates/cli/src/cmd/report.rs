@@ -62,79 +62,62 @@ fn loops_section(g: &Graph) -> anyhow::Result<Section> {
     Ok(pimkit_loops::report_section(&p, Some(&prof)))
 }
 
-/// Host-vs-PIM placement per nest with the host calibration cached on this machine.
-fn offload_section(g: &Graph) -> anyhow::Result<Section> {
-    let host =
-        pimkit_offload::host::load_or_calibrate(&pimkit_offload::host::default_cache_path(), false)
-            .map_err(user)?;
-    let opts = pimkit_offload::Options::default();
-    let p = pimkit_loops::lower(g).map_err(user)?;
-    let a = pimkit_offload::run_program(&p, &host, &opts).map_err(user)?;
-    let mut list = vec![a];
-    // On a small VM the measured memory-system bandwidth is only a lower bound (eq. 8 then
-    // overstates T_copy): show the same measured times under the reference host too.
-    if pimkit_offload::report::movement_bandwidth_warning(&list[0]).is_some() {
-        let times: Vec<f64> = list[0].nests.iter().map(|n| n.t_cpu_ns).collect();
-        let reference = pimkit_offload::HostCalib::fixed_reference();
-        let mut b = pimkit_offload::analyze_with_times(&p, &times, &reference, &opts);
-        b.workload = format!("{} (reference host)", b.workload);
-        list.push(b);
-    }
-    let mut s = pimkit_offload::report::report_section(&list, &[]);
-    if list.len() > 1 {
-        s.note(format!(
-            "The second set of tables re-evaluates this machine's measured nest times with the \
-             reference host of `--host-fixed` ({}: B_rd = B_wb = {:.0} GB/s, the platform's \
-             memory system, docs/offload.md), as the docs' figures do.",
-            list[1].host.cpu_model, list[1].host.b_mem_gbs
-        ));
-        if let Some(n) = pimkit_offload::report::reference_host_mismatch(&host) {
-            s.note(format!(
-                "Read the second set with care: {n}. The first set uses this machine's own θ."
-            ));
-        }
-    }
-    Ok(s)
+/// A section without headline figures.
+fn plain(s: anyhow::Result<Section>) -> anyhow::Result<(Section, Option<pimkit_engine::Headline>)> {
+    s.map(|s| (s, None))
+}
+
+/// One engine through the contract: its section and its summary row's figures.
+fn via_engine<E: pimkit_engine::Engine>(
+    g: &Graph,
+    arch: &E::Arch,
+    opts: &E::Options,
+) -> anyhow::Result<(Section, Option<pimkit_engine::Headline>)> {
+    let out =
+        E::run(g, arch, opts, &mut pimkit_engine::NoProgress).map_err(crate::error::engine)?;
+    Ok((E::section(&out), Some(E::headline(&out))))
+}
+
+/// Host-vs-PIM placement per nest: this machine (calibration cached) and the paper's
+/// reference host side by side.
+fn offload_section(g: &Graph) -> anyhow::Result<(Section, Option<pimkit_engine::Headline>)> {
+    let opts = pimkit_offload::OffloadOptions {
+        host: pimkit_offload::HostChoice::Measured(pimkit_offload::host::default_cache_path()),
+        with_reference: true,
+        ..Default::default()
+    };
+    via_engine::<pimkit_offload::Offload>(g, &pimkit_offload::PimArch::default(), &opts)
 }
 
 /// Crossbar mapping (RNC) at the architecture file's default budget.
-fn xbar_section(g: &Graph) -> anyhow::Result<Section> {
+fn xbar_section(g: &Graph) -> anyhow::Result<(Section, Option<pimkit_engine::Headline>)> {
     let arch = pimkit_xbar::Arch::default();
-    pimkit_xbar::report_section(g, &arch, &g.name).map_err(user)
+    let opts = pimkit_xbar::Xbar::report_options(&arch, &g.name);
+    via_engine::<pimkit_xbar::Xbar>(g, &arch, &opts)
 }
 
-/// PUMA compile + simulate with the default architecture, exact arithmetic.
-fn puma_section(g: &Graph) -> anyhow::Result<Section> {
-    let arch = pimkit_puma::Arch::default();
-    let (res, _, prog) =
-        pimkit_puma::run_graph(g, &arch, &Default::default(), &Default::default(), None)
-            .map_err(user)?;
-    Ok(pimkit_puma::report_section(&res, Some(&prog)))
-}
-
-/// Quick roofline sweeps plus, for a quantized model, its run on the simulated VPUs.
-fn vpu_section(g: &Graph) -> anyhow::Result<Section> {
-    let arch = pimkit_vpu::Arch::default();
-    let quantized = g.nodes.iter().any(|n| {
-        matches!(
-            n.op,
-            pimkit_ir::Op::QLinearConv(_) | pimkit_ir::Op::QLinearMatMul
-        )
-    });
-    if quantized {
-        pimkit_interp::check_memory(g).map_err(user)?;
-    }
-    let inputs = if quantized {
-        pimkit_interp::random_inputs(g, 0)
-    } else {
-        Default::default()
+/// PUMA compile + simulate (exact arithmetic), layer by layer when the whole network
+/// does not run as one program.
+fn puma_section(g: &Graph) -> anyhow::Result<(Section, Option<pimkit_engine::Headline>)> {
+    let opts = pimkit_puma::PumaOptions {
+        per_layer: pimkit_puma::PerLayer::Fallback,
+        ..Default::default()
     };
-    let model = quantized.then_some((g, &inputs));
-    let mut s = pimkit_vpu::report::build_section(&arch, model, true).map_err(user)?;
-    if !quantized {
-        s.note("The model has no QLinearConv/QLinearMatMul: only the kernel rooflines are shown.");
-    }
-    Ok(s)
+    via_engine::<pimkit_puma::Puma>(g, &pimkit_puma::Arch::default(), &opts)
+}
+
+/// The model on the simulated VPUs (a float model quantized first, noted), then quick
+/// roofline sweeps.
+fn vpu_section(g: &Graph) -> anyhow::Result<(Section, Option<pimkit_engine::Headline>)> {
+    let arch = pimkit_vpu::Arch::default();
+    let opts = pimkit_vpu::VpuOptions {
+        quantize_float: true,
+        ..Default::default()
+    };
+    let (mut s, h) = via_engine::<pimkit_vpu::Vpu>(g, &arch, &opts)?;
+    let sweeps = pimkit_vpu::report::build_section(&arch, None, true).map_err(user)?;
+    s.blocks.extend(sweeps.blocks);
+    Ok((s, h))
 }
 
 /// Population and generations of the report's NAS: a few seconds, enough to show the
@@ -197,8 +180,9 @@ fn accuracy_section(spec: &str, g: &Graph) -> anyhow::Result<Section> {
     Ok(s)
 }
 
-/// Run one engine; an engine that cannot handle the model yields a note, not a failure.
-fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
+/// Run one engine; an engine that cannot handle the model yields a note (and a summary
+/// row saying why), not a failure.
+fn engine_section(engine: Engine, spec: &str, g: &Graph) -> (Section, pimkit_report::SummaryRow) {
     // The engines map a fixed dataflow graph: control flow must flatten first.
     let flat = match engine {
         Engine::Model | Engine::Nas => Ok(None),
@@ -208,33 +192,48 @@ fn engine_section(engine: Engine, spec: &str, g: &Graph) -> Section {
         let g = f.as_ref().unwrap_or(g);
         engine_result(engine, spec, g)
     });
-    r.unwrap_or_else(|e| {
-        let mut s = Section::new(
-            format!("{engine:?}").to_lowercase(),
-            format!("{engine:?} on {spec}"),
-        );
-        s.note(format!("not run on {spec}: {e:#}"));
-        s
-    })
+    let name = format!("{engine:?}").to_lowercase();
+    let (sec, headline, status) = match r {
+        Ok((s, h)) => (s, h, "done".to_string()),
+        Err(e) => {
+            let mut s = Section::new(name.clone(), format!("{engine:?} on {spec}"));
+            let first = format!("{e:#}");
+            s.note(format!("not run on {spec}: {first}"));
+            let short: String = first.chars().take(160).collect();
+            (s, None, format!("not run: {short}"))
+        }
+    };
+    let row = pimkit_report::SummaryRow {
+        engine: name,
+        model: model_label(spec),
+        section: sec.id.clone(),
+        figures: headline.map(|h| h.figures).unwrap_or_default(),
+        status,
+    };
+    (sec, row)
 }
 
-fn engine_result(engine: Engine, spec: &str, g: &Graph) -> anyhow::Result<Section> {
+fn engine_result(
+    engine: Engine,
+    spec: &str,
+    g: &Graph,
+) -> anyhow::Result<(Section, Option<pimkit_engine::Headline>)> {
     match engine {
-        Engine::Model => Ok(model_section(spec, g)),
-        Engine::Loops => loops_section(g),
+        Engine::Model => Ok(model_section(spec, g)).map(|s| (s, None)),
+        Engine::Loops => plain(loops_section(g)),
         Engine::Offload => offload_section(g),
         Engine::Xbar => xbar_section(g),
         Engine::Puma => puma_section(g),
         Engine::Vpu => vpu_section(g),
-        Engine::Nas => nas_section(),
-        Engine::Accuracy => accuracy_section(spec, g),
+        Engine::Nas => plain(nas_section()),
+        Engine::Accuracy => plain(accuracy_section(spec, g)),
     }
 }
 
 /// Graph summary, per-node MACs and bytes, and a reference-interpreter run.
 pub fn model_section(spec: &str, g: &Graph) -> Section {
     let label = model_label(spec);
-    let mut s = Section::new(format!("model-{label}"), format!("Model {spec}"));
+    let mut s = Section::new(format!("model-{label}"), format!("Model: {label}"));
     let info = crate::cmd::info::info(g);
     s.text(format!(
         "{} nodes, {} parameters ({} bytes), {} MACs.",
@@ -327,9 +326,17 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             .map(|&(e, m)| (e, m.to_string()))
             .collect(),
     };
-    let mut specs: Vec<&str> = jobs.iter().map(|(_, m)| m.as_str()).collect();
-    specs.dedup();
-    let mut report = Report::new(format!("pimkit report: {}", specs.join(", ")));
+    let mut specs: Vec<String> = vec![];
+    for (_, m) in &jobs {
+        let l = model_label(m);
+        if !specs.contains(&l) {
+            specs.push(l);
+        }
+    }
+    let mut report = Report::new(match &a.model {
+        Some(m) => format!("pimkit report: {m}"),
+        None => format!("pimkit report: the built-in set ({})", specs.join(", ")),
+    });
     let pb = crate::output::progress(jobs.len() as u64, "engines");
     let mut graphs: std::collections::HashMap<String, Graph> = Default::default();
     for (engine, spec) in &jobs {
@@ -345,10 +352,14 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 crate::model::load_model_full(spec, &[], &la, &[])?,
             );
         }
-        let mut sec = engine_section(*engine, spec, &graphs[spec]);
+        let (mut sec, mut row) = engine_section(*engine, spec, &graphs[spec]);
         // Section ids must be unique within the report.
         if report.sections.iter().any(|s| s.id == sec.id) {
             sec.id = format!("{}-{}", sec.id, model_label(spec));
+            row.section = sec.id.clone();
+        }
+        if *engine != Engine::Model {
+            report.summary.push(row);
         }
         report.sections.push(sec);
         pb.inc(1);
