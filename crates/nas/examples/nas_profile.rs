@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 fn main() -> anyhow::Result<()> {
-    let n: usize = std::env::args().nth(1).and_then(|v| v.parse().ok()).unwrap_or(200);
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
     let space = Space::load("mbv3-small")?;
     let cfg = SearchConfig::rnc_default(space.clone());
     let net = SuperNet::new(&space, 1)?;
@@ -60,11 +63,16 @@ fn main() -> anyhow::Result<()> {
                 let w = gw.ty(node.inputs[1].unwrap()).shape.clone();
                 let o = gw.ty(node.outputs[0]).numel() as f64;
                 let _ = a;
-                *ops.entry(format!("MMAC {key}")).or_default() += o * (w[1] * w[2] * w[3]) as f64 * 1e-9;
+                *ops.entry(format!("MMAC {key}")).or_default() +=
+                    o * (w[1] * w[2] * w[3]) as f64 * 1e-9;
             }
             *ops.entry(key).or_default() += dt;
             let part: String = node.name.split('.').take(2).collect::<Vec<_>>().join(".");
-            let part = if part.starts_with("stages") { part } else { node.name.split('.').next().unwrap_or("").to_string() };
+            let part = if part.starts_with("stages") {
+                part
+            } else {
+                node.name.split('.').next().unwrap_or("").to_string()
+            };
             *ops.entry(format!("part {part}")).or_default() += dt;
             last = Instant::now();
         })?;

@@ -46,11 +46,14 @@ impl Kernel {
         // Pack signs 64 per word, then count agreements by popcount.
         let words = per.div_ceil(64);
         let mut bits = vec![0u64; words * b];
-        for s in 0..b {
-            for (u, &v) in d[s * per..(s + 1) * per].iter().enumerate() {
-                if v > 0.0 {
-                    bits[s * words + u / 64] |= 1 << (u % 64);
-                }
+        for (s, ws) in bits.chunks_exact_mut(words).enumerate() {
+            // Branch-free: one compare and shift per unit (the sign of a random
+            // activation is unpredictable).
+            for (w, c) in ws.iter_mut().zip(d[s * per..(s + 1) * per].chunks(64)) {
+                *w = c
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |acc, (i, &v)| acc | (u64::from(v > 0.0) << i));
             }
         }
         for i in 0..b {
