@@ -249,6 +249,75 @@ impl B<'_, '_> {
     }
 }
 
+impl B<'_, '_> {
+    /// The part every candidate shares: input, stem and the fixed blocks.
+    fn front(&mut self, space: &Space, res: usize, batch: usize) -> Result<ValueId> {
+        let x = self.g.add_input(
+            "input",
+            TensorType::new(DType::F32, vec![batch, space.in_channels, res, res]),
+        );
+        let st = &space.stem;
+        let mut h = self.conv("stem", x, st.out, st.kernel, st.stride, 1, false, GAIN_RELU)?;
+        h = self.act("stem_act", h, Some(st.act))?;
+        for (idx, f) in space.fixed.iter().enumerate() {
+            h = self.block(
+                &format!("blocks.{idx}"),
+                h,
+                space,
+                f.out,
+                f.kernel,
+                f.expand,
+                f.stride,
+                f.act,
+                f.se,
+            )?;
+        }
+        Ok(h)
+    }
+
+    /// Elastic block `j` of stage `s` with kernel `k` and expand ratio `e`.
+    fn stage_block(
+        &mut self,
+        space: &Space,
+        x: ValueId,
+        s: usize,
+        j: usize,
+        (k, e): (usize, usize),
+    ) -> Result<ValueId> {
+        let stage = &space.stages[s];
+        // Block slots are named by stage and position so a slot keeps its weights
+        // whatever the depth of other stages (weight sharing).
+        let stride = if j == 0 { stage.stride } else { 1 };
+        self.block(
+            &format!("stages.{s}.{j}"),
+            x,
+            space,
+            stage.out,
+            k,
+            e,
+            stride,
+            stage.act,
+            stage.se,
+        )
+    }
+
+    /// The final 1x1 expand and its activation (the last part the proxy runs).
+    fn final_expand(&mut self, space: &Space, x: ValueId) -> Result<ValueId> {
+        let hd = &space.head;
+        let h = self.conv(
+            "final_expand",
+            x,
+            hd.final_expand,
+            1,
+            1,
+            1,
+            false,
+            GAIN_RELU,
+        )?;
+        self.act("final_expand_act", h, Some(hd.act))
+    }
+}
+
 /// Build the network into `g`; `head = false` stops after the final expand activation
 /// (the proxy does not need the pooled feature-mix and classifier).
 fn build_into(
@@ -261,56 +330,14 @@ fn build_into(
     g: &mut Graph,
 ) -> Result<()> {
     let mut b = B { g, src };
-    let x = b.g.add_input(
-        "input",
-        TensorType::new(DType::F32, vec![batch, space.in_channels, res, res]),
-    );
-    let st = &space.stem;
-    let mut h = b.conv("stem", x, st.out, st.kernel, st.stride, 1, false, GAIN_RELU)?;
-    h = b.act("stem_act", h, Some(st.act))?;
-    for (idx, f) in space.fixed.iter().enumerate() {
-        h = b.block(
-            &format!("blocks.{idx}"),
-            h,
-            space,
-            f.out,
-            f.kernel,
-            f.expand,
-            f.stride,
-            f.act,
-            f.se,
-        )?;
-    }
-    for (s, stage) in space.stages.iter().enumerate() {
-        for (j, &(k, e)) in c.stages[s].iter().enumerate() {
-            // Block slots are named by stage and position so a slot keeps its weights
-            // whatever the depth of other stages (weight sharing).
-            let stride = if j == 0 { stage.stride } else { 1 };
-            h = b.block(
-                &format!("stages.{s}.{j}"),
-                h,
-                space,
-                stage.out,
-                k,
-                e,
-                stride,
-                stage.act,
-                stage.se,
-            )?;
+    let mut h = b.front(space, res, batch)?;
+    for (s, blocks) in c.stages.iter().enumerate() {
+        for (j, &ke) in blocks.iter().enumerate() {
+            h = b.stage_block(space, h, s, j, ke)?;
         }
     }
+    h = b.final_expand(space, h)?;
     let hd = &space.head;
-    h = b.conv(
-        "final_expand",
-        h,
-        hd.final_expand,
-        1,
-        1,
-        1,
-        false,
-        GAIN_RELU,
-    )?;
-    h = b.act("final_expand_act", h, Some(hd.act))?;
     if !head {
         b.g.outputs = vec![h];
         return Ok(());
@@ -391,6 +418,78 @@ pub fn build_weighted(
     check_config(space, c)?;
     let mut g = Graph::new(format!("{}:{c}", space.name));
     build_into(space, c, &mut Src::Shared(net), res, batch, head, &mut g)?;
+    pimkit_ir::verify(&g)?;
+    Ok(g)
+}
+
+/// One piece of the proxy's network, built and run on its own so that the proxy can keep
+/// each piece's output by the configuration prefix that produced it (candidates share
+/// most of their prefixes). The pieces chained give exactly the nodes, names and weights
+/// of [`build_weighted`] with `head = false`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Part {
+    /// Input, stem and fixed blocks (the same for every candidate).
+    Front,
+    /// Elastic block `pos` of stage `stage` with kernel `k` and expand ratio `e`.
+    Block {
+        stage: usize,
+        pos: usize,
+        k: usize,
+        e: usize,
+    },
+    /// Final 1x1 expand and its activation.
+    FinalExpand,
+}
+
+impl Part {
+    /// The pieces of `c` in execution order.
+    pub fn of(c: &Config) -> Vec<Part> {
+        let mut v = vec![Part::Front];
+        for (stage, blocks) in c.stages.iter().enumerate() {
+            for (pos, &(k, e)) in blocks.iter().enumerate() {
+                v.push(Part::Block { stage, pos, k, e });
+            }
+        }
+        v.push(Part::FinalExpand);
+        v
+    }
+}
+
+/// The graph of one [`Part`] with weights sliced from `net`. `Front` takes the image
+/// batch (`batch` x channels x `res` x `res`, input `input` as in the full graph); the
+/// others take the previous part's output as input `x` of type `x_ty`.
+pub fn build_part(
+    space: &Space,
+    part: Part,
+    net: &SuperNet,
+    res: usize,
+    batch: usize,
+    x_ty: &TensorType,
+) -> Result<Graph> {
+    let mut g = Graph::new(format!("{}:{part:?}", space.name));
+    let mut src = Src::Shared(net);
+    let mut b = B {
+        g: &mut g,
+        src: &mut src,
+    };
+    let y = match part {
+        Part::Front => b.front(space, res, batch)?,
+        Part::Block { stage, pos, k, e } => {
+            if stage >= space.stages.len() {
+                return Err(crate::error::NasError::Config {
+                    config: format!("{part:?}"),
+                    msg: format!("the space has {} stages", space.stages.len()),
+                });
+            }
+            let x = b.g.add_input("x", x_ty.clone());
+            b.stage_block(space, x, stage, pos, (k, e))?
+        }
+        Part::FinalExpand => {
+            let x = b.g.add_input("x", x_ty.clone());
+            b.final_expand(space, x)?
+        }
+    };
+    g.outputs = vec![y];
     pimkit_ir::verify(&g)?;
     Ok(g)
 }

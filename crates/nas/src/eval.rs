@@ -4,7 +4,8 @@
 
 use crate::build::{SuperNet, build_with_weights};
 use crate::error::{NasError, Result, io_err};
-use crate::proxy::{ProxyConfig, naswot, naswot_graph};
+use crate::proxy::{ProxyConfig, naswot_cached, naswot_graph};
+use crate::proxy_cache::{DEFAULT_BUDGET_BYTES, ProxyCache};
 use crate::space::{Config, Space};
 use pimkit_ir::Graph;
 use std::collections::HashMap;
@@ -124,6 +125,8 @@ pub enum Evaluator {
     Proxy {
         net: SuperNet,
         cfg: ProxyConfig,
+        /// Piece graphs and prefix activations shared by the candidates.
+        cache: ProxyCache,
     },
     Table {
         path: PathBuf,
@@ -151,6 +154,7 @@ impl Evaluator {
                     resolution: space.proxy_resolution,
                     seed,
                 },
+                cache: ProxyCache::new(DEFAULT_BUDGET_BYTES),
             },
             AccuracySpec::Table(p) => {
                 let text = std::fs::read_to_string(p).map_err(|e| io_err(p, e))?;
@@ -190,7 +194,9 @@ impl Evaluator {
     /// Accuracy of a candidate; `None` when a table does not list it.
     pub fn evaluate(&self, space: &Space, c: &Config) -> Result<Option<f64>> {
         match self {
-            Evaluator::Proxy { net, cfg } => naswot(space, c, net, cfg).map(Some),
+            Evaluator::Proxy { net, cfg, cache } => {
+                naswot_cached(space, c, net, cfg, cache).map(Some)
+            }
             Evaluator::Table { map, .. } => Ok(map.get(&c.to_string()).copied()),
             Evaluator::Cmd { template, net } => {
                 let g = build_with_weights(space, c, net, space.resolution, 1)?;

@@ -13,6 +13,7 @@ pub mod eval;
 pub mod nsga;
 mod output;
 pub mod proxy;
+pub mod proxy_cache;
 mod search;
 pub mod space;
 
