@@ -36,11 +36,23 @@ impl CounterSource {
 }
 
 /// `--counters auto|perf|model`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterMode {
     Auto,
     Perf,
     Model,
+}
+
+impl std::str::FromStr for CounterMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(CounterMode::Auto),
+            "perf" => Ok(CounterMode::Perf),
+            "model" => Ok(CounterMode::Model),
+            _ => Err(format!("'{s}': use auto, perf or model")),
+        }
+    }
 }
 
 /// What the counter run yields per nest.

@@ -15,7 +15,7 @@ use crate::workload::{NestData, Workload};
 use serde::Serialize;
 
 /// Decision granularity (torch-pim.txt §5.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Granularity {
     /// Each loop nest alone (Torch-PIM).
@@ -36,6 +36,16 @@ impl Granularity {
         }
     }
     pub const ALL: [Granularity; 3] = [Granularity::Loop, Granularity::Op, Granularity::Bb];
+}
+
+impl std::str::FromStr for Granularity {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Granularity::ALL
+            .into_iter()
+            .find(|g| g.name() == s)
+            .ok_or_else(|| format!("'{s}': use loop, op or bb"))
+    }
 }
 
 /// The model's constants gathered once.

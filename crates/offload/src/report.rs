@@ -104,6 +104,12 @@ pub fn cores_table(a: &Analysis) -> Table {
 
 /// Like Table 5: each granularity's terms relative to the loop granularity's T_hybrid.
 pub fn granularity_table(a: &Analysis) -> Table {
+    granularity_table_for(a, None)
+}
+
+/// [`granularity_table`] with only loop granularity (the baseline of the Δ columns) and
+/// `only`, when given.
+pub fn granularity_table_for(a: &Analysis, only: Option<crate::Granularity>) -> Table {
     let mut t = Table::new(
         format!(
             "{}: granularities (Δ as % of loop-granularity T_hybrid)",
@@ -126,6 +132,9 @@ pub fn granularity_table(a: &Analysis) -> Table {
         let l = &c.granularity["loop"].eval;
         let base = l.t_hybrid.max(1e-9);
         for g in ["loop", "op", "bb"] {
+            if only.is_some_and(|o| g != "loop" && o.name() != g) {
+                continue;
+            }
             let r = &c.granularity[g];
             let e = &r.eval;
             let dsw = (e.n_region as f64 - l.n_region as f64) * a.params.t_sw_ns;

@@ -17,10 +17,10 @@ pub struct OffloadArgs {
     #[arg(long, value_delimiter = ',')]
     pub cores: Vec<u32>,
     /// Counter backend: perf (hardware events), model (footprint/cache model), auto
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = parse_counters)]
     pub counters: CounterMode,
     /// Granularity shown in the terminal tables (JSON always has all three)
-    #[arg(long, default_value = "all")]
+    #[arg(long, default_value = "all", value_parser = ["all", "loop", "op", "bb"])]
     pub granularity: String,
     /// Timed runs per nest (median, 1 to 1000); 1 = one timed and one counted/warm-up execution
     #[arg(long, default_value_t = 1, value_parser = crate::bounds::int_in::<1, 1000>)]
@@ -85,19 +85,15 @@ fn conv(e: pimkit_offload::OffloadError) -> anyhow::Error {
     }
 }
 
+/// `--counters`: the library's own names.
+fn parse_counters(s: &str) -> Result<CounterMode, String> {
+    s.parse()
+}
+
 pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
     let arch: PimArch = pimkit_engine::arch::load(a.arch.as_deref()).map_err(user)?;
-    let gran: Option<Granularity> = match a.granularity.as_str() {
-        "all" => None,
-        "loop" => Some(Granularity::Loop),
-        "op" => Some(Granularity::Op),
-        "bb" => Some(Granularity::Bb),
-        g => {
-            return Err(user(format!(
-                "--granularity '{g}': use loop, op, bb or all"
-            )));
-        }
-    };
+    // "all" or a granularity clap has already checked.
+    let gran: Option<Granularity> = a.granularity.parse().ok();
     if a.runs == 0 {
         return Err(user("--runs must be at least 1"));
     }
@@ -206,11 +202,10 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
     println!();
     print!("{}", report::cores_table(&analysis).to_terminal());
     println!();
-    let mut gt = report::granularity_table(&analysis);
-    if let Some(g) = gran {
-        gt.rows.retain(|r| r[1] == g.name() || r[1] == "loop");
-    }
-    print!("{}", gt.to_terminal());
+    print!(
+        "{}",
+        report::granularity_table_for(analysis, gran).to_terminal()
+    );
     println!();
     if let Some(p) = &analysis.profiling {
         println!(

@@ -99,21 +99,15 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             load,
         } => {
             let mut a = arch_of(&arch)?;
+            // The flags override the file; validate() checks them with every other field.
             if let Some(v) = vpus {
-                if !(1..=pimkit_vpu::arch::MAX_VPUS).contains(&v) {
-                    return Err(user(format!(
-                        "--vpus {v}: use 1..={} (the paper evaluates 1, 2 and 4)",
-                        pimkit_vpu::arch::MAX_VPUS
-                    )));
-                }
                 a.vpus = v;
             }
             if let Some(b) = bandwidth {
-                pimkit_vpu::arch::check_bandwidth(b)
-                    .map_err(|e| user(format!("--bandwidth {e}")))?;
                 a.memory.bandwidth = b;
             }
-            a.validate().map_err(user)?;
+            a.validate()
+                .map_err(|e| user(format!("--vpus/--bandwidth/--arch: {e}")))?;
             let df = DataflowChoice::parse(&dataflow).ok_or_else(|| {
                 user(format!(
                     "--dataflow {dataflow}: use auto, family, os, is or ws"
