@@ -274,6 +274,22 @@ pub fn compare_outputs(
     }
 }
 
+/// The model's graph inputs that are not initializers, in order (read from the file, so
+/// the bind cell can key the input shapes by name before pimkit imports it).
+fn input_names(model: &Path) -> Result<Vec<String>, CaseError> {
+    use pimkit_onnx::proto::ModelProto;
+    use prost::Message;
+    let bytes = std::fs::read(model).map_err(|e| CaseError::Data(e.to_string()))?;
+    let m = ModelProto::decode(bytes.as_slice()).map_err(|e| CaseError::Data(e.to_string()))?;
+    let g = m.graph.unwrap_or_default();
+    let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    Ok(g.input
+        .iter()
+        .map(|v| v.name().to_string())
+        .filter(|n| !inits.contains(n.as_str()))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,20 +319,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The model's graph inputs that are not initializers, in order (read from the file, so
-/// the bind cell can key the input shapes by name before pimkit imports it).
-fn input_names(model: &Path) -> Result<Vec<String>, CaseError> {
-    use pimkit_onnx::proto::ModelProto;
-    use prost::Message;
-    let bytes = std::fs::read(model).map_err(|e| CaseError::Data(e.to_string()))?;
-    let m = ModelProto::decode(bytes.as_slice()).map_err(|e| CaseError::Data(e.to_string()))?;
-    let g = m.graph.unwrap_or_default();
-    let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
-    Ok(g.input
-        .iter()
-        .map(|v| v.name().to_string())
-        .filter(|n| !inits.contains(n.as_str()))
-        .collect())
 }

@@ -37,7 +37,7 @@ fn address_space_room() -> Option<u64> {
             return None;
         }
         let used = self_status_bytes("VmSize:").unwrap_or(0);
-        Some((lim.rlim_cur as u64).saturating_sub(used))
+        Some(lim.rlim_cur.saturating_sub(used))
     }
     #[cfg(not(unix))]
     {

@@ -18,7 +18,8 @@ fn main() {
             "--budget" => budget = args.next(),
             "--fixed" => opts.fixed = tool::parse_fixed(&args.next().expect("--fixed X")).unwrap(),
             "--depthwise" => {
-                opts.depthwise = tool::parse_depthwise(&args.next().expect("--depthwise X")).unwrap()
+                opts.depthwise =
+                    tool::parse_depthwise(&args.next().expect("--depthwise X")).unwrap()
             }
             m => models.push(m.to_string()),
         }

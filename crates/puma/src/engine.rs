@@ -42,7 +42,7 @@ pub struct PumaOptions {
 pub enum PumaOutput {
     Whole {
         #[serde(flatten)]
-        result: PumaResult,
+        result: Box<PumaResult>,
         #[serde(skip)]
         outputs: Vec<Tensor>,
         #[serde(skip)]
@@ -93,7 +93,7 @@ impl pimkit_engine::Engine for Puma {
         progress.step(0, 1, "compile and simulate");
         match run_graph(g, arch, &opts.compile, &opts.sim, opts.inputs.clone()) {
             Ok((result, outputs, program)) => Ok(PumaOutput::Whole {
-                result,
+                result: Box::new(result),
                 outputs,
                 program: Box::new(program),
             }),

@@ -147,7 +147,7 @@ pub fn mvm_with(
             } else {
                 let sh = (-shift) as u32;
                 for (o, &a) in out[..rows].iter_mut().zip(acc) {
-                    let q = (a as i64).saturating_mul(1 << sh);
+                    let q = a.saturating_mul(1 << sh);
                     let c = q.clamp(lo, hi);
                     unfit += (c != q) as u64;
                     *o = c as i32;

@@ -121,7 +121,8 @@ impl PumaResult {
             let rel = e / range(r);
             self.relative_error = Some(rel);
             self.top1_agree = top1_agree(outs, r);
-            if !(rel <= tolerance) {
+            // NaN is above any tolerance.
+            if rel.is_nan() || rel > tolerance {
                 self.warnings.push(format!(
                     "{}: output error {e:.4} is {:.2} % of the outputs' range, above the {:.2} % tolerance (docs/puma.md \"Fixed point per tensor\"; try calibration inputs or --fixed)",
                     self.model,

@@ -205,7 +205,7 @@ pub fn parse_replicate(
         "auto" => Ok(Replicate::Auto(b)),
         "off" | "1" => Ok(Replicate::Off),
         _ => match s.parse::<usize>() {
-            Ok(n) if n >= 1 && n <= 4096 => Ok(Replicate::Factor(n)),
+            Ok(n) if (1..=4096).contains(&n) => Ok(Replicate::Factor(n)),
             _ => Err(format!(
                 "--replicate must be auto or a copy count 1..=4096, not '{s}'"
             )),

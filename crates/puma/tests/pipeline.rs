@@ -120,7 +120,7 @@ fn a_layer_starts_before_the_previous_one_finishes() {
         if first {
             it.map(|(i, _)| i).next().unwrap()
         } else {
-            it.map(|(i, _)| i).last().unwrap()
+            it.map(|(i, _)| i).next_back().unwrap()
         }
     };
     // c2's first row is scheduled before c1's last row, c3's before c2's last.

@@ -85,8 +85,14 @@ fn vgg16_small_input() {
 /// output range, docs/puma.md "Results").
 fn cnn_224(name: &str) {
     let g = pimkit_zoo::build(name, &[]).unwrap();
-    let (res, _, p) = run_graph(&g, &Arch::default(), &CompileOptions::default(), &SimOptions::default(), None)
-        .unwrap();
+    let (res, _, p) = run_graph(
+        &g,
+        &Arch::default(),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        None,
+    )
+    .unwrap();
     eprintln!(
         "{name} 224: {} cycles, {:.2} mJ, {} tiles ({} nodes), {} MVMUs, {:.1} inferences/s steady state, relative error {:.3} %",
         res.stats.cycles,
@@ -133,8 +139,14 @@ fn cnn_224_vgg16() {
 fn per_layer_every_conv() {
     for name in ["resnet18", "mobilenet_v2", "squeezenet1_1", "vgg16"] {
         let g = pimkit_zoo::build(name, &[]).unwrap();
-        let r = pimkit_puma::run_per_layer(&g, &Arch::default(), &CompileOptions::default(), &SimOptions::default(), None)
-            .unwrap();
+        let r = pimkit_puma::run_per_layer(
+            &g,
+            &Arch::default(),
+            &CompileOptions::default(),
+            &SimOptions::default(),
+            None,
+        )
+        .unwrap();
         let convs: Vec<&str> = g
             .nodes
             .iter()

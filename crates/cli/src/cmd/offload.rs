@@ -198,9 +198,9 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         }
         return print_json(&v);
     }
-    print!("{}", report::nest_table(&analysis).to_terminal());
+    print!("{}", report::nest_table(analysis).to_terminal());
     println!();
-    print!("{}", report::cores_table(&analysis).to_terminal());
+    print!("{}", report::cores_table(analysis).to_terminal());
     println!();
     print!(
         "{}",
@@ -220,7 +220,7 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
             p.executions
         );
     }
-    if let Some(w) = report::movement_bandwidth_warning(&analysis) {
+    if let Some(w) = report::movement_bandwidth_warning(analysis) {
         eprintln!("{w}");
     }
     if let Some(e) = &emitted {

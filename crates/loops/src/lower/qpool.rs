@@ -187,7 +187,7 @@ pub(crate) fn qlinear_where(l: &mut Lowerer, _n: &Node) -> Result<TensorId> {
         let table = new_const(l, &format!("{what}.table"), dt, Some(vals));
         let (_, xs) = l.ty(x);
         let y = l.result(&format!("{what}.requant"), dt, &xs);
-        let mut nb = NB::new(NestKind::Copy, &format!("{what}.requant"));
+        let mut nb = NB::new(NestKind::Copy, format!("{what}.requant"));
         let d = nb.pars(&xs);
         let xv = nb.load(x, dims_index(&d));
         let ix = Expr::sub(Expr::cast(DType::I64, xv), Expr::i(ilo as i64));

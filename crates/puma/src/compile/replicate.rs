@@ -174,10 +174,7 @@ pub fn plan(
     };
     if let Replicate::Auto(_) = how {
         let mut used: usize = layers.iter().map(|l| l.copies * l.mvmus_per_copy).sum();
-        loop {
-            let Some(i) = (0..layers.len()).max_by_key(|&i| (layers[i].stage_cycles, i)) else {
-                break;
-            };
+        while let Some(i) = (0..layers.len()).max_by_key(|&i| (layers[i].stage_cycles, i)) {
             let l = &mut layers[i];
             if l.copies >= l.vectors || used + l.mvmus_per_copy > budget {
                 break;
