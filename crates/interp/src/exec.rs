@@ -150,7 +150,9 @@ fn execute(
     }
 
     for (ni, node) in g.nodes.iter().enumerate() {
-        let outs = {
+        let outs = if let Some(t) = in_place(node, &mut vals, &uses, substitute, ni) {
+            vec![t]
+        } else {
             let mut ins = Vec::with_capacity(node.inputs.len());
             for inp in &node.inputs {
                 match inp {
@@ -259,4 +261,54 @@ pub fn eval_node(
             msg,
         },
     })
+}
+
+/// Clip and Relu on an f32 value that this node is the last to read and that the
+/// interpreter owns (not a graph input or constant): computed in its own buffer, with the
+/// kernels' arithmetic, instead of allocating the output (a CNN's activations are
+/// megabytes each). `None`: run the node normally.
+fn in_place(
+    node: &pimkit_ir::Node,
+    vals: &mut [Option<Cow<'_, Tensor>>],
+    uses: &[usize],
+    substitute: &mut Substitute<'_>,
+    ni: usize,
+) -> Option<Tensor> {
+    use pimkit_ir::{Op, TensorData, UnaryOp};
+    let clip = match &node.op {
+        Op::Clip { min, max } => Some((
+            min.unwrap_or(f32::NEG_INFINITY),
+            max.unwrap_or(f32::INFINITY),
+        )),
+        Op::Unary(UnaryOp::Relu) => None,
+        _ => return None,
+    };
+    let [Some(v)] = node.inputs[..] else {
+        return None;
+    };
+    if uses[v.idx()] != 1 || !matches!(vals[v.idx()], Some(Cow::Owned(_))) {
+        return None;
+    }
+    // An engine substituting this node must see it (the hook is asked with the input).
+    if let Some(Some(Cow::Owned(t))) = vals.get(v.idx())
+        && substitute(NodeId(ni as u32), &[Some(t)]).is_some()
+    {
+        return None;
+    }
+    let Some(Cow::Owned(mut t)) = vals[v.idx()].take() else {
+        return None;
+    };
+    match &mut t.data {
+        TensorData::F32(d) => {
+            match clip {
+                Some((lo, hi)) => crate::kernels::ewise::clip_in_place(d, lo, hi),
+                None => crate::kernels::ewise::relu_in_place(d),
+            }
+            Some(t)
+        }
+        _ => {
+            vals[v.idx()] = Some(Cow::Owned(t));
+            None
+        }
+    }
 }

@@ -167,3 +167,63 @@ fn pow_with_mixed_types_and_mod() {
     );
     assert_eq!(m.as_f32().unwrap(), &[-1.5, 1.5]);
 }
+
+#[test]
+fn clip_and_relu_on_an_intermediate_equal_the_kernels() {
+    // x -> Neg -> {Clip, Relu}: the executor computes Clip/Relu in the buffer of a value
+    // they read last. Results must equal the kernels' on a graph input (NaN, ±inf, ±0),
+    // and a value another node still reads must not change.
+    use pimkit_ir::Graph;
+    let v = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.0,
+        0.0,
+        -7.5,
+        3.25,
+        9.0,
+    ];
+    let x = f32t(&[8], &v);
+    let neg: Vec<f32> = v.iter().map(|a| -a).collect();
+    let clip = Op::Clip {
+        min: Some(-1.0),
+        max: Some(6.0),
+    };
+    let want_clip = run1(clip.clone(), vec![f32t(&[8], &neg)]);
+    for shared in [false, true] {
+        let mut g = Graph::new("t");
+        let i = g.add_input("x", x.ty());
+        let n = g
+            .add_node("neg", Op::Unary(UnaryOp::Neg), vec![Some(i)])
+            .unwrap()[0];
+        let c = g.add_node("clip", clip.clone(), vec![Some(n)]).unwrap()[0];
+        let r = g
+            .add_node("relu", Op::Unary(UnaryOp::Relu), vec![Some(c)])
+            .unwrap()[0];
+        g.outputs = vec![r];
+        if shared {
+            // Another reader of `neg` after Clip, and `c` kept as an output too.
+            let a = g
+                .add_node("abs", Op::Unary(UnaryOp::Abs), vec![Some(n)])
+                .unwrap()[0];
+            g.outputs = vec![r, c, a];
+        }
+        let feeds = std::collections::HashMap::from([("x".to_string(), x.clone())]);
+        let out = pimkit_interp::run(&g, &feeds).unwrap();
+        let relu_of_clip = run1(Op::Unary(UnaryOp::Relu), vec![want_clip.clone()]);
+        let bits = |t: &Tensor| {
+            t.as_f32()
+                .unwrap()
+                .iter()
+                .map(|f| f.to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(&out[0]), bits(&relu_of_clip), "shared={shared}");
+        if shared {
+            assert_eq!(bits(&out[1]), bits(&want_clip));
+            let abs: Vec<u32> = neg.iter().map(|a| a.abs().to_bits()).collect();
+            assert_eq!(bits(&out[2]), abs, "Neg's output was changed in place");
+        }
+    }
+}

@@ -186,6 +186,32 @@ pub(crate) fn clip(x: &[f32], lo: f32, hi: f32) -> Vec<f32> {
     )
 }
 
+/// [`clip`] in place.
+pub(crate) fn clip_in_place(x: &mut [f32], lo: f32, hi: f32) {
+    simd(
+        #[inline(always)]
+        || {
+            for p in x.iter_mut() {
+                if !p.is_nan() {
+                    *p = p.max(lo).min(hi);
+                }
+            }
+        },
+    )
+}
+
+/// Relu in place, as `unary`'s Relu (`max(x, 0)`: NaN becomes 0, as f32::max does).
+pub(crate) fn relu_in_place(x: &mut [f32]) {
+    simd(
+        #[inline(always)]
+        || {
+            for p in x.iter_mut() {
+                *p = p.max(0.0);
+            }
+        },
+    )
+}
+
 /// Rows of a broadcast: for the output in row-major order, runs of `len` elements
 /// where each operand is either contiguous (`step` 1) or one repeated element (0).
 struct Rows {
