@@ -125,7 +125,16 @@ pub fn load_model_full(
     for n in &notes {
         eprintln!("note: {spec}: {n}");
     }
-    r.map_err(user)
+    r.map_err(|e| user(in_file(spec, &e.to_string())))
+}
+
+/// `msg` with the file it is about in front, unless it names it already.
+pub fn in_file(file: &str, msg: &str) -> String {
+    if msg.starts_with(file) {
+        msg.to_string()
+    } else {
+        format!("{file}: {msg}")
+    }
 }
 
 /// Like [`load_model_full`] for the engines, which map a fixed dataflow graph: control

@@ -483,6 +483,9 @@ fn outputs_whose_names_sanitize_alike_are_all_written() {
     let neg = pimkit_ir::npy::read_npy(&out.join("a_b-2.npy")).unwrap();
     assert_eq!(relu.as_f32().unwrap(), &[1.0, 0.0, 0.5, 0.0]);
     assert_eq!(neg.as_f32().unwrap(), &[-1.0, 2.0, -0.5, 3.0]);
-    let names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names.len(), 2, "no temporary files left: {names:?}");
 }

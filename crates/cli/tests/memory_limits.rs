@@ -36,7 +36,15 @@ fn oversized_work_exits_2_under_an_address_space_limit() {
         vec!["exec", "zoo:gemv?n=46341", "--random", "0"],
         vec!["exec", "zoo:matmul?n=40000", "--random", "0"],
         vec!["lower", "zoo:mlp?n=30000"],
-        vec!["zoo", "export", "mlp", "--param", "n=30000", "-o", out.to_str().unwrap()],
+        vec![
+            "zoo",
+            "export",
+            "mlp",
+            "--param",
+            "n=30000",
+            "-o",
+            out.to_str().unwrap(),
+        ],
         vec!["exec", "zoo:q_mobilenet_v2?calib=2147483648"],
     ];
     for args in cases {

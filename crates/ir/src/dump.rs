@@ -191,7 +191,6 @@ fn debug_attrs(op: &Op) -> String {
         .to_string()
 }
 
-
 /// The subgraphs of a control-flow op, labelled.
 pub fn subgraphs(op: &Op) -> Vec<(&'static str, &Graph)> {
     match op {

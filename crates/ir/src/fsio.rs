@@ -151,8 +151,14 @@ mod tests {
 
     #[test]
     fn colliding_names_stay_distinct() {
-        let names: Vec<String> = ["a/b", "a_b", "A_B", "..", ""].iter().map(|s| s.to_string()).collect();
-        assert_eq!(output_file_stems(&names), ["a_b", "a_b-2", "A_B-3", "_..", "_"]);
+        let names: Vec<String> = ["a/b", "a_b", "A_B", "..", ""]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            output_file_stems(&names),
+            ["a_b", "a_b-2", "A_B-3", "_..", "_"]
+        );
     }
 
     #[test]
@@ -166,7 +172,11 @@ mod tests {
             // dropped without commit
         }
         assert!(!p.exists());
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no temporary file left");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "no temporary file left"
+        );
         write_atomic(&p, b"done").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"done");
         let _ = std::fs::remove_dir_all(&dir);

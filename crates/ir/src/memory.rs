@@ -48,7 +48,11 @@ fn address_space_room() -> Option<u64> {
 /// Room under this process's cgroup memory limit (v2, else v1), if one is set.
 fn cgroup_room() -> Option<u64> {
     let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let read = |p: String| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+    let read = |p: String| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
     for line in cg.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, ctrl, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -67,7 +71,9 @@ fn cgroup_room() -> Option<u64> {
         }
         if ctrl.split(',').any(|c| c == "memory") {
             let base = format!("/sys/fs/cgroup/memory{path}");
-            let max: u64 = read(format!("{base}/memory.limit_in_bytes"))?.parse().ok()?;
+            let max: u64 = read(format!("{base}/memory.limit_in_bytes"))?
+                .parse()
+                .ok()?;
             // v1 reports "no limit" as a huge page-aligned number.
             if max >= 1 << 60 {
                 return None;

@@ -103,9 +103,19 @@ fn load_bytes_named(
     file: &str,
     notes: &mut Vec<String>,
 ) -> Result<Graph> {
-    let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Parse {
-        file: file.to_string(),
-        msg: e.to_string(),
+    let model = ModelProto::decode(bytes).map_err(|e| {
+        let m = e.to_string();
+        let m = m
+            .strip_prefix("failed to decode Protobuf message: ")
+            .unwrap_or(&m);
+        OnnxError::Parse {
+            file: file.to_string(),
+            msg: format!(
+                "at byte {} of {}: {m}",
+                crate::wire::error_offset(bytes),
+                bytes.len()
+            ),
+        }
     })?;
     if model.graph.is_none() {
         return Err(OnnxError::Parse {
@@ -343,6 +353,7 @@ fn load_model_inner(
         };
         opsets.insert(d.to_string(), o.version());
     }
+    crate::validate::validate(model, &opsets)?;
     let mut opset_notes = vec![];
     if let Some(&v) = opsets.get("")
         && v > NEWEST_OPSET
@@ -394,11 +405,13 @@ fn convert_graph(
 /// A graph's initializers become (lazily decoded) constants.
 pub(crate) fn register_initializers(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
     if let Some(sp) = gp.sparse_initializer.first() {
-        let name = sp
-            .values
-            .as_ref()
-            .map(|v| v.name().to_string())
-            .unwrap_or_default();
+        let name = [sp.values.as_ref(), sp.indices.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|t| t.name())
+            .find(|n| !n.is_empty())
+            .unwrap_or("#0 (unnamed)")
+            .to_string();
         return Err(OnnxError::Model(format!(
             "sparse initializer '{name}' is not supported; store it dense (onnx.numpy_helper.to_array)"
         )));
@@ -488,7 +501,7 @@ pub(crate) fn convert_nodes(
             domain: np.domain().to_string(),
             opset,
             node: name.clone(),
-            supported: supported_in(&reg, domain),
+            supported: supported_in(&reg, domain, n.op_type),
         })?;
         let first = ctx.g.nodes.len();
         conv(ctx, &n)?;

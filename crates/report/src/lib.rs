@@ -145,7 +145,10 @@ impl Report {
                     }
                     Block::Table(t) => {
                         n += 1;
-                        write(&dir.join(format!("{}-{n}.csv", s.id)), t.to_csv().as_bytes())?;
+                        write(
+                            &dir.join(format!("{}-{n}.csv", s.id)),
+                            t.to_csv().as_bytes(),
+                        )?;
                     }
                     Block::Text(_) | Block::Note(_) => {}
                 }

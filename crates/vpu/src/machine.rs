@@ -756,12 +756,18 @@ impl Machine {
 /// narrowed (low bytes) on the way out, as [`read_elem`] / [`write_elem`] do one by one.
 fn copy_run(mem: &mut [u8], v: &mut [i32], e: Elem, to_mem: bool) {
     match (e, to_mem) {
-        (Elem::U8, false) => v.iter_mut().zip(mem.iter()).for_each(|(d, &b)| *d = b as i32),
+        (Elem::U8, false) => v
+            .iter_mut()
+            .zip(mem.iter())
+            .for_each(|(d, &b)| *d = b as i32),
         (Elem::I8, false) => v
             .iter_mut()
             .zip(mem.iter())
             .for_each(|(d, &b)| *d = b as i8 as i32),
-        (Elem::U8 | Elem::I8, true) => mem.iter_mut().zip(v.iter()).for_each(|(b, &s)| *b = s as u8),
+        (Elem::U8 | Elem::I8, true) => mem
+            .iter_mut()
+            .zip(v.iter())
+            .for_each(|(b, &s)| *b = s as u8),
         (Elem::I32, false) => v
             .iter_mut()
             .zip(mem.chunks_exact(4))

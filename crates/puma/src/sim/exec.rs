@@ -235,6 +235,11 @@ impl<'a> Machine<'a> {
     /// caller re-runs with `false` if [`Machine::inexact`] says that could differ.
     pub fn new(p: &'a Program, opts: &SimOptions, lazy: bool) -> Result<Self, SimError> {
         let arch = &p.arch;
+        if opts.max_cycles == 0 {
+            return Err(SimError::Options(
+                "max_cycles (--max-cycles) = 0: no program finishes in 0 cycles; give at least 1 (default 10^9)".into(),
+            ));
+        }
         if opts.max_cycles > super::MAX_CYCLES_LIMIT {
             return Err(SimError::Options(format!(
                 "max_cycles (--max-cycles) = {} exceeds the supported maximum {} (2^50)",

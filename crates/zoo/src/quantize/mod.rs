@@ -195,7 +195,8 @@ pub fn quantize_static(g: &Graph, opts: &QuantOptions, calib: usize, seed: u64) 
         None
     } else {
         pimkit_interp::check_memory(&f).map_err(|e| QuantError::Calibration(e.to_string()))?;
-        let sets = (0..calib as u64).map(|i| pimkit_interp::random_inputs(&f, seed.wrapping_add(i)));
+        let sets =
+            (0..calib as u64).map(|i| pimkit_interp::random_inputs(&f, seed.wrapping_add(i)));
         Some(calibrate_iter(&f, sets)?)
     };
     quantize(&f, ranges.as_ref(), opts)
