@@ -116,7 +116,7 @@ pub fn load_model_full(
     let path = Path::new(spec);
     if !path.exists() {
         return Err(user(format!(
-            "model '{spec}' not found: give a path to an .onnx file or zoo:NAME (see `pimkit zoo list`)"
+            "{spec}: no such file; give a path to an .onnx file or zoo:NAME (see `pimkit zoo list`)"
         )));
     }
     let opts = load_options(load, given)?;

@@ -111,7 +111,7 @@ fn load_bytes_named(
         OnnxError::Parse {
             file: file.to_string(),
             msg: format!(
-                "at byte {} of {}: {m}",
+                "at byte {} of {}: {m}; check that it is a complete .onnx file",
                 crate::wire::error_offset(bytes),
                 bytes.len()
             ),

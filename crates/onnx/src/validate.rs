@@ -4,12 +4,12 @@
 //! once, and every op defined by the opset the model imports.
 
 use crate::error::{OnnxError, Result};
-use crate::proto::{GraphProto, ModelProto, NodeProto, Version};
+use crate::proto::{GraphProto, ModelProto, NodeProto};
 use std::collections::{HashMap, HashSet};
 
-/// The newest IR version the vendored onnx.proto (onnx 1.22) defines; onnxruntime 1.32
-/// refuses newer ones too.
-pub const NEWEST_IR_VERSION: i64 = Version::IrVersion as i64;
+/// The newest IR version accepted: onnxruntime 1.32's limit (it refuses 15 and above). The
+/// vendored onnx.proto (onnx 1.22) names 13, but onnx's helpers already write 14.
+pub const NEWEST_IR_VERSION: i64 = 14;
 
 const RESAVE: &str = "fix the exporter or the file (onnx.checker.check_model)";
 

@@ -224,18 +224,18 @@ fn ops_need_an_opset_that_defines_them() {
 
 #[test]
 fn ir_versions_outside_the_known_range_are_rejected() {
-    for v in [0, -1, 14, 1 << 40] {
+    for v in [0, -1, 15, 1 << 40] {
         let mut m = relu_model();
         m.ir_version = Some(v);
         let e = err(&m);
         assert!(
             e.contains(&format!(
-                "ir_version {v} is not a valid ONNX IR version (1 to 13)"
+                "ir_version {v} is not a valid ONNX IR version (1 to 14)"
             )),
             "{e}"
         );
     }
-    for v in [1, 3, 13] {
+    for v in [1, 3, 14] {
         let mut m = relu_model();
         m.ir_version = Some(v);
         load_bytes(&bytes(&m), None, &LoadOptions::default()).unwrap();
