@@ -14,7 +14,7 @@ pub enum NpyError {
         source: std::io::Error,
     },
     #[error(
-        "{path}: unsupported .npy dtype {dtype}; save a plain array of float16/32/64, int8/16/32/64, uint8/16/32/64 or bool"
+        "{path}: unsupported .npy dtype: {dtype}; save a plain array of float16/32/64, int8/16/32/64, uint8/16/32/64 or bool"
     )]
     DType { path: String, dtype: String },
     #[error(
@@ -52,7 +52,8 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
                 path: p.clone(),
                 msg: format!(
                     "not a valid .npy file: {}; write it with numpy.save",
-                    crate::clip(&e.to_string(), 120)
+                    // (its parse errors span several lines; the first says what)
+                    crate::clip(e.to_string().lines().next().unwrap_or(""), 120)
                 ),
             }
         }

@@ -225,10 +225,11 @@ fn input_types(
         };
         if shape.len() != dims.len() {
             return Err(OnnxError::Model(format!(
-                "input '{}' is declared with rank {} ({}), but the given shape {shape:?} has rank {}",
+                "input '{}' is declared with rank {} ({}), but the given shape {} has rank {}",
                 names[i],
                 dims.len(),
                 describe_dims(dims, ps),
+                pimkit_ir::clip(&format!("{shape:?}"), 60),
                 shape.len()
             )));
         }
@@ -238,9 +239,10 @@ fn input_types(
                 && d != v
             {
                 return Err(OnnxError::Model(format!(
-                    "input '{}' is declared as {} but the given shape is {shape:?} (dim {k} must be {d})",
+                    "input '{}' is declared as {} but the given shape is {} (dim {k} must be {d})",
                     names[i],
-                    describe_dims(dims, ps)
+                    describe_dims(dims, ps),
+                    pimkit_ir::clip(&format!("{shape:?}"), 60)
                 )));
             }
             if let Some(p) = p {
@@ -298,7 +300,7 @@ fn describe_dims(dims: &[Option<i64>], params: &[Option<String>]) -> String {
             (None, None) => "?".into(),
         })
         .collect();
-    format!("[{}]", parts.join(", "))
+    pimkit_ir::clip(&format!("[{}]", parts.join(", ")), 60)
 }
 
 /// Like [`load_model`], also returning import notes. Never panics: IR helpers may index
