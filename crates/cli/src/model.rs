@@ -125,7 +125,15 @@ pub fn load_model_full(
     for n in &notes {
         eprintln!("note: {spec}: {n}");
     }
-    r.map_err(|e| user(in_file(spec, &e.to_string())))
+    r.map_err(|e| {
+        let msg = in_file(spec, &e.to_string());
+        // A panic caught in the importer is pimkit's bug (exit 1), not the file's.
+        if matches!(e, pimkit_onnx::OnnxError::Internal(_)) {
+            anyhow::anyhow!(msg)
+        } else {
+            user(msg)
+        }
+    })
 }
 
 /// `msg` with the file it is about in front, unless it names it already.

@@ -124,7 +124,7 @@ fn load_bytes_named(
         });
     }
     load_model_collect(&model, base_dir, opts, notes).map_err(|e| match e {
-        OnnxError::Internal(m) => OnnxError::Internal(format!("{file}: {m}")),
+        OnnxError::Internal(m) if file != "<bytes>" => OnnxError::Internal(format!("{file}: {m}")),
         e => e,
     })
 }

@@ -317,11 +317,7 @@ fn check_int32_range(tp: &TensorProto, dt: DType) -> Result<()> {
         DType::I16 => (-32768, 32767),
         DType::U16 | DType::F16 | DType::Bf16 => (0, 65535),
         DType::Bool => (0, 1),
-        d if matches!(
-            d,
-            DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U32 | DType::U64
-        ) =>
-        {
+        DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U32 | DType::U64 => {
             return Ok(());
         }
         // float8/float4 codes and packed 2-/4-bit elements: one byte per entry.

@@ -26,7 +26,7 @@ impl Kind {
             (Kind::Model, 7) => Some(Kind::Graph),
             (Kind::Graph, 1) => Some(Kind::Node),
             (Kind::Graph, 5) => Some(Kind::Tensor),
-            (Kind::Graph, 11 | 12 | 13) => Some(Kind::ValueInfo),
+            (Kind::Graph, 11..=13) => Some(Kind::ValueInfo),
             (Kind::Node, 5) => Some(Kind::Attribute),
             (Kind::Attribute, 5 | 10) => Some(Kind::Tensor),
             (Kind::Attribute, 6 | 11) => Some(Kind::Graph),
