@@ -163,3 +163,24 @@ fn npy_errors_name_the_file_first() {
         check(&["exec", model.to_str().unwrap(), "--input", f], f);
     }
 }
+
+/// TOML files other than architecture files (those get one loader of their own): the
+/// reason and its line and column on the first line.
+#[test]
+fn toml_errors_give_line_and_column_on_the_first_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("space.toml");
+    std::fs::write(&p, "name = \"x\"\nstages = = 3\n").unwrap();
+    let f = p.to_str().unwrap();
+    let out = dir.path().join("out");
+    check(
+        &["xbar", "nas", "--space", f, "--out", out.to_str().unwrap()],
+        f,
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_pimkit"))
+        .args(["xbar", "nas", "--space", f, "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("line 2, column 10: "), "{e}");
+}

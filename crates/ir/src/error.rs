@@ -64,3 +64,36 @@ pub fn clip(s: &str, max: usize) -> String {
         ),
     }
 }
+
+/// A parser's error at byte `offset` of `text` on one line: `line L, column C: message`
+/// (TOML and JSON errors otherwise quote the source over several lines).
+pub fn at_offset(text: &str, offset: Option<usize>, message: &str) -> String {
+    let message = clip(message.lines().next().unwrap_or("").trim(), 200);
+    let Some(off) = offset.filter(|&o| o <= text.len()) else {
+        return message;
+    };
+    let before = &text.as_bytes()[..off];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = off
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)
+        + 1;
+    format!("line {line}, column {col}: {message}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parser_errors_get_line_and_column_on_one_line() {
+        let text = "a = 1\nb = = 2\n";
+        assert_eq!(
+            super::at_offset(text, Some(10), "expected a value\n  |\n2 | b = = 2"),
+            "line 2, column 5: expected a value"
+        );
+        assert_eq!(super::at_offset(text, None, "bad"), "bad");
+        let long = "x".repeat(500);
+        assert!(super::at_offset("", Some(0), &long).len() < 260);
+    }
+}
