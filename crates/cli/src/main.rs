@@ -111,6 +111,13 @@ fn main() -> ExitCode {
         libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
     }
     let cli = Cli::parse(); // usage errors exit 2 (clap's convention, same as ours)
+    // Ctrl-C or SIGTERM: remove the temporary files of outputs being written (they are
+    // renamed into place only when complete) and exit 130, as shells report SIGINT.
+    // Finished outputs stay; nothing is left half written under a final name.
+    let _ = ctrlc::set_handler(|| {
+        eprintln!("pimkit: interrupted; unfinished output files removed");
+        pimkit_ir::fsio::remove_temps_and_exit(130)
+    });
     // A panic is a bug in pimkit: report it as an internal error, never as a crash dump.
     // The exception is println! failing (a full disk behind `> file`): an I/O error.
     std::panic::set_hook(Box::new(|info| {

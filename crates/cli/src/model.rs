@@ -116,7 +116,7 @@ pub fn load_model_full(
     let path = Path::new(spec);
     if !path.exists() {
         return Err(user(format!(
-            "model '{spec}' not found: give a path to an .onnx file or zoo:NAME (see `pimkit zoo list`)"
+            "{spec}: no such file; give a path to an .onnx file or zoo:NAME (see `pimkit zoo list`)"
         )));
     }
     let opts = load_options(load, given)?;
@@ -125,7 +125,24 @@ pub fn load_model_full(
     for n in &notes {
         eprintln!("note: {spec}: {n}");
     }
-    r.map_err(user)
+    r.map_err(|e| {
+        let msg = in_file(spec, &e.to_string());
+        // A panic caught in the importer is pimkit's bug (exit 1), not the file's.
+        if matches!(e, pimkit_onnx::OnnxError::Internal(_)) {
+            anyhow::anyhow!(msg)
+        } else {
+            user(msg)
+        }
+    })
+}
+
+/// `msg` with the file it is about in front, unless it names it already.
+pub fn in_file(file: &str, msg: &str) -> String {
+    if msg.starts_with(file) {
+        msg.to_string()
+    } else {
+        format!("{file}: {msg}")
+    }
 }
 
 /// Like [`load_model_full`] for the engines, which map a fixed dataflow graph: control

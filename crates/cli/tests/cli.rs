@@ -45,7 +45,10 @@ fn garbage_and_truncated_files_exit_2_naming_the_file() {
         &pimkit(&["info", &fixture("truncated.onnx")]),
         &["truncated.onnx"],
     );
-    assert_user_error(&pimkit(&["info", "/no/such/model.onnx"]), &["not found"]);
+    assert_user_error(
+        &pimkit(&["info", "/no/such/model.onnx"]),
+        &["/no/such/model.onnx: no such file"],
+    );
 }
 
 #[test]

@@ -28,8 +28,9 @@ impl AtomicFile {
             name.to_string_lossy(),
             std::process::id()
         ));
-        let file = std::fs::File::create(&tmp)?;
+        // Registered before it exists: an interrupt between the two steps still finds it.
         register_temp(&tmp);
+        let file = std::fs::File::create(&tmp).inspect_err(|_| unregister_temp(&tmp))?;
         Ok(AtomicFile {
             tmp,
             path: path.to_path_buf(),
@@ -103,6 +104,17 @@ pub fn remove_temps() {
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// Remove every temporary file still being written and exit with `code` (a Ctrl-C or
+/// SIGTERM handler). The registry stays locked until the process is gone, so no new
+/// temporary file can appear in between (files are registered before they are created).
+pub fn remove_temps_and_exit(code: i32) -> ! {
+    let t = TEMPS.lock().unwrap_or_else(|e| e.into_inner());
+    for p in t.iter() {
+        let _ = std::fs::remove_file(p);
+    }
+    std::process::exit(code)
 }
 
 /// Characters other than [A-Za-z0-9_.-] become '_' (file names from tensor names).

@@ -417,6 +417,19 @@ pub(crate) fn rnn_types(
 pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Result<Vec<TensorType>> {
     let c = Ctx { node, op, inputs };
     let one = |t: TensorType| Ok(vec![t]);
+    for (z, x) in op.zero_point_inputs(inputs.len()) {
+        if let (Some(zt), Some(xt)) = (c.opt(z), c.opt(x))
+            && zt.dtype != xt.dtype
+        {
+            return Err(c.dtype_err(
+                z,
+                format!(
+                    "{0} (the type of input {x}); store the zero point as {0}",
+                    xt.dtype
+                ),
+            ));
+        }
+    }
     match op {
         Op::Unary(u) => {
             let x = c.get(0)?;

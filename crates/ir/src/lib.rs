@@ -29,7 +29,7 @@ mod verify;
 pub use dtype::DType;
 pub use dump::{dump, subgraphs};
 pub use einsum::{EinsumSpec, einsum_spec};
-pub use error::{IrError, Result};
+pub use error::{IrError, Result, at_offset, clip};
 pub use flatten::{
     MAX_FLAT_NODES, control_inputs, flatten_control_flow, has_control_flow, require_static,
 };

@@ -14,7 +14,7 @@ pub enum NpyError {
         source: std::io::Error,
     },
     #[error(
-        "{path}: unsupported .npy dtype '{dtype}' (pimkit reads float16/32/64, int8/16/32/64, uint8/16/32/64 and bool)"
+        "{path}: unsupported .npy dtype: {dtype}; save a plain array of float16/32/64, int8/16/32/64, uint8/16/32/64 or bool"
     )]
     DType { path: String, dtype: String },
     #[error(
@@ -47,19 +47,28 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
                 msg: "the .npy header is incomplete (a truncated file, or a header length past its end)".into(),
             }
         } else {
-            io(e)
+            // npyz quotes the whole header in its message: keep the start.
+            NpyError::Bad {
+                path: p.clone(),
+                msg: format!(
+                    "not a valid .npy file: {}; write it with numpy.save",
+                    // (its parse errors span several lines; the first says what)
+                    crate::clip(e.to_string().lines().next().unwrap_or(""), 120)
+                ),
+            }
         }
     })?;
     if npy.order() == npyz::Order::Fortran && npy.shape().len() > 1 {
         return Err(NpyError::Fortran { path: p });
     }
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let shape_text = crate::clip(&format!("{shape:?}"), 80);
     let descr = match npy.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
         other => {
             return Err(NpyError::DType {
                 path: p,
-                dtype: format!("{other:?}"),
+                dtype: describe_dtype(&other),
             });
         }
     };
@@ -71,7 +80,7 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
         return Err(NpyError::Bad {
             path: p,
             msg: format!(
-                "the header declares shape {shape:?} of {descr}, more data than the {file_len}-byte file holds"
+                "the header declares shape {shape_text} of {descr}, more data than the {file_len}-byte file holds"
             ),
         });
     };
@@ -80,7 +89,7 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
             NpyError::Bad {
                 path: p.clone(),
                 msg: format!(
-                    "truncated: the header declares shape {shape:?} of {descr} ({need} bytes of data) but the file ends early"
+                    "truncated: the header declares shape {shape_text} of {descr} ({need} bytes of data) but the file ends early"
                 ),
             }
         } else {
@@ -104,7 +113,7 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
         _ => {
             return Err(NpyError::DType {
                 path: p,
-                dtype: descr,
+                dtype: format!("'{}'", crate::clip(&descr, 40)),
             });
         }
     };
@@ -112,6 +121,19 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
         path: p,
         msg: "data length does not match the header shape".into(),
     })
+}
+
+/// A structured or sub-array dtype in words (its Debug form is a page of Rust syntax).
+fn describe_dtype(d: &npyz::DType) -> String {
+    let text = match d {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        npyz::DType::Record(fields) => {
+            let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+            format!("a structured dtype with fields {}", names.join(", "))
+        }
+        npyz::DType::Array(n, inner) => format!("a sub-array of {n} x {}", describe_dtype(inner)),
+    };
+    crate::clip(&text, 100)
 }
 
 /// Whether the header's `'shape': (...)` multiplies past 64 bits (npyz multiplies the

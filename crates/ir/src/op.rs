@@ -815,6 +815,28 @@ impl Op {
         }
     }
 
+    /// (zero point input, input whose type it must have) of a quantized op: onnxruntime
+    /// rejects a zero point of another type (an int32 zero point of 300 on QLinearConv).
+    pub fn zero_point_inputs(&self, n_inputs: usize) -> Vec<(usize, usize)> {
+        match self {
+            Op::DequantizeLinear { .. } => vec![(2, 0)],
+            Op::QLinearMatMul
+            | Op::QLinearConv(_)
+            | Op::QLinearAdd
+            | Op::QLinearMul
+            | Op::QGemm { .. } => vec![(2, 0), (5, 3)],
+            Op::MatMulInteger | Op::ConvInteger(_) => vec![(2, 0), (3, 1)],
+            Op::QLinearGlobalAveragePool { .. }
+            | Op::QLinearSigmoid
+            | Op::QLinearLeakyRelu { .. }
+            | Op::QLinearAveragePool(_)
+            | Op::QLinearSoftmax { .. } => vec![(2, 0)],
+            Op::QLinearWhere => vec![(3, 1), (6, 4)],
+            Op::QLinearConcat { .. } => (2..n_inputs).step_by(3).map(|x| (x + 2, x)).collect(),
+            _ => vec![],
+        }
+    }
+
     /// The op's name as it appears in dumps (the ONNX op type where there is one).
     pub fn name(&self) -> &'static str {
         match self {

@@ -5,7 +5,7 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum NasError {
-    #[error("search space '{space}': {msg}")]
+    #[error("{space}: search space: {msg}")]
     Space { space: String, msg: String },
     #[error(
         "unknown search space '{0}'; built-in spaces: {1}. Or pass a path to a space .toml file"

@@ -119,7 +119,7 @@ impl Space {
     pub fn from_toml_str(s: &str) -> Result<Space> {
         let sp: Space = toml::from_str(s).map_err(|e| NasError::Space {
             space: "(toml)".into(),
-            msg: e.to_string(),
+            msg: pimkit_ir::at_offset(s, e.span().map(|r| r.start), e.message()),
         })?;
         sp.validate()?;
         Ok(sp)

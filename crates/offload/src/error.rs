@@ -8,7 +8,7 @@ pub enum OffloadError {
     Loops(#[from] pimkit_loops::LoopsError),
     #[error("{0}")]
     Arch(pimkit_engine::ArchError),
-    #[error("host calibration file '{path}': {msg}; delete it or run `pimkit calibrate --force`")]
+    #[error("{path}: host calibration file: {msg}; delete it or run `pimkit calibrate --force`")]
     Calib { path: PathBuf, msg: String },
     #[error("{path}: {source}")]
     Io {

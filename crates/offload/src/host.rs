@@ -131,7 +131,7 @@ impl HostCalib {
         })?;
         let c: HostCalib = toml::from_str(&text).map_err(|e| OffloadError::Calib {
             path: path.to_path_buf(),
-            msg: e.to_string(),
+            msg: pimkit_ir::at_offset(&text, e.span().map(|r| r.start), e.message()),
         })?;
         if !(c.b_read_gbs > 0.0 && c.b_store_gbs > 0.0 && c.t_ctx_ns >= 0.0 && c.llc_bytes > 0) {
             return Err(OffloadError::Calib {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// names the file, node, attribute or tensor it is about and, where possible, what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum OnnxError {
-    #[error("cannot read {path}: {source}")]
+    #[error("{path}: cannot read it: {source}")]
     Io {
         path: PathBuf,
         #[source]
@@ -17,12 +17,14 @@ pub enum OnnxError {
         #[source]
         source: std::io::Error,
     },
-    #[error("file {file} is not a valid ONNX model: {msg}")]
+    #[error(
+        "{file}: not a valid ONNX model: {msg}; check that it is a complete .onnx file (onnx.checker.check_model)"
+    )]
     Parse { file: String, msg: String },
     #[error(
-        "unsupported operator '{op}' (domain '{domain}', opset {opset}) at node '{node}': \
-         pimkit supports {supported}; see docs/onnx.md, or re-export the model so that it \
-         avoids this operator"
+        "node '{node}': unsupported operator '{op}' (domain '{domain}', opset {opset}); \
+         pimkit supports {supported}, listed in docs/onnx.md; re-export the model so that \
+         it avoids this operator"
     )]
     UnsupportedOp {
         op: String,
@@ -60,7 +62,7 @@ pub enum OnnxError {
     },
     #[error("invalid model: {0}")]
     Model(String),
-    #[error("the imported graph failed verification: {0}")]
+    #[error("the imported graph is invalid: {0}")]
     Verify(#[source] Box<IrError>),
     #[error("cannot export: {0}")]
     Export(String),

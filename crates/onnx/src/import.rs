@@ -103,9 +103,19 @@ fn load_bytes_named(
     file: &str,
     notes: &mut Vec<String>,
 ) -> Result<Graph> {
-    let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Parse {
-        file: file.to_string(),
-        msg: e.to_string(),
+    let model = ModelProto::decode(bytes).map_err(|e| {
+        let m = e.to_string();
+        let m = m
+            .strip_prefix("failed to decode Protobuf message: ")
+            .unwrap_or(&m);
+        OnnxError::Parse {
+            file: file.to_string(),
+            msg: format!(
+                "at byte {} of {}: {m}; check that it is a complete .onnx file",
+                crate::wire::error_offset(bytes),
+                bytes.len()
+            ),
+        }
     })?;
     if model.graph.is_none() {
         return Err(OnnxError::Parse {
@@ -114,7 +124,7 @@ fn load_bytes_named(
         });
     }
     load_model_collect(&model, base_dir, opts, notes).map_err(|e| match e {
-        OnnxError::Internal(m) => OnnxError::Internal(format!("{file}: {m}")),
+        OnnxError::Internal(m) if file != "<bytes>" => OnnxError::Internal(format!("{file}: {m}")),
         e => e,
     })
 }
@@ -215,10 +225,11 @@ fn input_types(
         };
         if shape.len() != dims.len() {
             return Err(OnnxError::Model(format!(
-                "input '{}' is declared with rank {} ({}), but the given shape {shape:?} has rank {}",
+                "input '{}' is declared with rank {} ({}), but the given shape {} has rank {}",
                 names[i],
                 dims.len(),
                 describe_dims(dims, ps),
+                pimkit_ir::clip(&format!("{shape:?}"), 60),
                 shape.len()
             )));
         }
@@ -228,9 +239,10 @@ fn input_types(
                 && d != v
             {
                 return Err(OnnxError::Model(format!(
-                    "input '{}' is declared as {} but the given shape is {shape:?} (dim {k} must be {d})",
+                    "input '{}' is declared as {} but the given shape is {} (dim {k} must be {d})",
                     names[i],
-                    describe_dims(dims, ps)
+                    describe_dims(dims, ps),
+                    pimkit_ir::clip(&format!("{shape:?}"), 60)
                 )));
             }
             if let Some(p) = p {
@@ -288,7 +300,7 @@ fn describe_dims(dims: &[Option<i64>], params: &[Option<String>]) -> String {
             (None, None) => "?".into(),
         })
         .collect();
-    format!("[{}]", parts.join(", "))
+    pimkit_ir::clip(&format!("[{}]", parts.join(", ")), 60)
 }
 
 /// Like [`load_model`], also returning import notes. Never panics: IR helpers may index
@@ -343,6 +355,7 @@ fn load_model_inner(
         };
         opsets.insert(d.to_string(), o.version());
     }
+    crate::validate::validate(model, &opsets)?;
     let mut opset_notes = vec![];
     if let Some(&v) = opsets.get("")
         && v > NEWEST_OPSET
@@ -394,11 +407,13 @@ fn convert_graph(
 /// A graph's initializers become (lazily decoded) constants.
 pub(crate) fn register_initializers(ctx: &mut Ctx, gp: &crate::proto::GraphProto) -> Result<()> {
     if let Some(sp) = gp.sparse_initializer.first() {
-        let name = sp
-            .values
-            .as_ref()
-            .map(|v| v.name().to_string())
-            .unwrap_or_default();
+        let name = [sp.values.as_ref(), sp.indices.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|t| t.name())
+            .find(|n| !n.is_empty())
+            .unwrap_or("#0 (unnamed)")
+            .to_string();
         return Err(OnnxError::Model(format!(
             "sparse initializer '{name}' is not supported; store it dense (onnx.numpy_helper.to_array)"
         )));
@@ -488,7 +503,7 @@ pub(crate) fn convert_nodes(
             domain: np.domain().to_string(),
             opset,
             node: name.clone(),
-            supported: supported_in(&reg, domain),
+            supported: supported_in(&reg, domain, n.op_type),
         })?;
         let first = ctx.g.nodes.len();
         conv(ctx, &n)?;

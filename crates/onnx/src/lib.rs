@@ -12,7 +12,10 @@ mod error;
 mod export;
 mod fold;
 mod import;
+mod op_since;
 mod tensor;
+mod validate;
+mod wire;
 
 /// The ONNX protobuf messages, generated from the vendored proto/onnx.proto (onnx 1.22.0)
 /// by `cargo run -p xtask -- proto`.

@@ -270,6 +270,7 @@ pub fn decode(tp: &TensorProto, base_dir: Option<&Path>) -> Result<Tensor> {
         // codes in int32_data (4-/2-bit types packed two/four per entry), u32/u64 in
         // uint64_data.
         let i32s = &tp.int32_data;
+        check_int32_range(tp, dt)?;
         let data = match dt {
             DType::F32 => TensorData::F32(tp.float_data.clone()),
             DType::F64 => TensorData::F64(tp.double_data.clone()),
@@ -304,6 +305,38 @@ pub fn decode(tp: &TensorProto, base_dir: Option<&Path>) -> Result<Tensor> {
         data
     };
     Tensor::new(ty.shape, data).ok_or_else(|| terr(tp, "data does not match the shape"))
+}
+
+/// Types narrower than 32 bits travel in `int32_data`; a value outside the type (a uint8
+/// zero point of 300) is a corrupt tensor. onnxruntime truncates it silently, which would
+/// make a quantized model compute with a different zero point than the file shows.
+fn check_int32_range(tp: &TensorProto, dt: DType) -> Result<()> {
+    let (lo, hi): (i64, i64) = match dt {
+        DType::I8 => (-128, 127),
+        DType::U8 => (0, 255),
+        DType::I16 => (-32768, 32767),
+        DType::U16 | DType::F16 | DType::Bf16 => (0, 65535),
+        DType::Bool => (0, 1),
+        DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U32 | DType::U64 => {
+            return Ok(());
+        }
+        // float8/float4 codes and packed 2-/4-bit elements: one byte per entry.
+        _ => (0, 255),
+    };
+    match tp
+        .int32_data
+        .iter()
+        .position(|&x| !(lo..=hi).contains(&(x as i64)))
+    {
+        None => Ok(()),
+        Some(i) => Err(terr(
+            tp,
+            format!(
+                "element {i} is {}, outside the range of {dt} ({lo} to {hi}); store values of the tensor's type (numpy: np.array(..., dtype=...)) or change its data_type",
+                tp.int32_data[i]
+            ),
+        )),
+    }
 }
 
 /// Encode a tensor as a TensorProto with little-endian raw_data.

@@ -419,3 +419,17 @@ fn zero_size_tensors_are_refused_by_name() {
         .to_string();
     assert!(e.contains("'x'") && e.contains("zero-size"), "{e}");
 }
+
+#[test]
+fn a_zero_cycle_limit_is_refused_not_blamed_on_the_program() {
+    let p = compile(&mlp16(), &Arch::default(), &CompileOptions::default()).unwrap();
+    let e = simulate(&p, &x_input(ok_input()), &opts(0))
+        .err()
+        .expect("a zero cycle limit must be refused");
+    assert!(matches!(e, SimError::Options(_)), "{e}");
+    let m = e.to_string();
+    assert!(
+        m.contains("--max-cycles") && m.contains("give at least 1") && !m.contains("loop"),
+        "{m}"
+    );
+}

@@ -359,6 +359,18 @@ pub(crate) fn non_max_suppression(
     score_th: Option<&Tensor>,
     center: bool,
 ) -> OpResult<Tensor> {
+    // Constant folding runs this before type inference has seen the node: check shapes.
+    if boxes.shape.len() != 3
+        || boxes.shape[2] != 4
+        || scores.shape.len() != 3
+        || scores.shape[0] != boxes.shape[0]
+        || scores.shape[2] != boxes.shape[1]
+    {
+        return invalid(format!(
+            "boxes {:?} and scores {:?}: expected [batch, boxes, 4] and [batch, classes, boxes]",
+            boxes.shape, scores.shape
+        ));
+    }
     let (nb, nboxes, ncls) = (boxes.shape[0], boxes.shape[1], scores.shape[1]);
     let bv = boxes.to_f64_vec();
     let sv = scores.to_f64_vec();

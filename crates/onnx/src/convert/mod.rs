@@ -86,10 +86,13 @@ pub(crate) fn registry() -> BTreeMap<(&'static str, &'static str), Converter> {
     r
 }
 
-/// Comma-separated op types the registry supports in `domain` (for error messages).
+/// What the registry supports in `domain`, for the unknown op `op`: the count and the
+/// most similar names (the full list is in docs/onnx.md; a 190-name list would bury the
+/// error).
 pub(crate) fn supported_in(
     r: &BTreeMap<(&'static str, &'static str), Converter>,
     domain: &str,
+    op: &str,
 ) -> String {
     let ops: Vec<&str> = r
         .keys()
@@ -103,11 +106,39 @@ pub(crate) fn supported_in(
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        format!(
+        return format!(
             "no operators in this domain (domains: {})",
             domains.join(", ")
-        )
-    } else {
-        ops.join(", ")
+        );
     }
+    let low = op.to_lowercase();
+    let mut near: Vec<(usize, &str)> = ops
+        .iter()
+        .map(|o| (edit_distance(&low, &o.to_lowercase()), *o))
+        .filter(|&(d, _)| d <= (op.len() / 3).max(2))
+        .collect();
+    near.sort();
+    let near: Vec<&str> = near.iter().take(3).map(|&(_, o)| o).collect();
+    let similar = if near.is_empty() {
+        String::new()
+    } else {
+        format!(" (similar: {})", near.join(", "))
+    };
+    format!("{} other operators in this domain{similar}", ops.len())
+}
+
+/// Levenshtein distance (op names are short).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }

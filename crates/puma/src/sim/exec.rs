@@ -230,11 +230,61 @@ fn fault(tile: usize, who: Option<usize>, pc: usize, msg: impl Into<String>) -> 
     }
 }
 
+/// Words of shared memory tile `t` of `p` has (what [`Machine::new`] allocates).
+fn tile_words(p: &Program, t: usize) -> Option<usize> {
+    let tp = p.tiles.get(t)?;
+    Some(if tp.shmem_words_used > 0 {
+        tp.shmem_words_used
+    } else {
+        p.arch.tile.shared_mem_words
+    })
+}
+
+/// Every input and output map fits the program: one address per element, each inside
+/// its tile's memory (outputs are read from the output tile). A program directory is a
+/// file the user may have edited.
+fn check_io(p: &Program) -> Result<(), SimError> {
+    let maps = p.inputs.iter().map(|io| ("input", io, io.tile));
+    let maps = maps.chain(p.outputs.iter().map(|io| ("output", io, OUTPUT_TILE)));
+    for (kind, io, tile) in maps {
+        let bad = |msg: String| SimError::Program(format!("{kind} `{}`: {msg}", io.name));
+        let n = io
+            .shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| bad(format!("shape {:?} is too large", io.shape)))?;
+        if n != io.addrs.len() {
+            return Err(bad(format!(
+                "shape {:?} has {n} elements but {} addresses are given",
+                io.shape,
+                io.addrs.len()
+            )));
+        }
+        let words = tile_words(p, tile).ok_or_else(|| {
+            bad(format!(
+                "lives on tile {tile}, but the program has {} tiles",
+                p.tiles.len()
+            ))
+        })?;
+        if let Some(a) = io.addrs.iter().find(|&&a| a as usize >= words) {
+            return Err(bad(format!(
+                "address {a} is outside tile {tile}'s {words}-word memory"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl<'a> Machine<'a> {
     /// `lazy`: wake parked agents only when their words change (see `wait.rs`); the
     /// caller re-runs with `false` if [`Machine::inexact`] says that could differ.
     pub fn new(p: &'a Program, opts: &SimOptions, lazy: bool) -> Result<Self, SimError> {
         let arch = &p.arch;
+        if opts.max_cycles == 0 {
+            return Err(SimError::Options(
+                "max_cycles (--max-cycles) = 0: no program finishes in 0 cycles; give at least 1 (default 10^9)".into(),
+            ));
+        }
         if opts.max_cycles > super::MAX_CYCLES_LIMIT {
             return Err(SimError::Options(format!(
                 "max_cycles (--max-cycles) = {} exceeds the supported maximum {} (2^50)",
@@ -244,6 +294,7 @@ impl<'a> Machine<'a> {
         }
         let nc = arch.tile.cores;
         let ntiles = p.tiles.len();
+        check_io(p)?;
         let mut cores = Vec::with_capacity(ntiles * nc);
         for t in 0..ntiles {
             for c in 0..nc {

@@ -114,7 +114,10 @@ pub enum SimError {
     },
     /// The program did not halt within `SimOptions::max_cycles`.
     #[error(
-        "the program did not halt within {limit} cycles (likely an infinite loop): {at}{}; if it really needs longer, raise the limit (`pimkit puma sim/run --max-cycles N`, library `SimOptions::max_cycles`, at most 2^50)",
+        "the program did not halt within {limit} cycles{}: {at}{}; if it really needs longer, raise the limit (`pimkit puma sim/run --max-cycles N`, library `SimOptions::max_cycles`, at most 2^50)",
+        // Only past the default limit is a loop the likely cause; a lower limit was set
+        // by the user and may simply be too low.
+        if *limit >= DEFAULT_MAX_CYCLES { " (likely an infinite loop)" } else { " (an infinite loop, or a --max-cycles limit set too low)" },
         if others.is_empty() { String::new() } else { format!("; still running: {}", others.join("; ")) }
     )]
     Timeout {

@@ -1,0 +1,58 @@
+//! A bounded, deterministic fuzzing pass per target (about 20 s in a debug build), and a
+//! replay of the seed corpus and of every crash found so far (`regressions/<target>/`,
+//! each fixed). The long run is
+//! `cargo run -p pimkit-fuzz --release -- --hours 2 TARGET` (docs/testing.md).
+
+use pimkit_fuzz::{Options, crate_dir, fuzz, read_dir_files, run_one, target};
+use std::time::Duration;
+
+fn corpus(name: &str) -> Vec<Vec<u8>> {
+    let seeds = read_dir_files(&crate_dir().join("corpus").join(name));
+    assert!(!seeds.is_empty(), "no seeds for {name}");
+    seeds.into_iter().map(|(_, b)| b).collect()
+}
+
+fn smoke(name: &str, iterations: u64) {
+    let t = target(name).unwrap();
+    let o = Options {
+        seed: 7,
+        iterations,
+        duration: Duration::from_secs(600),
+        // Crashing inputs land where the long run puts them, to be replayed and kept.
+        crash_dir: Some(crate_dir().join("../../tools/out/fuzz-smoke")),
+        slow: Duration::from_secs(60),
+    };
+    let r = fuzz(&t, &corpus(name), &o);
+    assert_eq!(r.iterations, iterations);
+    let msgs: Vec<&str> = r.crashes.iter().map(|(m, _)| m.as_str()).collect();
+    assert!(msgs.is_empty(), "{name}: {} crashes: {msgs:#?}", msgs.len());
+}
+
+#[test]
+fn seeds_and_regressions_do_not_crash() {
+    for name in ["onnx", "npy", "puma"] {
+        let t = target(name).unwrap();
+        for dir in ["corpus", "regressions"] {
+            for (p, b) in read_dir_files(&crate_dir().join(dir).join(name)) {
+                if let Err(m) = run_one(&t, &b) {
+                    panic!("{}: {m}", p.display());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn onnx_smoke() {
+    smoke("onnx", 15_000);
+}
+
+#[test]
+fn npy_smoke() {
+    smoke("npy", 8_000);
+}
+
+#[test]
+fn puma_smoke() {
+    smoke("puma", 1_500);
+}
