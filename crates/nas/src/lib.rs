@@ -23,7 +23,7 @@ pub use eval::{AccuracySpec, Evaluator};
 pub use nsga::{GenStats, NsgaConfig};
 pub use output::{front_svg, front_table, report_section, summary_table, write_outputs};
 pub use search::{
-    BaseInfo, Candidate, HwObjective, SearchConfig, SearchResult, evaluate_config, pareto_front,
-    search,
+    AccuracyOracle, BaseInfo, Candidate, HwObjective, SearchConfig, SearchResult, evaluate_config,
+    pareto_front, search, search_with_oracle,
 };
 pub use space::{Config, Space};

@@ -146,9 +146,21 @@ pub struct SearchResult {
     pub history: Vec<GenStats>,
 }
 
+/// Accuracies for a batch of candidates that fit the budget (their hardware figures
+/// filled in, `accuracy` None), in the same order; `None` = not measured. Drives searches
+/// whose accuracy comes from outside (the Python package's ask/tell `pimkit.nas.Search`).
+pub type AccuracyOracle<'a> = dyn Fn(&[Candidate]) -> Result<Vec<Option<f64>>> + Sync + 'a;
+
+/// Where accuracies come from: a built-in evaluator, one candidate at a time, or an
+/// oracle that takes each generation's new feasible candidates at once.
+enum Accuracy<'a> {
+    Builtin(&'a Evaluator),
+    Oracle(&'a AccuracyOracle<'a>),
+}
+
 struct Ctx<'a> {
     cfg: &'a SearchConfig,
-    eval: &'a Evaluator,
+    eval: Accuracy<'a>,
     budget: usize,
     base_latency: u64,
 }
@@ -207,8 +219,8 @@ fn evaluate_one(ctx: &Ctx<'_>, c: &Config) -> Result<Candidate> {
     let mut cand = hardware(ctx, c)?;
     // Skip the (costly) accuracy of candidates that do not fit: constrained domination
     // ranks them by their violation alone.
-    if cand.fits {
-        cand.accuracy = ctx.eval.evaluate(&ctx.cfg.space, c)?;
+    if let (true, Accuracy::Builtin(e)) = (cand.fits, &ctx.eval) {
+        cand.accuracy = e.evaluate(&ctx.cfg.space, c)?;
     }
     Ok(cand)
 }
@@ -266,14 +278,34 @@ impl Problem for NasProblem<'_> {
             let c = space.decode(g)?;
             Ok((g.clone(), evaluate_one(&self.ctx, &c)?))
         };
-        let done: Vec<Result<(Vec<u8>, Candidate)>> = if self.ctx.eval.parallel() {
+        let parallel = match &self.ctx.eval {
+            Accuracy::Builtin(e) => e.parallel(),
+            Accuracy::Oracle(_) => true,
+        };
+        let done: Vec<Result<(Vec<u8>, Candidate)>> = if parallel {
             todo.par_iter().map(run).collect()
         } else {
             todo.iter().map(run).collect()
         };
+        let mut done = done.into_iter().collect::<Result<Vec<_>>>()?;
+        if let Accuracy::Oracle(oracle) = &self.ctx.eval {
+            let ask: Vec<usize> = (0..done.len()).filter(|&i| done[i].1.fits).collect();
+            if !ask.is_empty() {
+                let batch: Vec<Candidate> = ask.iter().map(|&i| done[i].1.clone()).collect();
+                let acc = oracle(&batch)?;
+                if acc.len() != ask.len() {
+                    return Err(NasError::Option {
+                        option: "accuracy",
+                        msg: format!("{} accuracies told for {} candidates", acc.len(), ask.len()),
+                    });
+                }
+                for (&i, a) in ask.iter().zip(acc) {
+                    done[i].1.accuracy = a;
+                }
+            }
+        }
         let mut cache = self.cache.lock().expect("lock");
-        for d in done {
-            let (g, c) = d?;
+        for (g, c) in done {
             cache.insert(g, c);
         }
         Ok(genomes
@@ -385,18 +417,57 @@ pub fn pareto_front(cands: &[Candidate], obj: HwObjective) -> Vec<Candidate> {
 
 /// Run the search. `progress` sees every generation's statistics.
 pub fn search(cfg: &SearchConfig, progress: &mut dyn FnMut(&GenStats)) -> Result<SearchResult> {
+    check_sizes(cfg)?;
+    let eval = Evaluator::new(&cfg.accuracy, &cfg.space, cfg.nsga.seed, cfg.proxy_batch)?;
+    let (label, proxy) = (eval.label(), eval.is_proxy());
+    run_search(cfg, Accuracy::Builtin(&eval), label, proxy, progress)
+}
+
+/// Run the search with accuracies from `oracle` (`cfg.accuracy` is not used; `label`
+/// names the source in the results). With the same accuracies for the same candidates
+/// the search is the same as [`search`]'s: same seed, same generations, same front.
+pub fn search_with_oracle(
+    cfg: &SearchConfig,
+    label: &str,
+    oracle: &AccuracyOracle<'_>,
+    progress: &mut dyn FnMut(&GenStats),
+) -> Result<SearchResult> {
+    check_sizes(cfg)?;
+    run_search(
+        cfg,
+        Accuracy::Oracle(oracle),
+        label.to_string(),
+        false,
+        progress,
+    )
+}
+
+fn check_sizes(cfg: &SearchConfig) -> Result<()> {
     if cfg.samples == 0 || cfg.sdw == 0 {
         return Err(NasError::Option {
             option: "samples",
             msg: "samples and S_DW must be at least 1".into(),
         });
     }
-    let eval = Evaluator::new(&cfg.accuracy, &cfg.space, cfg.nsga.seed, cfg.proxy_batch)?;
-    let (base, budget) = base_info(cfg, Some(&eval))?;
+    Ok(())
+}
+
+fn run_search(
+    cfg: &SearchConfig,
+    eval: Accuracy<'_>,
+    label: String,
+    proxy: bool,
+    progress: &mut dyn FnMut(&GenStats),
+) -> Result<SearchResult> {
+    let builtin = match &eval {
+        Accuracy::Builtin(e) => Some(*e),
+        Accuracy::Oracle(_) => None,
+    };
+    let (base, budget) = base_info(cfg, builtin)?;
     let prob = NasProblem {
         ctx: Ctx {
             cfg,
-            eval: &eval,
+            eval,
             budget,
             base_latency: base.isaac_latency_cycles,
         },
@@ -430,8 +501,8 @@ pub fn search(cfg: &SearchConfig, progress: &mut dyn FnMut(&GenStats)) -> Result
     let isaac = base.isaac_crossbars.max(1) as f64;
     Ok(SearchResult {
         space: cfg.space.name.clone(),
-        evaluator: eval.label(),
-        proxy: eval.is_proxy(),
+        evaluator: label,
+        proxy,
         objective: cfg.objective,
         budget_relative: budget as f64 / isaac,
         budget_crossbars: budget,
@@ -459,7 +530,7 @@ pub fn evaluate_config(cfg: &SearchConfig, c: &Config) -> Result<Candidate> {
     let (base, budget) = base_info(cfg, None)?;
     let ctx = Ctx {
         cfg,
-        eval: &eval,
+        eval: Accuracy::Builtin(&eval),
         budget,
         base_latency: base.isaac_latency_cycles,
     };

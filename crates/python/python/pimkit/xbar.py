@@ -1,0 +1,120 @@
+"""RRAM crossbar mapping after RNC (``pimkit xbar``): :func:`map` and :func:`sweep`.
+
+>>> import pimkit
+>>> r = pimkit.xbar.map("zoo:rnc_mobilenet_v3_small", budget=1.2)
+>>> r["crossbars_used"], r["speedup"]
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Dict, List, Optional, Sequence
+
+from . import _native, distributed
+from ._result import Result
+
+__all__ = ["map", "sweep", "PAPER_BUDGETS", "PAPER_SDW", "PAPER_SAMPLES"]
+
+PAPER_BUDGETS = [0.8, 1.0, 1.2, 1.8]
+PAPER_SDW = [1, 5, 10, 20]
+PAPER_SAMPLES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def map(
+    model,
+    *,
+    arch: Optional[str] = None,
+    xbar: Optional[int] = None,
+    depthwise: Optional[str] = None,
+    mode: Optional[str] = None,
+    seed: Optional[int] = None,
+    no_dup: bool = False,
+    budget: Optional[float] = None,
+    crossbars: Optional[int] = None,
+    sdw: Optional[int] = None,
+    samples: Optional[int] = None,
+    out: Optional[str] = None,
+) -> Result:
+    """Map a model onto crossbars: partition, duplication, packing, latency against the
+    ISAAC-like baseline (``pimkit xbar map --json``). ``budget`` is a multiple of the
+    ISAAC-like crossbar count, ``crossbars`` an absolute count; ``xbar`` sets the
+    crossbar size (rows = columns). ``out`` also writes result.json, summary.csv,
+    layers.csv and packing.svg there. Per-layer table: ``result.layers_frame()``.
+
+    >>> r = pimkit.xbar.map("zoo:lenet5", xbar=64, budget=1.0)
+    >>> r["fits"], r["crossbars_used"]
+    """
+    return Result.from_json(
+        _native.xbar_map(
+            model,
+            arch=arch,
+            xbar=xbar,
+            depthwise=depthwise,
+            mode=mode,
+            seed=seed,
+            no_dup=no_dup,
+            budget=budget,
+            crossbars=crossbars,
+            sdw=sdw,
+            samples=samples,
+            out=out,
+        )
+    )
+
+
+def _sweep_point(point, model, samples, opts):
+    """One (budget, S_DW) point of a sweep (module level: it is shipped to workers)."""
+    b, s = point
+    return json_loads(_native.xbar_sweep(model, [b], [s], samples, **opts))
+
+
+def json_loads(text: str) -> Dict[str, Any]:
+    import json
+
+    return json.loads(text)
+
+
+def sweep(
+    model,
+    *,
+    budgets: Sequence[float] = PAPER_BUDGETS,
+    sdw: Sequence[int] = PAPER_SDW,
+    samples: Sequence[int] = PAPER_SAMPLES,
+    arch: Optional[str] = None,
+    xbar: Optional[int] = None,
+    depthwise: Optional[str] = None,
+    mode: Optional[str] = None,
+    seed: Optional[int] = None,
+    no_dup: bool = False,
+    out: Optional[str] = None,
+    executor: distributed.ExecutorLike = None,
+) -> Result:
+    """Sweep crossbar budgets x depthwise split factors x sample counts
+    (``pimkit xbar sweep --json``; defaults: the paper's grid). ``result["rows"]`` has
+    one record per point; ``result.frame("rows")`` as a DataFrame.
+
+    ``executor=None`` runs the sweep in this process (as the CLI); ``"local"``,
+    ``"ray"`` or an executor object runs each (budget, S_DW) pair as one work item and
+    merges the rows in the CLI's order: the result is identical.
+
+    >>> r = pimkit.xbar.sweep("zoo:rnc_mobilenet_v3_small?weights=none",
+    ...                       budgets=[1.0, 1.2], sdw=[1], samples=[8], executor="ray")
+    >>> r.frame("rows")[["budget", "speedup"]]
+    """
+    opts = dict(arch=arch, xbar=xbar, depthwise=depthwise, mode=mode, seed=seed, no_dup=no_dup)
+    budgets, sdw, samples = [float(b) for b in budgets], [int(s) for s in sdw], [int(k) for k in samples]
+    if executor is None:
+        return Result.from_json(_native.xbar_sweep(model, budgets, sdw, samples, out=out, **opts))
+    points = [(b, s) for b in budgets for s in sdw]
+    if not points:
+        # The native call reports the empty grid with the CLI's message.
+        return Result.from_json(_native.xbar_sweep(model, budgets, sdw, samples, **opts))
+    fn = functools.partial(_sweep_point, model=model, samples=samples, opts=opts)
+    parts = distributed.map(fn, points, executor=executor)
+    merged = dict(parts[0])
+    merged["rows"] = [row for p in parts for row in p["rows"]]
+    if out is not None:
+        import json
+
+        _native.xbar_sweep_files(json.dumps(merged), out, **opts)
+    return Result(merged)
