@@ -531,3 +531,15 @@ fn report_on_a_float_cnn_fills_every_engine_with_a_summary() {
         "long tables are collapsed"
     );
 }
+
+#[test]
+fn absurd_xbar_budgets_exit_2_naming_the_option() {
+    for (flag, v) in [
+        ("--budget", "1.8e19"),
+        ("--budget", "0"),
+        ("--crossbars", "18446744073709551615"),
+        ("--samples", "0"),
+    ] {
+        assert_user_error(&pimkit(&["xbar", "map", "zoo:lenet5", flag, v]), &[flag]);
+    }
+}

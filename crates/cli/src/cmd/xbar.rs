@@ -51,16 +51,16 @@ pub struct MapArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// Budget as a multiple of the ISAAC-like crossbar count.
-    #[arg(long, conflicts_with = "crossbars")]
+    #[arg(long, conflicts_with = "crossbars", value_parser = crate::bounds::budget)]
     pub budget: Option<f64>,
     /// Budget as an absolute number of crossbars.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::bounds::int_in::<1, 16777216>)]
     pub crossbars: Option<usize>,
     /// Depthwise split factor S_DW.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::bounds::int_in::<1, 4096>)]
     pub sdw: Option<usize>,
     /// Samples streamed through the network.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::bounds::int_in::<1, 1048576>)]
     pub samples: Option<usize>,
     /// Print the result as JSON.
     #[arg(long)]
