@@ -53,10 +53,14 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     // Fastest time of every node over the runs (the least disturbed by other load).
     let mut node_s = vec![f64::INFINITY; g.nodes.len()];
     let mut cpu_times = Vec::with_capacity(a.runs);
+    // Per-node progress on a terminal (a single node may run for minutes on huge inputs).
+    let pb = crate::output::progress(g.nodes.len() as u64, "nodes");
+    let shown = !pb.is_hidden();
     for _ in 0..a.runs {
+        pb.set_position(0);
         let c0 = cpu_time_s();
         let t0 = std::time::Instant::now();
-        outs = if a.profile {
+        let run = if a.profile {
             let mut last = std::time::Instant::now();
             pimkit_interp::run_observed(&g, &inputs, &mut |id, _| {
                 let now = std::time::Instant::now();
@@ -64,13 +68,24 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 *s = s.min((now - last).as_secs_f64());
                 last = now;
             })
+        } else if shown {
+            pimkit_interp::run_observed(&g, &inputs, &mut |id, _| {
+                pb.set_position(id.0 as u64 + 1);
+                if let Some(next) = g.nodes.get(id.0 as usize + 1) {
+                    pb.set_message(next.name.clone());
+                }
+            })
         } else {
             pimkit_interp::run(&g, &inputs)
-        }
-        .map_err(user)?;
+        };
+        outs = run.map_err(|e| {
+            pb.finish_and_clear();
+            user(e)
+        })?;
         times.push(t0.elapsed().as_secs_f64() * 1e3);
         cpu_times.push((cpu_time_s() - c0) * 1e3);
     }
+    pb.finish_and_clear();
     let ms = median(&times);
     if a.profile {
         print_profile(&g, &node_s);

@@ -162,8 +162,13 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         options: opts.clone(),
         with_reference: false,
     };
-    let out = Offload::run(&g, &opts.arch, &eo, &mut pimkit_engine::NoProgress)
-        .map_err(crate::error::engine)?;
+    let pb = crate::output::spinner("offload");
+    let out = Offload::run(&g, &opts.arch, &eo, &mut |i: usize, _: usize, what: &str| {
+        pb.set_position(i as u64);
+        pb.set_message(what.to_string());
+    });
+    pb.finish_and_clear();
+    let out = out.map_err(crate::error::engine)?;
     let hostc = out.analysis.host.clone();
     let analysis = &out.analysis;
     let mut emitted = None;
