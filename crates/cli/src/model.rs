@@ -126,6 +126,15 @@ pub fn load_model_full(
         eprintln!("note: {spec}: {n}");
     }
     r.map_err(|e| {
+        if let pimkit_onnx::OnnxError::InputShape { input, msg } = &e {
+            // The data's fault: name the .npy file it came from (by name, or a lone file).
+            let files = input_files().lock().ok();
+            let file = files.and_then(|m| m.get(input).or_else(|| m.get("")).cloned());
+            let at = file.map_or_else(|| format!("--shape {input}"), |f| f);
+            return user(format!(
+                "{at}: {msg}; give data of the declared shape (or a model exported with dynamic dims)"
+            ));
+        }
         let msg = in_file(spec, &e.to_string());
         // A panic caught in the importer is pimkit's bug (exit 1), not the file's.
         if matches!(e, pimkit_onnx::OnnxError::Internal(_)) {
@@ -193,9 +202,21 @@ pub fn read_inputs(args: &[String]) -> anyhow::Result<Vec<(String, Tensor)>> {
             )));
         }
         let t = pimkit_ir::npy::read_npy(Path::new(&file)).map_err(user)?;
+        input_files()
+            .lock()
+            .map(|mut m| m.insert(name.clone(), file.clone()))
+            .ok();
         out.push((name, t));
     }
     Ok(out)
+}
+
+/// The .npy file each `--input` came from (by the name given, "" for a lone file), so
+/// that a type or shape mismatch found later names the file.
+fn input_files() -> &'static std::sync::Mutex<HashMap<String, String>> {
+    static FILES: std::sync::OnceLock<std::sync::Mutex<HashMap<String, String>>> =
+        std::sync::OnceLock::new();
+    FILES.get_or_init(Default::default)
 }
 
 /// Match inputs read by [`read_inputs`] to the graph's inputs; fill the rest from
@@ -208,7 +229,12 @@ pub fn bind_inputs(
 ) -> anyhow::Result<HashMap<String, Tensor>> {
     let names: Vec<String> = g.inputs.iter().map(|&v| g.value(v).name.clone()).collect();
     let mut out = HashMap::new();
-    for (name, t) in given {
+    for (given_name, t) in given {
+        let file = input_files()
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&given_name).cloned());
+        let name = given_name;
         let name = if name.is_empty() {
             match names.as_slice() {
                 [only] => only.clone(),
@@ -236,6 +262,16 @@ pub fn bind_inputs(
         } else {
             t
         };
+        let ty = g.ty(id);
+        if t.dtype() != ty.dtype || t.shape != ty.shape {
+            let at = file.map(|f| format!("{f}: ")).unwrap_or_default();
+            return Err(user(format!(
+                "{at}input '{name}' is {}{:?}, the model expects {ty}; give an array of that \
+                 dtype and shape (or bind the model's symbolic dims with --dim/--shape)",
+                t.dtype(),
+                t.shape
+            )));
+        }
         out.insert(name, t);
     }
     if let Some(seed) = random {

@@ -90,7 +90,7 @@ fn exec_rejects_wrong_shape_dtype_and_names() {
             "--input",
             &format!("x={}", fixture("wrong_shape.npy")),
         ]),
-        &["x", "[2, 4]"],
+        &["wrong_shape.npy: ", "x", "[2, 4]"],
     );
     assert_user_error(
         &pimkit(&[
@@ -99,7 +99,7 @@ fn exec_rejects_wrong_shape_dtype_and_names() {
             "--input",
             &format!("x={}", fixture("wrong_dtype.npy")),
         ]),
-        &["x", "i32"],
+        &["wrong_dtype.npy: ", "x", "i32"],
     );
     assert_user_error(
         &pimkit(&[

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 /// names the file, node, attribute or tensor it is about and, where possible, what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum OnnxError {
+    /// A given input (its data or shape) does not fit the model's declaration.
+    #[error("{msg}")]
+    InputShape { input: String, msg: String },
     #[error("{path}: cannot read it: {source}")]
     Io {
         path: PathBuf,

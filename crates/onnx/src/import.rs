@@ -224,26 +224,32 @@ fn input_types(
             continue;
         };
         if shape.len() != dims.len() {
-            return Err(OnnxError::Model(format!(
-                "input '{}' is declared with rank {} ({}), but the given shape {} has rank {}",
-                names[i],
-                dims.len(),
-                describe_dims(dims, ps),
-                pimkit_ir::clip(&format!("{shape:?}"), 60),
-                shape.len()
-            )));
+            return Err(OnnxError::InputShape {
+                input: names[i].to_string(),
+                msg: format!(
+                    "input '{}' is declared with rank {} ({}), but the given shape {} has rank {}",
+                    names[i],
+                    dims.len(),
+                    describe_dims(dims, ps),
+                    pimkit_ir::clip(&format!("{shape:?}"), 60),
+                    shape.len()
+                ),
+            });
         }
         for (k, (&d, p)) in dims.iter().zip(ps).enumerate() {
             let v = shape[k] as i64;
             if let Some(d) = d
                 && d != v
             {
-                return Err(OnnxError::Model(format!(
-                    "input '{}' is declared as {} but the given shape is {} (dim {k} must be {d})",
-                    names[i],
-                    describe_dims(dims, ps),
-                    pimkit_ir::clip(&format!("{shape:?}"), 60)
-                )));
+                return Err(OnnxError::InputShape {
+                    input: names[i].to_string(),
+                    msg: format!(
+                        "input '{}' is declared as {} but the given shape is {} (dim {k} must be {d})",
+                        names[i],
+                        describe_dims(dims, ps),
+                        pimkit_ir::clip(&format!("{shape:?}"), 60)
+                    ),
+                });
             }
             if let Some(p) = p {
                 let from = format!("input '{}' dim {k}", names[i]);

@@ -163,10 +163,15 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
         with_reference: false,
     };
     let pb = crate::output::spinner("offload");
-    let out = Offload::run(&g, &opts.arch, &eo, &mut |i: usize, _: usize, what: &str| {
-        pb.set_position(i as u64);
-        pb.set_message(what.to_string());
-    });
+    let out = Offload::run(
+        &g,
+        &opts.arch,
+        &eo,
+        &mut |i: usize, _: usize, what: &str| {
+            pb.set_position(i as u64);
+            pb.set_message(what.to_string());
+        },
+    );
     pb.finish_and_clear();
     let out = out.map_err(crate::error::engine)?;
     let hostc = out.analysis.host.clone();
