@@ -38,6 +38,12 @@ pub fn targets() -> Vec<Target> {
             structured: None,
         },
         Target {
+            name: "arch",
+            run: targets::arch,
+            max_len: 1 << 14,
+            structured: None,
+        },
+        Target {
             name: "puma",
             run: targets::puma,
             max_len: 1 << 18,

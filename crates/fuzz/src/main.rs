@@ -12,7 +12,7 @@ use std::time::Duration;
 #[derive(Parser)]
 #[command(about = "Fuzz pimkit's input readers; crashing inputs are saved")]
 struct Args {
-    /// onnx, npy, puma or all
+    /// onnx, npy, arch, puma or all
     target: String,
     /// How long to run (each target, for `all`)
     #[arg(long, default_value_t = 0.0)]
@@ -94,7 +94,9 @@ fn main() -> ExitCode {
     let mut crashed = false;
     for name in names {
         let Some(t) = pimkit_fuzz::target(name) else {
-            eprintln!("pimkit-fuzz: error: unknown target '{name}'; use onnx, npy, puma or all");
+            eprintln!(
+                "pimkit-fuzz: error: unknown target '{name}'; use onnx, npy, arch, puma or all"
+            );
             return ExitCode::from(2);
         };
         if let Some(f) = &a.replay {

@@ -20,6 +20,20 @@ pub fn onnx(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
+/// Architecture files: the one loader (`pimkit_engine::arch`, what `--arch FILE` reads)
+/// with every engine's hardware description, each validating what loads.
+pub fn arch(bytes: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Ok(());
+    };
+    use pimkit_engine::arch::from_str;
+    let _ = from_str::<pimkit_xbar::Arch>(text, "fuzz.toml");
+    let _ = from_str::<pimkit_puma::Arch>(text, "fuzz.toml");
+    let _ = from_str::<pimkit_vpu::Arch>(text, "fuzz.toml");
+    let _ = from_str::<pimkit_offload::PimArch>(text, "fuzz.toml");
+    Ok(())
+}
+
 /// `.npy` reader: `pimkit_ir::npy::read_npy` on the bytes written to a file.
 pub fn npy(bytes: &[u8]) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| format!("harness: {e}"))?;

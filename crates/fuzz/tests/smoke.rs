@@ -30,7 +30,7 @@ fn smoke(name: &str, iterations: u64) {
 
 #[test]
 fn seeds_and_regressions_do_not_crash() {
-    for name in ["onnx", "npy", "puma"] {
+    for name in ["onnx", "npy", "arch", "puma"] {
         let t = target(name).unwrap();
         for dir in ["corpus", "regressions"] {
             for (p, b) in read_dir_files(&crate_dir().join(dir).join(name)) {
@@ -55,4 +55,9 @@ fn npy_smoke() {
 #[test]
 fn puma_smoke() {
     smoke("puma", 1_500);
+}
+
+#[test]
+fn arch_smoke() {
+    smoke("arch", 20_000);
 }
