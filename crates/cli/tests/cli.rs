@@ -543,3 +543,28 @@ fn absurd_xbar_budgets_exit_2_naming_the_option() {
         assert_user_error(&pimkit(&["xbar", "map", "zoo:lenet5", flag, v]), &[flag]);
     }
 }
+
+#[test]
+fn absurd_crossbar_architecture_values_exit_2_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.toml");
+    for (text, field) in [
+        ("[crossbar]\nrows = 9223372036854775807\n", "crossbar.rows"),
+        (
+            "[timing]\nread_latency_ns = 1e300\n",
+            "timing.read_latency_ns",
+        ),
+        ("[timing]\ndac_bits = 4294967295\n", "timing.dac_bits"),
+        ("[defaults]\nbudget = 1.8e19\n", "defaults.budget"),
+        (
+            "[packing]\nmax_load = 9223372036854775807\n",
+            "packing.max_load",
+        ),
+    ] {
+        std::fs::write(&f, text).unwrap();
+        assert_user_error(
+            &pimkit(&["xbar", "map", "zoo:lenet5", "--arch", f.to_str().unwrap()]),
+            &["x.toml", field],
+        );
+    }
+}

@@ -195,17 +195,18 @@ impl Arch {
             return bad("crossbar.cell_bits", "must be between 1 and 32");
         }
         let t = &self.timing;
-        if !(t.read_latency_ns.is_finite() && t.read_latency_ns > 0.0) {
+        // 1 s per read bounds every latency product far from overflow.
+        if !(t.read_latency_ns > 0.0 && t.read_latency_ns <= 1e9) {
             return bad(
                 "timing.read_latency_ns",
-                "must be a positive number of nanoseconds",
+                "must be a number of nanoseconds in (0, 1e9]",
             );
         }
-        if t.input_bits == 0 || t.dac_bits == 0 {
-            return bad(
-                "timing.input_bits",
-                "input_bits and dac_bits must be at least 1",
-            );
+        if t.input_bits == 0 || t.input_bits > 64 {
+            return bad("timing.input_bits", "must be between 1 and 64");
+        }
+        if t.dac_bits == 0 || t.dac_bits > 64 {
+            return bad("timing.dac_bits", "must be between 1 and 64");
         }
         if self.packing.restarts > 100_000 {
             return bad(
@@ -213,8 +214,11 @@ impl Arch {
                 "must be at most 100000 (each restart is one more packing; 1 is fastest)",
             );
         }
-        if self.packing.max_load == 0 {
-            return bad("packing.max_load", "must be at least 1 box per crossbar");
+        if self.packing.max_load == 0 || self.packing.max_load > 1 << 20 {
+            return bad(
+                "packing.max_load",
+                "must be between 1 and 1048576 boxes per crossbar",
+            );
         }
         let d = &self.duplication;
         if !(d.margin_start > 0.0 && d.margin_start <= 1.0) {
@@ -227,16 +231,16 @@ impl Arch {
             return bad("duplication.margin_step", "must be in (0, 1)");
         }
         let f = &self.defaults;
-        if !(f.budget.is_finite() && f.budget > 0.0) {
+        if !(f.budget > 0.0 && f.budget <= 1000.0) {
             return bad(
                 "defaults.budget",
-                "must be a positive multiple of the ISAAC-like crossbar count",
+                "must be a multiple of the ISAAC-like crossbar count in (0, 1000] (as --budget)",
             );
         }
-        if f.sdw == 0 {
+        if f.sdw == 0 || f.sdw > 4096 {
             return bad(
                 "defaults.sdw",
-                "the depthwise split factor must be at least 1",
+                "the depthwise split factor must be between 1 and 4096 (as --sdw)",
             );
         }
         if f.samples == 0 || f.samples > 1 << 20 {
