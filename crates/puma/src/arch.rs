@@ -251,8 +251,12 @@ impl Arch {
                 "must be in 1..=8 (mvm mask is 8 bits)",
             ));
         }
-        if self.core.alu_lanes == 0 {
-            return Err(inv("core.alu_lanes", 0, "must be at least 1"));
+        if !(1..=1024).contains(&self.core.alu_lanes) {
+            return Err(inv(
+                "core.alu_lanes",
+                self.core.alu_lanes,
+                "must be in 1..=1024",
+            ));
         }
         if self.core.data_mem_words < 256 {
             return Err(inv(
@@ -278,8 +282,12 @@ impl Arch {
                 "must be in 1..=31",
             ));
         }
-        if self.tile.receive_fifo_depth == 0 {
-            return Err(inv("tile.receive_fifo_depth", 0, "must be at least 1"));
+        if !(1..=4096).contains(&self.tile.receive_fifo_depth) {
+            return Err(inv(
+                "tile.receive_fifo_depth",
+                self.tile.receive_fifo_depth,
+                "must be in 1..=4096",
+            ));
         }
         if self.tile.shared_mem_words == 0
             || self.tile.shared_mem_words > 1 << (crate::encode::SET_IMM_BITS - 1)
@@ -290,8 +298,10 @@ impl Arch {
                 "must be in 1..=2^21",
             ));
         }
-        if self.node.tiles == 0 {
-            return Err(inv("node.tiles", 0, "must be at least 1"));
+        // Tile ids of the whole system (node.count x node.tiles) stay far below any
+        // overflow; the paper's node has 138.
+        if !(1..=65536).contains(&self.node.tiles) {
+            return Err(inv("node.tiles", self.node.tiles, "must be in 1..=65536"));
         }
         if !(1..=1024).contains(&self.node.count) {
             return Err(inv("node.count", self.node.count, "must be in 1..=1024"));

@@ -289,6 +289,17 @@ fn bad_arch_toml_values_are_named() {
             "instr_mem_entries = 0",
             "tile.instr_mem_entries",
         ),
+        (
+            "alu_lanes = 4",
+            "alu_lanes = 9223372036854775807",
+            "core.alu_lanes",
+        ),
+        (
+            "receive_fifo_depth = 1",
+            "receive_fifo_depth = 9223372036854775807",
+            "tile.receive_fifo_depth",
+        ),
+        ("tiles = 138", "tiles = 9223372036854775807", "node.tiles"),
     ];
     for (from, to, field) in cases {
         assert_eq!(d.matches(from).count(), 1, "{from}");
