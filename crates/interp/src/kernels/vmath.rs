@@ -127,40 +127,10 @@ mod tests {
         (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
     }
 
-    /// The scalar form this module replaced (series summed term by term).
+    /// The scalar form this module replaced (series summed term by term), kept for f64
+    /// tensors in `crate::erf`.
     fn reference_erf(x: f64) -> f64 {
-        if x.is_nan() {
-            return x;
-        }
-        let ax = x.abs();
-        if ax < 0.5 {
-            // erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1))
-            let x2 = x * x;
-            let mut term = x; // (-1)^n x^(2n+1) / n!
-            let mut sum = x;
-            for n in 1..30 {
-                term *= -x2 / n as f64;
-                let t = term / (2 * n + 1) as f64;
-                sum += t;
-                if t.abs() < 1e-17 * sum.abs() {
-                    break;
-                }
-            }
-            return sum * std::f64::consts::FRAC_2_SQRT_PI;
-        }
-        let t = 1.0 / (1.0 + 0.5 * ax);
-        let poly = -ax * ax - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-        let erfc = t * poly.exp();
-        let r = 1.0 - erfc;
-        if x < 0.0 { -r } else { r }
+        crate::erf::erf_f64(x)
     }
 
     #[test]
