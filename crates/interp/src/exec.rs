@@ -150,9 +150,7 @@ fn execute(
     }
 
     for (ni, node) in g.nodes.iter().enumerate() {
-        let outs = if let Some(t) = in_place(node, &mut vals, &uses, substitute, ni) {
-            vec![t]
-        } else {
+        let outs = {
             let mut ins = Vec::with_capacity(node.inputs.len());
             for inp in &node.inputs {
                 match inp {
@@ -181,6 +179,9 @@ fn execute(
                     op: node.op.name().into(),
                     msg,
                 })?
+            } else if let Some(v) = reusable_input(node, &vals, &uses) {
+                drop(ins);
+                in_place(&node.op, v, &mut vals)
             } else {
                 eval_node(node, ins, node.outputs.iter().map(|&o| g.ty(o)).collect())?
             }
@@ -263,52 +264,51 @@ pub fn eval_node(
     })
 }
 
-/// Clip and Relu on an f32 value that this node is the last to read and that the
-/// interpreter owns (not a graph input or constant): computed in its own buffer, with the
-/// kernels' arithmetic, instead of allocating the output (a CNN's activations are
-/// megabytes each). `None`: run the node normally.
-fn in_place(
+/// The input of a Clip or Relu node that may be computed in place: an f32 value this
+/// node is the last to read and that the interpreter owns (not a graph input or
+/// constant). A CNN's activations are megabytes each; this saves allocating the output.
+fn reusable_input(
     node: &pimkit_ir::Node,
-    vals: &mut [Option<Cow<'_, Tensor>>],
+    vals: &[Option<Cow<'_, Tensor>>],
     uses: &[usize],
-    substitute: &mut Substitute<'_>,
-    ni: usize,
-) -> Option<Tensor> {
+) -> Option<pimkit_ir::ValueId> {
     use pimkit_ir::{Op, TensorData, UnaryOp};
-    let clip = match &node.op {
-        Op::Clip { min, max } => Some((
-            min.unwrap_or(f32::NEG_INFINITY),
-            max.unwrap_or(f32::INFINITY),
-        )),
-        Op::Unary(UnaryOp::Relu) => None,
-        _ => return None,
-    };
+    if !matches!(node.op, Op::Clip { .. } | Op::Unary(UnaryOp::Relu)) {
+        return None;
+    }
     let [Some(v)] = node.inputs[..] else {
         return None;
     };
-    if uses[v.idx()] != 1 || !matches!(vals[v.idx()], Some(Cow::Owned(_))) {
-        return None;
+    match &vals[v.idx()] {
+        Some(Cow::Owned(t)) if uses[v.idx()] == 1 && matches!(t.data, TensorData::F32(_)) => {
+            Some(v)
+        }
+        _ => None,
     }
-    // An engine substituting this node must see it (the hook is asked with the input).
-    if let Some(Some(Cow::Owned(t))) = vals.get(v.idx())
-        && substitute(NodeId(ni as u32), &[Some(t)]).is_some()
-    {
-        return None;
-    }
-    let Some(Cow::Owned(mut t)) = vals[v.idx()].take() else {
-        return None;
+}
+
+/// Clip or Relu computed in the buffer of its [`reusable_input`], with the kernels'
+/// arithmetic; the node's single output.
+fn in_place(
+    op: &pimkit_ir::Op,
+    v: pimkit_ir::ValueId,
+    vals: &mut [Option<Cow<'_, Tensor>>],
+) -> Vec<Tensor> {
+    use pimkit_ir::{Op, TensorData};
+    // reusable_input checked that the value is present and owned (were it not, the
+    // empty result is reported as an interpreter bug by the output-count check).
+    let Some(mut t) = vals[v.idx()].take().map(Cow::into_owned) else {
+        return vec![];
     };
-    match &mut t.data {
-        TensorData::F32(d) => {
-            match clip {
-                Some((lo, hi)) => crate::kernels::ewise::clip_in_place(d, lo, hi),
-                None => crate::kernels::ewise::relu_in_place(d),
-            }
-            Some(t)
-        }
-        _ => {
-            vals[v.idx()] = Some(Cow::Owned(t));
-            None
+    if let TensorData::F32(d) = &mut t.data {
+        match *op {
+            Op::Clip { min, max } => crate::kernels::ewise::clip_in_place(
+                d,
+                min.unwrap_or(f32::NEG_INFINITY),
+                max.unwrap_or(f32::INFINITY),
+            ),
+            _ => crate::kernels::ewise::relu_in_place(d),
         }
     }
+    vec![t]
 }
