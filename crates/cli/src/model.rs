@@ -22,12 +22,6 @@ pub struct LoadArgs {
     pub binds: Vec<String>,
 }
 
-impl LoadArgs {
-    fn is_empty(&self) -> bool {
-        self.dims.is_empty() && self.shapes.is_empty() && self.binds.is_empty()
-    }
-}
-
 fn split_kv<'a>(flag: &str, s: &'a str, what: &str) -> anyhow::Result<(&'a str, &'a str)> {
     s.split_once('=')
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())
@@ -103,55 +97,30 @@ pub fn load_model_full(
     load: &LoadArgs,
     given: &[(String, Tensor)],
 ) -> anyhow::Result<Graph> {
-    if let Some(rest) = spec.strip_prefix("zoo:") {
-        if !load.is_empty() {
-            return Err(user(
-                "--dim, --shape and --bind apply to .onnx files; zoo models take parameters: zoo:NAME?k=v (see `pimkit zoo list`)",
-            ));
-        }
-        let (name, mut params) = pimkit_zoo::parse_spec(rest).map_err(user)?;
-        params.extend(extra.iter().cloned());
-        return pimkit_zoo::build(&name, &params).map_err(user);
-    }
-    let path = Path::new(spec);
-    if !path.exists() {
-        return Err(user(format!(
-            "{spec}: no such file; give a path to an .onnx file or zoo:NAME (see `pimkit zoo list`)"
-        )));
-    }
+    // A zoo model's shapes come from its parameters, not from the data given.
+    let given = if spec.starts_with("zoo:") {
+        &[][..]
+    } else {
+        given
+    };
     let opts = load_options(load, given)?;
     let mut notes = Vec::new();
-    let r = pimkit_onnx::load_file_collect(path, &opts, &mut notes);
+    let r = pimkit_driver::load(spec, extra, &opts, &mut notes);
     for n in &notes {
         eprintln!("note: {spec}: {n}");
     }
-    r.map_err(|e| {
-        if let pimkit_onnx::OnnxError::InputShape { input, msg } = &e {
+    r.map_err(|e| match e {
+        pimkit_driver::LoadError::InputShape { input, msg } => {
             // The data's fault: name the .npy file it came from (by name, or a lone file).
             let files = input_files().lock().ok();
-            let file = files.and_then(|m| m.get(input).or_else(|| m.get("")).cloned());
+            let file = files.and_then(|m| m.get(&input).or_else(|| m.get("")).cloned());
             let at = file.map_or_else(|| format!("--shape {input}"), |f| f);
-            return user(format!(
+            user(format!(
                 "{at}: {msg}; give data of the declared shape (or a model exported with dynamic dims)"
-            ));
+            ))
         }
-        let msg = in_file(spec, &e.to_string());
-        // A panic caught in the importer is pimkit's bug (exit 1), not the file's.
-        if matches!(e, pimkit_onnx::OnnxError::Internal(_)) {
-            anyhow::anyhow!(msg)
-        } else {
-            user(msg)
-        }
+        pimkit_driver::LoadError::Other(e) => crate::error::engine(e),
     })
-}
-
-/// `msg` with the file it is about in front, unless it names it already.
-pub fn in_file(file: &str, msg: &str) -> String {
-    if msg.starts_with(file) {
-        msg.to_string()
-    } else {
-        format!("{file}: {msg}")
-    }
 }
 
 /// Like [`load_model_full`] for the engines, which map a fixed dataflow graph: control
@@ -297,15 +266,5 @@ pub fn bind_inputs(
 
 /// A short, file-name-friendly name for a model spec.
 pub fn model_label(spec: &str) -> String {
-    let base = spec.strip_prefix("zoo:").unwrap_or(spec);
-    let base = Path::new(base)
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| base.to_string());
-    sanitize(&base)
-}
-
-/// Characters other than [A-Za-z0-9_.-] become '_' (output file names).
-pub fn sanitize(name: &str) -> String {
-    pimkit_ir::fsio::sanitize(name)
+    pimkit_driver::model_label(spec)
 }

@@ -8,20 +8,6 @@ pub fn print_json<T: Serialize>(v: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Human-friendly large counts: 1.82 G, 11.7 M, 950 k.
-pub fn si(n: f64) -> String {
-    let a = n.abs();
-    if a >= 1e9 {
-        format!("{:.2} G", n / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2} M", n / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.1} k", n / 1e3)
-    } else {
-        format!("{n}")
-    }
-}
-
 /// `make()` styled with `template`, or a hidden bar when stderr is not a terminal (pipes
 /// and scripts get no progress output).
 fn on_terminal(

@@ -262,3 +262,28 @@ mod tests {
         assert_eq!(load::<Demo>(None).unwrap().grid.rows, 128);
     }
 }
+
+/// The architecture of an engine that runs on this host and has no hardware file (the
+/// loops engine times nests natively). Its TOML is empty; any key in a given file is an
+/// error naming it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostArch {}
+
+impl ArchSpec for HostArch {
+    const DEFAULT_TOML: &'static str = "";
+    const DEFAULT_PATH: &'static str = "host";
+    fn check(&self, _: &mut Checks) {}
+}
+
+#[cfg(test)]
+mod host_arch_tests {
+    use super::*;
+
+    #[test]
+    fn the_host_has_no_keys() {
+        assert_eq!(builtin::<HostArch>().unwrap(), HostArch {});
+        let e = from_str::<HostArch>("[crossbar]\nrows = 3\n", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("x.toml"), "{e}");
+    }
+}

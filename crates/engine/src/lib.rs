@@ -14,7 +14,7 @@ mod error;
 mod progress;
 mod result;
 
-pub use arch::{ArchError, ArchSpec, Checks};
+pub use arch::{ArchError, ArchSpec, Checks, HostArch};
 pub use error::{EngineError, ErrorKind};
 pub use pimkit_report::Section;
 pub use progress::{NoProgress, Progress};

@@ -16,6 +16,7 @@ pub mod analysis;
 mod bufferize;
 pub mod codegen;
 mod dump;
+pub mod engine;
 mod error;
 mod fuse;
 pub mod ir;
@@ -27,6 +28,7 @@ mod section;
 
 pub use analysis::{AllocBytes, NestStats, analyze};
 pub use dump::{dump, fmt_expr, fmt_index};
+pub use engine::{Loops, LoopsOptions, LoopsOutput};
 pub use error::{LoopsError, Result};
 pub use ir::*;
 pub use native::{NativeOptions, NativeProgram, Runner, compile, run};

@@ -4,8 +4,10 @@
 //! with the GIL released. The Python half (python/pimkit) adds the user-facing signatures,
 //! docstrings, DataFrames and the executors. Tests: crates/python/tests (pytest).
 
+mod accuracy;
 mod common;
 mod errors;
+mod frontend;
 mod loops;
 mod model;
 mod nas;
@@ -66,6 +68,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(xbar::xbar_map, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_sweep_files, m)?)?;
+    m.add_function(wrap_pyfunction!(accuracy::xbar_accuracy, m)?)?;
+    m.add_function(wrap_pyfunction!(frontend::quantize, m)?)?;
+    m.add_function(wrap_pyfunction!(frontend::report, m)?)?;
     m.add_function(wrap_pyfunction!(puma::puma_compile, m)?)?;
     m.add_function(wrap_pyfunction!(puma::puma_sim, m)?)?;
     m.add_function(wrap_pyfunction!(puma::puma_run, m)?)?;

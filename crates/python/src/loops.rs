@@ -6,36 +6,33 @@ use crate::errors::{bug, detached, user};
 use crate::model::{LoadArgs, ModelArg, load_spec};
 use pimkit_engine::Engine;
 use pimkit_engine::EngineError;
-use pimkit_loops::{LoopsError, LowerOptions, Program};
+use pimkit_engine::{HostArch, NoProgress};
+use pimkit_loops::{Loops, LoopsOptions, LowerOptions};
 use pimkit_offload::{
     CounterMode, HostChoice, Offload, OffloadError, OffloadOptions, Options, PimArch, host,
 };
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
-fn loops_err(e: LoopsError) -> EngineError {
-    match e {
-        LoopsError::Unsupported { .. }
-        | LoopsError::Node { .. }
-        | LoopsError::CompilerMissing { .. }
-        | LoopsError::Input(_) => user(e),
-        other => bug(other),
-    }
-}
-
 fn off_err(e: OffloadError) -> EngineError {
     if e.is_user() { user(e) } else { bug(e) }
 }
 
-fn lowered(m: &ModelArg, fuse: bool) -> Result<Program, EngineError> {
+/// The loops engine on the model: lowered, and timed natively when `profile` is given.
+fn loops(
+    m: &ModelArg,
+    fuse: bool,
+    profile: Option<pimkit_loops::ProfileOptions>,
+) -> Result<String, EngineError> {
     let g = m.static_graph(&[])?;
-    pimkit_loops::lower_with(
-        &g,
-        &LowerOptions {
+    let opts = LoopsOptions {
+        lower: LowerOptions {
             fuse_elementwise: fuse,
         },
-    )
-    .map_err(loops_err)
+        profile,
+    };
+    let out = Loops::run(&g, &HostArch {}, &opts, &mut NoProgress)?;
+    result(Loops::NAME, &m.name(), "host", &out)
 }
 
 /// `pimkit lower --json`.
@@ -43,10 +40,7 @@ fn lowered(m: &ModelArg, fuse: bool) -> Result<Program, EngineError> {
 #[pyo3(signature = (model, fuse=false))]
 pub fn lower(py: Python<'_>, model: &Bound<'_, PyAny>, fuse: bool) -> PyResult<String> {
     let m = ModelArg::extract(model)?;
-    detached(py, || {
-        let p = lowered(&m, fuse)?;
-        result("loops", &m.name(), "host", &pimkit_loops::report(&p, None))
-    })
+    detached(py, || loops(&m, fuse, None))
 }
 
 /// `pimkit profile --json`.
@@ -64,19 +58,12 @@ pub fn profile(
         if !(1..=1000).contains(&runs) || warmup > 1000 {
             return Err(user("runs must be in 1..=1000 and warmup in 0..=1000"));
         }
-        let p = lowered(&m, fuse)?;
         let o = pimkit_loops::ProfileOptions {
             runs,
             warmup,
             ..Default::default()
         };
-        let prof = pimkit_loops::profile_with(&p, &o).map_err(loops_err)?;
-        result(
-            "loops",
-            &m.name(),
-            "host",
-            &pimkit_loops::report(&p, Some(&prof)),
-        )
+        loops(&m, fuse, Some(o))
     })
 }
 
@@ -167,7 +154,8 @@ pub fn offload(
         if let Some(dir) = &emit {
             out_dir(dir, "emit")?;
             let place: Vec<bool> = out.analysis.nests.iter().map(|n| n.offload).collect();
-            let prog = pimkit_loops::lower_with(&g, &opts.lower).map_err(loops_err)?;
+            let prog = pimkit_loops::lower_with(&g, &opts.lower)
+                .map_err(pimkit_loops::engine::engine_error)?;
             let e =
                 pimkit_offload::reinsert::emit_and_check(&prog, &place, dir).map_err(off_err)?;
             v["emit"] = serde_json::to_value(&e).map_err(bug)?;
@@ -182,7 +170,8 @@ pub fn offload(
                     &LoadArgs::default(),
                     &mut notes,
                 )?;
-                let p = pimkit_loops::lower_with(&g, &opts.lower).map_err(loops_err)?;
+                let p = pimkit_loops::lower_with(&g, &opts.lower)
+                    .map_err(pimkit_loops::engine::engine_error)?;
                 runs.push((
                     val.clone(),
                     pimkit_offload::run_program(&p, &hostc, &opts).map_err(off_err)?,

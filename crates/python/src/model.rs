@@ -4,13 +4,13 @@
 
 use crate::errors::{detached, input_err, user};
 use crate::tensor::{from_numpy, to_numpy};
+use pimkit_driver::info::info;
 use pimkit_engine::EngineError;
-use pimkit_ir::{DType, Graph, GraphStats, Tensor};
+use pimkit_ir::{DType, Graph, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// A model loaded by `pimkit.load`.
@@ -25,15 +25,7 @@ pub struct Model {
     pub source: Option<String>,
 }
 
-/// The CLI's short name for a model spec (`zoo:mlp?x=1` -> `mlp?x=1`, `a/b.onnx` -> `b`).
-pub fn model_label(spec: &str) -> String {
-    let base = spec.strip_prefix("zoo:").unwrap_or(spec);
-    let base = Path::new(base)
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| base.to_string());
-    pimkit_ir::fsio::sanitize(&base)
-}
+pub use pimkit_driver::model_label;
 
 /// How an ONNX file's open ends are fixed (the CLI's --dim, --shape, --bind).
 #[derive(Default)]
@@ -44,10 +36,7 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
-    fn is_empty(&self) -> bool {
-        self.dims.is_empty() && self.shapes.is_empty() && self.bind.is_empty()
-    }
-    fn options(&self) -> pimkit_onnx::LoadOptions {
+    pub fn options(&self) -> pimkit_onnx::LoadOptions {
         let mut o = pimkit_onnx::LoadOptions::default();
         o.dims
             .extend(self.dims.iter().map(|(k, v)| (k.clone(), *v)));
@@ -59,31 +48,20 @@ impl LoadArgs {
     }
 }
 
-/// Load a spec (`path.onnx` or `zoo:NAME?k=v`) as the CLI does; `extra` adds zoo
-/// parameters (`weights=none` for the engines that need only shapes).
+/// Load a spec (`path.onnx` or `zoo:NAME?k=v`) as the CLI does (pimkit-driver's
+/// `load`); `extra` adds zoo parameters (`weights=none` for the engines that need only
+/// shapes).
 pub fn load_spec(
     spec: &str,
     extra: &[(&str, &str)],
     a: &LoadArgs,
     notes: &mut Vec<String>,
 ) -> Result<Graph, EngineError> {
-    if let Some(rest) = spec.strip_prefix("zoo:") {
-        if !a.is_empty() {
-            return Err(user(
-                "dims, shapes and bind apply to .onnx files; zoo models take parameters: zoo:NAME?k=v (see pimkit.zoo_list())",
-            ));
-        }
-        let (name, mut params) = pimkit_zoo::parse_spec(rest).map_err(user)?;
-        params.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        return pimkit_zoo::build(&name, &params).map_err(user);
-    }
-    let path = Path::new(spec);
-    if !path.exists() {
-        return Err(user(format!(
-            "model '{spec}' not found: give a path to an .onnx file or zoo:NAME (see pimkit.zoo_list())"
-        )));
-    }
-    pimkit_onnx::load_file_collect(path, &a.options(), notes).map_err(user)
+    let extra: Vec<(String, String)> = extra
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    pimkit_driver::load(spec, &extra, &a.options(), notes).map_err(EngineError::from)
 }
 
 /// What an engine function was given as its model: a `Model` or a spec string.
@@ -147,51 +125,6 @@ impl ModelArg {
         pimkit_ir::require_static(&g)
             .map(Arc::new)
             .map_err(|e| user(format!("{name}: {e}")))
-    }
-}
-
-#[derive(Serialize)]
-struct Io {
-    name: String,
-    dtype: String,
-    shape: Vec<usize>,
-}
-
-/// The CLI's `info --json` (crates/cli/src/cmd/info.rs).
-#[derive(Serialize)]
-struct Info {
-    name: String,
-    inputs: Vec<Io>,
-    outputs: Vec<Io>,
-    nodes: usize,
-    ops: BTreeMap<String, usize>,
-    params: u64,
-    param_bytes: u64,
-    macs: u64,
-    shape_only: bool,
-}
-
-fn info(g: &Graph) -> Info {
-    let io = |ids: &[pimkit_ir::ValueId]| {
-        ids.iter()
-            .map(|&v| Io {
-                name: g.value(v).name.clone(),
-                dtype: g.ty(v).dtype.to_string(),
-                shape: g.ty(v).shape.clone(),
-            })
-            .collect()
-    };
-    let s = GraphStats::of(g);
-    Info {
-        name: g.name.clone(),
-        inputs: io(&g.inputs),
-        outputs: io(&g.outputs),
-        nodes: s.nodes,
-        ops: s.ops,
-        params: s.params,
-        param_bytes: s.param_bytes,
-        macs: s.macs,
-        shape_only: g.is_shape_only(),
     }
 }
 

@@ -7,7 +7,7 @@ import pimkit
 
 
 def test_missing_file_is_input_error(tmp_path):
-    with pytest.raises(pimkit.InputError, match="not found"):
+    with pytest.raises(pimkit.InputError, match="none.onnx: no such file"):
         pimkit.load(tmp_path / "none.onnx")
 
 

@@ -3,7 +3,10 @@
 
 use crate::error::user;
 use crate::model::{LoadArgs, load_static, model_label};
-use pimkit_xbar::accuracy::{self, AccuracyOptions};
+use pimkit_engine::{ArchSpec, Engine};
+use pimkit_xbar::accuracy::{
+    self, Accuracy, AccuracyOptions, AccuracyRun, AccuracySettings, InputSource,
+};
 use pimkit_xbar::{Arch, XbarError};
 use std::path::PathBuf;
 
@@ -81,35 +84,7 @@ fn xerr(e: XbarError) -> anyhow::Error {
 
 /// Flags -> options (parameter names as in `--set` and `--sweep`).
 fn options(a: &AccuracyArgs, seed: u64) -> anyhow::Result<AccuracyOptions> {
-    let mut set: Vec<(String, f64)> = Vec::new();
-    if let Some(b) = a.adc_bits {
-        set.push(("adc_bits".into(), b as f64));
-    }
-    if let Some(v) = a.variation {
-        set.push(("variation".into(), v));
-    }
-    if let Some(s) = &a.saf {
-        let v: Vec<f64> = s
-            .split(',')
-            .map(|x| x.trim().parse::<f64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| {
-                user(format!(
-                    "--saf {s}: write RATE or OFF,ON (e.g. 0.001,0.001)"
-                ))
-            })?;
-        match v.as_slice() {
-            [r] => set.extend([("saf_off".into(), *r), ("saf_on".into(), *r)]),
-            [o, n] => set.extend([("saf_off".into(), *o), ("saf_on".into(), *n)]),
-            _ => return Err(user(format!("--saf {s}: write RATE or OFF,ON"))),
-        }
-    }
-    if let Some(n) = a.spare_cols {
-        set.push(("spare_cols".into(), n as f64));
-    }
-    if let Some(n) = a.redundancy {
-        set.push(("redundancy".into(), n as f64));
-    }
+    let mut set = Vec::new();
     for kv in &a.set {
         let (k, v) = kv
             .split_once('=')
@@ -119,35 +94,30 @@ fn options(a: &AccuracyArgs, seed: u64) -> anyhow::Result<AccuracyOptions> {
             .map_err(|_| user(format!("--set {kv}: '{v}' is not a number")))?;
         set.push((k.to_string(), v));
     }
-    let adc_range = match (&a.adc_range, a.calibrate_adc) {
-        (Some(r), _) => Some(r.parse().map_err(user)?),
-        (None, true) => Some(pimkit_analog::AdcRange::Calibrated),
-        _ => None,
-    };
-    let variation_model = a
-        .variation_model
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-        .map_err(user)?;
-    let sweep = a
-        .sweep
-        .iter()
-        .map(|s| pimkit_analog::study::parse_axis(s).map_err(user))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(AccuracyOptions {
+    let settings = AccuracySettings {
         trials: a.trials,
         seed,
+        adc_bits: a.adc_bits,
+        adc_range: a.adc_range.clone(),
+        calibrate_adc: a.calibrate_adc,
+        variation: a.variation,
+        variation_model: a.variation_model.clone(),
+        saf: a
+            .saf
+            .as_deref()
+            .map(accuracy::parse_saf)
+            .transpose()
+            .map_err(user)?,
+        spare_cols: a.spare_cols,
+        redundancy: a.redundancy,
         set,
-        adc_range,
-        variation_model,
-        sweep,
-    })
-}
-
-fn write(dir: &std::path::Path, name: &str, text: &str) -> anyhow::Result<()> {
-    let path = dir.join(name);
-    std::fs::write(&path, text).map_err(|e| user(format!("cannot write {}: {e}", path.display())))
+        sweep: a
+            .sweep
+            .iter()
+            .map(|s| pimkit_analog::study::parse_axis(s).map_err(user))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    };
+    settings.options().map_err(user)
 }
 
 pub fn run(a: AccuracyArgs) -> anyhow::Result<()> {
@@ -161,33 +131,48 @@ pub fn run(a: AccuracyArgs) -> anyhow::Result<()> {
         arch.validate().map_err(user)?;
     }
     let opts = options(&a, a.seed.unwrap_or(arch.defaults.seed))?;
-    // Settings are checked before the model is built and run.
+    // Settings are checked before the model is built and run (and again by the engine).
     accuracy::base_config(&arch, &opts).map_err(xerr)?;
     if let Some(dir) = &a.out {
         crate::output::create_out_dir(dir, "-o")?;
     }
     let g = load_static(&a.model, &[], &a.load, &[])?;
-    pimkit_interp::check_memory(&g).map_err(user)?;
-    let inputs = match &a.inputs {
-        Some(dir) => accuracy::load_inputs_dir(&g, dir).map_err(xerr)?,
-        None => accuracy::random_inputs(&g, a.random.unwrap_or(1), 0),
+    let run = AccuracyRun {
+        label: model_label(&a.model),
+        options: opts,
+        inputs: match &a.inputs {
+            Some(dir) => InputSource::Dir(dir.clone()),
+            None => InputSource::Random {
+                n: a.random.unwrap_or(1),
+                seed: 0,
+            },
+        },
+        labels: a
+            .labels
+            .as_deref()
+            .map(accuracy::load_labels)
+            .transpose()
+            .map_err(xerr)?,
     };
-    let labels = a
-        .labels
-        .as_deref()
-        .map(accuracy::load_labels)
-        .transpose()
-        .map_err(xerr)?;
-    let label = model_label(&a.model);
     let pb = crate::output::progress(0, "trials");
-    let r = accuracy::run_accuracy(&label, &g, &arch, inputs, labels, &opts, &|done, total| {
-        pb.set_length(total as u64);
-        pb.set_position(done as u64);
-    })
-    .map_err(xerr)?;
+    let r = Accuracy::run(
+        &g,
+        &arch,
+        &run,
+        &mut |done: usize, total: usize, _: &str| {
+            pb.set_length(total as u64);
+            pb.set_position(done as u64);
+        },
+    )
+    .map_err(crate::error::engine)?;
     pb.finish_and_clear();
+    let arch_label = a.arch.as_ref().map_or_else(
+        || Arch::DEFAULT_PATH.to_string(),
+        |p| p.display().to_string(),
+    );
+    let json = pimkit_engine::result_json(Accuracy::NAME, &a.model, &arch_label, &r);
     if a.json {
-        crate::output::print_json(&r)?;
+        crate::output::print_json(&json)?;
     } else {
         for n in &r.notes {
             println!("note: {n}");
@@ -201,24 +186,8 @@ pub fn run(a: AccuracyArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(dir) = &a.out {
-        write(
-            dir,
-            "result.json",
-            &(serde_json::to_string_pretty(&r)? + "\n"),
-        )?;
-        write(dir, "points.csv", &accuracy::points_csv(&r))?;
-        write(
-            dir,
-            "layers.csv",
-            &accuracy::layer_table(&r, r.points.len() - 1).to_csv(),
-        )?;
-        if let Some(h) = accuracy::heat_map(&r) {
-            write(dir, "heatmap.svg", &h)?;
-        }
-        if let Some((c, e)) = accuracy::sweep_curves(&r) {
-            write(dir, "curves.svg", &c)?;
-            write(dir, "error.svg", &e)?;
-        }
+        accuracy::write_outputs(dir, &json, &r)
+            .map_err(|e| user(format!("-o {}: {e}", dir.display())))?;
         if !a.json {
             println!("wrote {}", dir.display());
         }

@@ -1,6 +1,6 @@
 use crate::error::user;
 use crate::model::{LoadArgs, bind_inputs, load_model_full, read_inputs};
-use pimkit_ir::{Graph, Tensor};
+use pimkit_ir::Graph;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -29,16 +29,6 @@ pub struct Args {
     pub profile: bool,
     #[command(flatten)]
     pub load: LoadArgs,
-}
-
-/// min, max, mean of a tensor as f64 (for summaries); NaN elements are skipped by min and
-/// max, and all three are NaN for an empty or all-NaN tensor (never a placeholder value).
-pub fn summary(t: &Tensor) -> (f64, f64, f64) {
-    let v = t.to_f64_vec();
-    let (lo, hi) = v
-        .iter()
-        .fold((f64::NAN, f64::NAN), |(a, b), &x| (a.min(x), b.max(x)));
-    (lo, hi, v.iter().sum::<f64>() / v.len() as f64)
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -108,7 +98,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             .get(k)
             .map(|p| p.display().to_string())
             .unwrap_or_default();
-        let (lo, hi, mean) = summary(t);
+        let (lo, hi, mean) = pimkit_driver::info::summary(t);
         table.push(vec![
             name.clone(),
             t.dtype().to_string(),

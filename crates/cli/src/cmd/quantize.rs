@@ -4,10 +4,9 @@
 
 use crate::error::user;
 use crate::model::{LoadArgs, load_model_full};
-use pimkit_ir::{DType, Graph, Tensor};
+use pimkit_ir::DType;
 use pimkit_zoo::quantize::{QuantOptions, quantize_calibrated};
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -40,57 +39,6 @@ pub struct Args {
     pub load: LoadArgs,
 }
 
-/// Calibration samples from a directory (see `Args::calib`).
-fn read_calib(dir: &Path, g: &Graph) -> anyhow::Result<Vec<HashMap<String, Tensor>>> {
-    let names: Vec<String> = g.inputs.iter().map(|&v| g.value(v).name.clone()).collect();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| user(format!("--calib {}: {e}", dir.display())))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    let mut sets = Vec::new();
-    for p in entries {
-        let mut set = HashMap::new();
-        if p.is_dir() {
-            for n in &names {
-                let f = p.join(format!("{}.npy", crate::model::sanitize(n)));
-                let t = pimkit_ir::npy::read_npy(&f).map_err(user)?;
-                set.insert(n.clone(), t);
-            }
-        } else if p.extension().is_some_and(|e| e == "npy") {
-            let [only] = names.as_slice() else {
-                return Err(user(format!(
-                    "--calib {}: the model has {} inputs; put each sample in a subdirectory of <input name>.npy files",
-                    dir.display(),
-                    names.len()
-                )));
-            };
-            set.insert(only.clone(), pimkit_ir::npy::read_npy(&p).map_err(user)?);
-        } else {
-            continue;
-        }
-        // Numpy's default float64 is converted to the input's type.
-        for n in &names {
-            let id = g.inputs[names.iter().position(|x| x == n).unwrap_or(0)];
-            let want = g.ty(id).dtype;
-            if let Some(t) = set.get_mut(n)
-                && t.dtype() == DType::F64
-                && want != DType::F64
-            {
-                *t = Tensor::from_f64_as(want, t.shape.clone(), &t.to_f64_vec());
-            }
-        }
-        sets.push(set);
-    }
-    if sets.is_empty() {
-        return Err(user(format!(
-            "--calib {}: no .npy samples found",
-            dir.display()
-        )));
-    }
-    Ok(sets)
-}
-
 pub fn run(a: Args) -> anyhow::Result<()> {
     let act = match a.act.as_str() {
         "u8" => DType::U8,
@@ -105,7 +53,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         ));
     }
     let sets = match &a.calib {
-        Some(dir) => read_calib(dir, &g)?,
+        Some(dir) => pimkit_driver::samples::read_sample_dir(dir, &g)
+            .map_err(|e| user(format!("--calib {e}")))?,
         None => {
             pimkit_interp::check_memory(&g).map_err(user)?;
             (0..a.random.unwrap_or(8) as u64)

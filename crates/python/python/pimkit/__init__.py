@@ -38,6 +38,8 @@ __all__ = [
     "lower",
     "profile",
     "offload",
+    "quantize",
+    "report",
     "zoo_list",
     "threads",
     "xbar",
@@ -164,6 +166,68 @@ def offload(
             fuse=fuse,
         )
     )
+
+
+def quantize(
+    model: ModelLike,
+    *,
+    calib: Any = None,
+    random: Optional[int] = None,
+    per_channel: bool = False,
+    act: str = "u8",
+    exclude: Iterable[str] = (),
+) -> Model:
+    """Quantize a float model to the QOperator model onnxruntime's ``quantize_static``
+    writes (``pimkit quantize``): BN folding, MinMax calibration, QLinear ops. ``calib`` is
+    a directory of ``.npy`` samples (the CLI's ``--calib`` layout) or a list of
+    ``{input name: array}`` dicts; otherwise ``random`` (default 8) random samples.
+    ``act`` is ``"u8"`` or ``"i8"``; ``exclude`` lists op types kept in float. Returns the
+    quantized :class:`Model` (``.export(path)`` writes it).
+
+    >>> q = pimkit.quantize("zoo:lenet5", random=4)
+    >>> pimkit.vpu.run(q)["totals"]
+    """
+    if calib is not None and not isinstance(calib, (list, tuple)):
+        calib = _os.fspath(calib)
+    elif calib is not None:
+        calib = [{k: _np.asarray(v) for k, v in d.items()} for d in calib]
+    return _native.quantize(
+        model,
+        calib=calib,
+        random=random,
+        per_channel=per_channel,
+        act=act,
+        exclude=list(exclude),
+    )
+
+
+def report(
+    models: Union[ModelLike, Iterable[ModelLike], None],
+    out_dir: Union[str, "_os.PathLike[str]"],
+    *,
+    progress: Progress = None,
+) -> str:
+    """Run every engine on each model and write one report (``pimkit report``):
+    ``index.html`` (a summary table linking to one section per engine), ``report.json``
+    and the SVG/CSV files, in ``out_dir``. ``models`` is a model, a list of models (paths,
+    zoo specs or :class:`Model`) or ``None``/``[]`` for the built-in set. Returns the path
+    of ``index.html``; import notes are emitted as warnings.
+
+    >>> pimkit.report(["zoo:lenet5"], "report")
+    'report/index.html'
+    """
+    if models is None:
+        models = []
+    elif isinstance(models, (str, Model, _os.PathLike)):
+        models = [models]
+    models = [m if isinstance(m, Model) else _os.fspath(m) for m in models]
+    index, notes = _native.report(models, _os.fspath(out_dir), progress=progress)
+    if notes:
+        import warnings
+
+        for n in notes:
+            warnings.warn(n, stacklevel=2)
+    return index
 
 
 from . import distributed, nas, puma, vpu, xbar  # noqa: E402

@@ -1,4 +1,5 @@
-"""RRAM crossbar mapping after RNC (``pimkit xbar``): :func:`map` and :func:`sweep`.
+"""RRAM crossbar mapping after RNC (``pimkit xbar``): :func:`map`, :func:`sweep` and the
+analog-accuracy study :func:`accuracy`.
 
 >>> import pimkit
 >>> r = pimkit.xbar.map("zoo:rnc_mobilenet_v3_small", budget=1.2)
@@ -13,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from . import _native, distributed
 from ._result import Result
 
-__all__ = ["map", "sweep", "PAPER_BUDGETS", "PAPER_SDW", "PAPER_SAMPLES"]
+__all__ = ["map", "sweep", "accuracy", "PAPER_BUDGETS", "PAPER_SDW", "PAPER_SAMPLES"]
 
 PAPER_BUDGETS = [0.8, 1.0, 1.2, 1.8]
 PAPER_SDW = [1, 5, 10, 20]
@@ -118,3 +119,71 @@ def sweep(
 
         _native.xbar_sweep_files(json.dumps(merged), out, **opts)
     return Result(merged)
+
+
+def accuracy(
+    model,
+    *,
+    arch: Optional[str] = None,
+    xbar: Optional[int] = None,
+    inputs: Any = None,
+    random: Optional[int] = None,
+    trials: int = 8,
+    seed: Optional[int] = None,
+    adc_bits: Optional[int] = None,
+    adc_range: Optional[str] = None,
+    calibrate_adc: bool = False,
+    variation: Optional[float] = None,
+    variation_model: Optional[str] = None,
+    saf: Any = None,
+    spare_cols: Optional[int] = None,
+    redundancy: Optional[int] = None,
+    set: Optional[Dict[str, float]] = None,
+    sweep: Optional[Dict[str, Sequence[float]]] = None,
+    labels: Optional[Sequence[int]] = None,
+    out: Optional[str] = None,
+    progress=None,
+) -> Result:
+    """What the crossbars' non-idealities do to a model's outputs
+    (``pimkit xbar accuracy --json``; docs/accuracy.md). ``inputs`` is a directory of
+    ``.npy`` files or a list of ``{input name: array}`` dicts; otherwise ``random`` (default
+    1) deterministic random inputs. ``saf`` is one stuck-at rate or ``(off, on)``; ``set``
+    overrides any model parameter by name; ``sweep`` maps parameter names to values (their
+    product is evaluated); ``labels`` gives one class per output row for top-1 accuracy.
+    ``out`` also writes result.json, points.csv, layers.csv and the charts there.
+
+    >>> r = pimkit.xbar.accuracy("zoo:lenet5", trials=2, sweep={"adc_bits": [4, 8]})
+    >>> [p["rel_error"]["mean"] for p in r["points"]]
+    """
+    if saf is not None and not isinstance(saf, (tuple, list)):
+        saf = (float(saf), float(saf))
+    if saf is not None:
+        saf = (float(saf[0]), float(saf[1]))
+    if inputs is not None and not isinstance(inputs, (list, tuple)):
+        inputs = str(inputs)
+    elif inputs is not None:
+        inputs = [dict(d) for d in inputs]
+    return Result.from_json(
+        _native.xbar_accuracy(
+            model,
+            arch=arch,
+            xbar=xbar,
+            inputs=inputs,
+            random=random,
+            trials=trials,
+            seed=seed,
+            adc_bits=adc_bits,
+            adc_range=adc_range,
+            calibrate_adc=calibrate_adc,
+            variation=variation,
+            variation_model=variation_model,
+            saf=saf,
+            spare_cols=spare_cols,
+            redundancy=redundancy,
+            set=[(k, float(v)) for k, v in (set or {}).items()],
+            sweep=[(k, [float(x) for x in v]) for k, v in (sweep or {}).items()],
+            labels=None if labels is None else [int(x) for x in labels],
+            out=out,
+            progress=progress,
+        )
+    )

@@ -2,13 +2,17 @@
 //! The layers and their rows per array come from this engine's partition (the same
 //! boxes `map` packs); the functional model is pimkit-analog's, shared with PUMA.
 
+mod engine;
 mod inputs;
 mod report;
+mod settings;
 
+pub use engine::{Accuracy, AccuracyRun, InputSource};
 pub use inputs::{load_inputs_dir, load_labels, random_inputs};
 pub use report::{
-    accuracy_section, heat_map, layer_table, points_csv, summary_table, sweep_curves,
+    accuracy_section, heat_map, layer_table, points_csv, summary_table, sweep_curves, write_outputs,
 };
+pub use settings::{AccuracySettings, parse_saf};
 
 use crate::arch::{Arch, DepthwiseMapping, Mode};
 use crate::error::{Result, XbarError};

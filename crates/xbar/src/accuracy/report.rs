@@ -347,3 +347,35 @@ pub fn accuracy_section(r: &AccuracyResult) -> Section {
     s.json = serde_json::to_value(r).unwrap_or_default();
     s
 }
+
+/// Write a study's files into `dir` (existing): `result.json` (the given JSON, the
+/// command's `--json` layout), points.csv, layers.csv (the last point's layers) and the
+/// charts a sweep has. Returns the file names written.
+pub fn write_outputs(
+    dir: &std::path::Path,
+    json: &serde_json::Value,
+    r: &AccuracyResult,
+) -> std::io::Result<Vec<String>> {
+    let mut files: Vec<(&str, String)> = vec![
+        (
+            "result.json",
+            serde_json::to_string_pretty(json).map_err(std::io::Error::other)? + "\n",
+        ),
+        ("points.csv", points_csv(r)),
+        (
+            "layers.csv",
+            layer_table(r, r.points.len().saturating_sub(1)).to_csv(),
+        ),
+    ];
+    if let Some(h) = heat_map(r) {
+        files.push(("heatmap.svg", h));
+    }
+    if let Some((c, e)) = sweep_curves(r) {
+        files.push(("curves.svg", c));
+        files.push(("error.svg", e));
+    }
+    for (name, text) in &files {
+        pimkit_ir::fsio::write_atomic(&dir.join(name), text.as_bytes())?;
+    }
+    Ok(files.into_iter().map(|(n, _)| n.to_string()).collect())
+}
