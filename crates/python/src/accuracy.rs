@@ -1,7 +1,7 @@
 //! `pimkit.xbar.accuracy`: crossbar non-idealities on a model's outputs (the CLI's
 //! `xbar accuracy`, through the accuracy engine's `Engine::run`).
 
-use crate::common::{arch_name, out_dir, result};
+use crate::common::{arch_name, out_dir};
 use crate::errors::{detached, input_err, user};
 use crate::model::ModelArg;
 use crate::progress::PyProgress;
@@ -113,17 +113,19 @@ pub fn xbar_accuracy(
         let res = Accuracy::run(&g, &a, &run, &mut |d: usize, t: usize, w: &str| {
             prog.step(d, t, w)
         })?;
-        let text = result(
+        // One JSON value for the return and the file (a text round trip may move a
+        // float by an ulp: serde_json parses without exact rounding).
+        let v = pimkit_engine::result_json(
             Accuracy::NAME,
             &m.name(),
             &arch_name::<Arch>(arch.as_deref()),
             &res,
-        )?;
+        );
         if let Some(dir) = &out {
-            let v: serde_json::Value = serde_json::from_str(&text).map_err(crate::errors::bug)?;
             accuracy::write_outputs(dir, &v, &res)
                 .map_err(|e| user(format!("out {}: {e}", dir.display())))?;
         }
+        let text = crate::common::json(&v)?;
         Ok(text)
     });
     prog.finish(r)

@@ -149,8 +149,7 @@ pub fn offload(
         })?;
         let hostc = out.analysis.host.clone();
         let arch_label = arch_name::<PimArch>(arch.as_deref());
-        let mut v: serde_json::Value =
-            serde_json::from_str(&result("offload", &m.name(), &arch_label, &out)?).map_err(bug)?;
+        let mut v = pimkit_engine::result_json("offload", &m.name(), &arch_label, &out);
         if let Some(dir) = &emit {
             out_dir(dir, "emit")?;
             let place: Vec<bool> = out.analysis.nests.iter().map(|n| n.offload).collect();
