@@ -30,7 +30,9 @@ pub use dump::{dump, fmt_expr, fmt_index};
 pub use error::{LoopsError, Result};
 pub use ir::*;
 pub use native::{NativeOptions, NativeProgram, Runner, compile, run};
-pub use profile::{NestTiming, Profile, ProfileOptions, profile, profile_with};
+pub use profile::{
+    NestTiming, Profile, ProfileOptions, profile, profile_with, profile_with_progress,
+};
 pub use records::{AllocRecord, LowerReport, NestRecord, records, report};
 pub use section::report_section;
 
