@@ -221,12 +221,14 @@ fn check_writes(
     args: &[Vec<u8>],
     before: &[(PathBuf, Vec<u8>)],
 ) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
     let mut named: Vec<PathBuf> = vec![root.join("cache"), root.join("tmp")];
     for a in args {
-        let a = String::from_utf8_lossy(a);
-        for p in std::iter::once(a.as_ref()).chain(a.split(['=', ','])) {
-            if !p.is_empty() && p != "." {
-                named.push(work.join(p));
+        // Raw bytes: a path need not be UTF-8.
+        let parts = a.split(|&b| b == b'=' || b == b',');
+        for p in std::iter::once(a.as_slice()).chain(parts) {
+            if !p.is_empty() && p != b"." {
+                named.push(normalize(&work.join(std::ffi::OsStr::from_bytes(p))));
             }
         }
     }
@@ -246,6 +248,22 @@ fn check_writes(
         }
     }
     Ok(())
+}
+
+/// `p` with `.` and `..` resolved by name (`work/../x` is `x` beside `work`).
+fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The default values of every flag (a command with `-o` defaulting to `pimkit-report`
