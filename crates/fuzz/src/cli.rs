@@ -224,9 +224,16 @@ fn check_writes(
     use std::os::unix::ffi::OsStrExt;
     let mut named: Vec<PathBuf> = vec![root.join("cache"), root.join("tmp")];
     for a in args {
-        // Raw bytes: a path need not be UTF-8.
+        // Raw bytes: a path need not be UTF-8. The value of `--flag=VALUE` and `-oVALUE`
+        // is whole (a path may hold `=`), and so is each part of `k=v`, `a,b`.
+        let mut whole = vec![a.as_slice()];
+        if let Some(v) = a.strip_prefix(b"--") {
+            whole.extend(v.iter().position(|&b| b == b'=').map(|i| &v[i + 1..]));
+        } else if a.len() > 2 && a[0] == b'-' {
+            whole.push(&a[2..]);
+        }
         let parts = a.split(|&b| b == b'=' || b == b',');
-        for p in std::iter::once(a.as_slice()).chain(parts) {
+        for p in whole.into_iter().chain(parts) {
             if !p.is_empty() && p != b"." {
                 named.push(normalize(&work.join(std::ffi::OsStr::from_bytes(p))));
             }
@@ -244,7 +251,7 @@ fn check_writes(
         }
         if !named.iter().any(|n| p.starts_with(n)) {
             let rel = p.strip_prefix(root).unwrap_or(&p);
-            return Err(format!("wrote a file no argument names: {}", rel.display()));
+            return Err(format!("wrote a file no argument names: {:?}", rel));
         }
     }
     Ok(())
