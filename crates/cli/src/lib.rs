@@ -17,7 +17,7 @@ use std::process::ExitCode;
 #[command(name = "pimkit", version, about = "Compile, map and simulate neural networks for processing-in-memory", long_about = None)]
 struct Cli {
     /// Worker threads for executing models (default: all cores; results do not depend on it)
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_parser = bounds::threads)]
     threads: Option<usize>,
     #[command(subcommand)]
     cmd: Command,
@@ -70,11 +70,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
     })?;
     pimkit_interp::set_ort_kernels(k);
     if let Some(n) = cli.threads {
-        if n == 0 {
-            return Err(error::user(
-                "--threads 0: give at least 1 (leave it out to use all cores)",
-            ));
-        }
         pimkit_interp::set_threads(n).map_err(|e| anyhow::anyhow!("--threads {n}: {e}"))?;
     }
     match cli.cmd {

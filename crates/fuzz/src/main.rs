@@ -126,13 +126,17 @@ fn main() -> ExitCode {
     };
     let mut crashed = false;
     for name in names {
-        let Some(t) = pimkit_fuzz::target(name) else {
+        let Some(mut t) = pimkit_fuzz::target(name) else {
             eprintln!(
                 "pimkit-fuzz: error: unknown target '{name}'; use onnx, npy, arch, puma, cli, cli-run or all"
             );
             return ExitCode::from(2);
         };
         if let Some(f) = &a.replay {
+            if t.name == "cli-run" {
+                // A replayed case is judged in full: running past --timeout is a hang.
+                t.run = pimkit_fuzz::cli::run_strict;
+            }
             let Ok(b) = std::fs::read(f) else {
                 eprintln!("pimkit-fuzz: error: {}: cannot read it", f.display());
                 return ExitCode::from(2);
