@@ -114,7 +114,11 @@ impl pimkit_engine::Engine for Offload {
         let mut steps = 0;
         let analysis = crate::run_program_with_progress(&p, &host, &o, &mut |d, t, nest| {
             steps = t;
-            progress.step(d, t, &format!("time {nest}"))
+            if d == 0 {
+                progress.step(0, t, nest) // the compilation of the nests
+            } else {
+                progress.step(d, t, &format!("time {nest}"))
+            }
         })
         .map_err(engine_error)?;
         let mut notes = vec![];
