@@ -9,6 +9,20 @@ pub fn int_in<const LO: usize, const HI: usize>(s: &str) -> Result<usize, String
     }
 }
 
+/// Most worker threads `--threads` may ask for: a pool of 2^63 threads never finishes
+/// starting (a hang found by the `cli-run` fuzz target).
+pub const MAX_THREADS: usize = 1024;
+
+/// `--threads`: a count in 1..=1024.
+pub fn threads(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(v) if (1..=MAX_THREADS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a thread count in 1..={MAX_THREADS} (leave --threads out to use all cores)"
+        )),
+    }
+}
+
 /// A finite, non-negative real.
 pub fn non_negative(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -50,5 +64,8 @@ mod tests {
         assert!(fraction("1.5").is_err());
         assert!(fraction("nan").is_err());
         assert_eq!(fraction("0.4"), Ok(0.4));
+        assert_eq!(threads("4"), Ok(4));
+        assert!(threads("0").is_err());
+        assert!(threads("9223372036854775807").is_err());
     }
 }

@@ -51,9 +51,82 @@ pub fn chain_message(e: &anyhow::Error) -> String {
     msg
 }
 
+/// Lines longer than this have their long quoted parts clipped (below the 300 chars a
+/// first line may have, with room for the `pimkit: error: ` prefix).
+const LONG_LINE: usize = 200;
+/// A quoted part longer than this (in chars) is clipped to its first `KEEP` chars.
+const LONG_QUOTE: usize = 100;
+const KEEP: usize = 60;
+
+/// `text` with every quoted part ('...') of over 100 chars on a line of over 200 chars
+/// clipped to its first 60 chars and its length, then, if the line is still long, every
+/// word of over 100 chars: a command-line value or file name of 10,000 chars is quoted
+/// in a message, never dumped.
+pub fn clip_quoted(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            if line.chars().count() <= LONG_LINE {
+                return line.to_string();
+            }
+            let parts: Vec<&str> = line.split('\'').collect();
+            let mut out = String::with_capacity(LONG_LINE);
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    out.push('\'');
+                }
+                // Odd parts lie between a pair of quotes (a last unpaired one is not).
+                let quoted = i % 2 == 1 && i + 1 < parts.len();
+                let n = p.chars().count();
+                if quoted && n > LONG_QUOTE {
+                    out.extend(p.chars().take(KEEP));
+                    out.push_str(&format!("... ({n} chars)"));
+                } else {
+                    out.push_str(p);
+                }
+            }
+            if out.chars().count() <= LONG_LINE {
+                return out;
+            }
+            // Still long: an unquoted value (a file name of 2,000 chars).
+            out.split(' ')
+                .map(|w| {
+                    let n = w.chars().count();
+                    if n > LONG_QUOTE {
+                        format!(
+                            "{}... ({n} chars)",
+                            w.chars().take(KEEP).collect::<String>()
+                        )
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_quoted_values_are_clipped_short_lines_kept() {
+        let short = "--sweep 'n=1': it's fine";
+        assert_eq!(clip_quoted(short), short);
+        let v = "x".repeat(5000);
+        let m = clip_quoted(&format!(
+            "invalid value '{v}' for '--runs <RUNS>': bad\nnext"
+        ));
+        assert!(m.len() < 200, "{m}");
+        assert!(m.contains("(5000 chars)") && m.ends_with("'--runs <RUNS>': bad\nnext"));
+        let m = clip_quoted(&format!("{v}.onnx: no such file; give a path"));
+        assert_eq!(
+            m,
+            format!("{}... (5006 chars) no such file; give a path", &v[..60])
+        );
+    }
 
     #[derive(Debug)]
     struct Outer(std::io::Error);

@@ -568,3 +568,49 @@ fn absurd_crossbar_architecture_values_exit_2_naming_the_field() {
         );
     }
 }
+
+/// The commands that draw progress on a terminal print nothing on stderr when it is a
+/// pipe (scripts see only the result).
+#[test]
+fn progress_stays_off_stderr_when_it_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).display().to_string();
+    let mlp = fixture("mlp.onnx");
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "profile".into(),
+            "zoo:matmul?n=8".into(),
+            "--runs".into(),
+            "1".into(),
+        ],
+        vec!["lower".into(), mlp.clone(), "--json".into()],
+        vec![
+            "offload".into(),
+            "zoo:matmul?n=8".into(),
+            "--host-fixed".into(),
+            "--counters".into(),
+            "model".into(),
+        ],
+        vec!["xbar".into(), "map".into(), mlp.clone()],
+        vec![
+            "puma".into(),
+            "compile".into(),
+            mlp.clone(),
+            "--out".into(),
+            d("prog"),
+        ],
+        vec!["puma".into(), "sim".into(), d("prog")],
+        vec!["quantize".into(), mlp.clone(), "-o".into(), d("q.onnx")],
+    ];
+    for args in cases {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = pimkit(&a);
+        assert!(o.status.success(), "{a:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        let e: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.starts_with("note: ") && !l.starts_with("warning: "))
+            .collect();
+        assert!(e.is_empty(), "{a:?}: stderr {e:?}");
+    }
+}

@@ -1,10 +1,12 @@
-//! Fuzzing pimkit's input readers on the stable toolchain, without extra tools: a seed
+//! Fuzzing pimkit's input readers and command line on the stable toolchain, without extra tools: a seed
 //! corpus (`corpus/<target>/`), a byte mutator plus structure-aware mutations for ONNX,
 //! and a loop that runs every mutated input under `catch_unwind`. A panic (or an error a
 //! library marks as internal) is a crash: the input is saved and reported. Every crash
 //! found is fixed and kept in `regressions/<target>/`, replayed by `cargo test`.
 //! See docs/testing.md.
 
+pub mod cli;
+pub mod cli_args;
 pub mod mutate;
 pub mod onnx_mutate;
 pub mod targets;
@@ -16,6 +18,8 @@ use std::time::{Duration, Instant};
 /// A named fuzz target.
 pub struct Target {
     pub name: &'static str,
+    /// The seed corpus and regressions are `corpus/<corpus>/`, `regressions/<corpus>/`.
+    pub corpus: &'static str,
     pub run: fn(&[u8]) -> Result<(), String>,
     /// Largest input the mutator makes.
     pub max_len: usize,
@@ -27,27 +31,45 @@ pub fn targets() -> Vec<Target> {
     vec![
         Target {
             name: "onnx",
+            corpus: "onnx",
             run: targets::onnx,
             max_len: 1 << 16,
             structured: Some(onnx_mutate::mutate),
         },
         Target {
             name: "npy",
+            corpus: "npy",
             run: targets::npy,
             max_len: 1 << 12,
             structured: None,
         },
         Target {
             name: "arch",
+            corpus: "arch",
             run: targets::arch,
             max_len: 1 << 14,
             structured: None,
         },
         Target {
             name: "puma",
+            corpus: "puma",
             run: targets::puma,
             max_len: 1 << 18,
             structured: None,
+        },
+        Target {
+            name: "cli",
+            corpus: "cli",
+            run: cli::parse,
+            max_len: 1 << 14,
+            structured: Some(cli_args::mutate),
+        },
+        Target {
+            name: "cli-run",
+            corpus: "cli",
+            run: cli::run,
+            max_len: 1 << 14,
+            structured: Some(cli_args::mutate),
         },
     ]
 }
@@ -59,6 +81,15 @@ pub fn target(name: &str) -> Option<Target> {
 /// The crate's directory (corpus and regressions live there).
 pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The seed corpus and the regression cases of `t`.
+pub fn seeds(t: &Target) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut v = read_dir_files(&crate_dir().join("corpus").join(t.corpus));
+    v.extend(read_dir_files(
+        &crate_dir().join("regressions").join(t.corpus),
+    ));
+    v
 }
 
 /// Every file directly in `dir`, sorted by name (empty when it does not exist).

@@ -1,7 +1,8 @@
 //! `pimkit-fuzz`: run a fuzz target for a while and save crashing inputs.
 //!
-//! `cargo run -p pimkit-fuzz --release -- --hours 2 onnx` (targets: onnx, npy, puma;
-//! `all` runs each in turn). Crashes go to `tools/out/fuzz/<target>/crash-<hash>`;
+//! `cargo run -p pimkit-fuzz --release -- --hours 2 onnx` (targets: onnx, npy, arch,
+//! puma, cli, cli-run; `all` runs each in turn). `pimkit-fuzz --as-pimkit ARGS...` is
+//! `pimkit ARGS...` (the child process of `cli-run`). Crashes go to `tools/out/fuzz/<target>/crash-<hash>`;
 //! replay one with `--replay FILE`. See docs/testing.md.
 
 use clap::Parser;
@@ -12,7 +13,7 @@ use std::time::Duration;
 #[derive(Parser)]
 #[command(about = "Fuzz pimkit's input readers; crashing inputs are saved")]
 struct Args {
-    /// onnx, npy, arch, puma or all
+    /// onnx, npy, arch, puma, cli, cli-run or all
     target: String,
     /// How long to run (each target, for `all`)
     #[arg(long, default_value_t = 0.0)]
@@ -22,6 +23,10 @@ struct Args {
     iterations: Option<u64>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Seconds after which an input counts as slow (saved as slow-<hash>); cli-run kills
+    /// a command line running this long
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
     /// Where crashing and slow inputs are written
     #[arg(long, default_value = "tools/out/fuzz")]
     out: PathBuf,
@@ -75,8 +80,36 @@ fn pack(dir: &std::path::Path) -> std::io::Result<Vec<u8>> {
     Ok(pimkit_fuzz::targets::pack(&files))
 }
 
+/// `pimkit ARGS...` under the address-space limit of a `cli-run` child.
+fn as_pimkit() -> ExitCode {
+    let lim = pimkit_fuzz::cli::CHILD_ADDRESS_SPACE as libc::rlim_t;
+    let r = libc::rlimit {
+        rlim_cur: lim,
+        rlim_max: lim,
+    };
+    // SAFETY: setrlimit only reads the struct; it lowers this process's own limit.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_AS, &r);
+    }
+    pimkit_cli::main(
+        std::iter::once(std::ffi::OsString::from("pimkit")).chain(std::env::args_os().skip(2)),
+    )
+}
+
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "--as-pimkit")
+    {
+        return as_pimkit();
+    }
     let a = Args::parse();
+    if let Ok(exe) = std::env::current_exe() {
+        pimkit_fuzz::cli::configure(pimkit_fuzz::cli::RunConfig {
+            exe,
+            timeout: Duration::from_secs_f64(a.timeout.max(0.1)),
+        });
+    }
     if let Some(dir) = &a.pack {
         return match pack(dir).and_then(|b| std::fs::write(&a.out, b)) {
             Ok(()) => ExitCode::SUCCESS,
@@ -87,19 +120,23 @@ fn main() -> ExitCode {
         };
     }
     let names: Vec<&str> = if a.target == "all" {
-        vec!["onnx", "npy", "puma"]
+        vec!["onnx", "npy", "arch", "puma", "cli", "cli-run"]
     } else {
         vec![a.target.as_str()]
     };
     let mut crashed = false;
     for name in names {
-        let Some(t) = pimkit_fuzz::target(name) else {
+        let Some(mut t) = pimkit_fuzz::target(name) else {
             eprintln!(
-                "pimkit-fuzz: error: unknown target '{name}'; use onnx, npy, arch, puma or all"
+                "pimkit-fuzz: error: unknown target '{name}'; use onnx, npy, arch, puma, cli, cli-run or all"
             );
             return ExitCode::from(2);
         };
         if let Some(f) = &a.replay {
+            if t.name == "cli-run" {
+                // A replayed case is judged in full: running past --timeout is a hang.
+                t.run = pimkit_fuzz::cli::run_strict;
+            }
             let Ok(b) = std::fs::read(f) else {
                 eprintln!("pimkit-fuzz: error: {}: cannot read it", f.display());
                 return ExitCode::from(2);
@@ -113,14 +150,7 @@ fn main() -> ExitCode {
             }
             continue;
         }
-        let corpus: Vec<Vec<u8>> =
-            pimkit_fuzz::read_dir_files(&pimkit_fuzz::crate_dir().join("corpus").join(name))
-                .into_iter()
-                .chain(pimkit_fuzz::read_dir_files(
-                    &pimkit_fuzz::crate_dir().join("regressions").join(name),
-                ))
-                .map(|(_, b)| b)
-                .collect();
+        let corpus: Vec<Vec<u8>> = pimkit_fuzz::seeds(&t).into_iter().map(|(_, b)| b).collect();
         let duration = if a.hours > 0.0 {
             Duration::from_secs_f64(a.hours * 3600.0)
         } else {
@@ -134,14 +164,15 @@ fn main() -> ExitCode {
             iterations,
             duration,
             crash_dir: Some(a.out.clone()),
-            slow: Duration::from_secs(10),
+            slow: Duration::from_secs_f64(a.timeout.max(0.1)),
         };
         let r = pimkit_fuzz::fuzz(&t, &corpus, &o);
         println!(
-            "{name}: {} inputs, {} crashes, {} slow (> 10 s)",
+            "{name}: {} inputs, {} crashes, {} slow (> {} s)",
             r.iterations,
             r.crashes.len(),
-            r.slow
+            r.slow,
+            a.timeout
         );
         for (m, p) in &r.crashes {
             println!("  {}: {}", p.display(), m.lines().next().unwrap_or(""));

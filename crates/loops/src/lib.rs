@@ -32,7 +32,9 @@ pub use engine::{Loops, LoopsOptions, LoopsOutput};
 pub use error::{LoopsError, Result};
 pub use ir::*;
 pub use native::{NativeOptions, NativeProgram, Runner, compile, run};
-pub use profile::{NestTiming, Profile, ProfileOptions, profile, profile_with};
+pub use profile::{
+    NestTiming, Profile, ProfileOptions, profile, profile_with, profile_with_progress,
+};
 pub use records::{AllocRecord, LowerReport, NestRecord, records, report};
 pub use section::report_section;
 

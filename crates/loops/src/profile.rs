@@ -77,21 +77,41 @@ pub fn profile(p: &Program, runs: usize) -> Result<Profile> {
 }
 
 pub fn profile_with(p: &Program, o: &ProfileOptions) -> Result<Profile> {
+    profile_with_progress(p, o, &mut |_, _, _| {})
+}
+
+/// [`profile_with`], calling `progress(done, total, nest)` as it goes: once before the
+/// compilation (`done` 0), then after every nest of every warm-up and timed run
+/// (`total` = (warm-up + runs) x nests), so a caller can draw a bar for a long model.
+pub fn profile_with_progress(
+    p: &Program,
+    o: &ProfileOptions,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<Profile> {
     let t0 = Instant::now();
+    let runs = o.runs.max(1);
+    let n = p.nests.len();
+    let total = (o.warmup + runs) * n;
+    progress(0, total, "compile");
     let native = compile(p, &o.native)?;
     let mut r = Runner::new(p, &native)?;
     r.set_inputs_pseudo_random(o.seed);
+    let mut done = 0;
     for _ in 0..o.warmup {
-        r.run_all();
+        for (i, nest) in p.nests.iter().enumerate() {
+            r.run_nest(i);
+            done += 1;
+            progress(done, total, &nest.node);
+        }
     }
-    let runs = o.runs.max(1);
-    let n = p.nests.len();
     let mut samples = vec![Vec::with_capacity(runs); n];
     for _ in 0..runs {
         for (i, s) in samples.iter_mut().enumerate() {
             let t = Instant::now();
             r.run_nest(i);
             s.push(t.elapsed().as_nanos() as f64);
+            done += 1;
+            progress(done, total, &p.nests[i].node);
         }
     }
     let nests: Vec<NestTiming> = samples

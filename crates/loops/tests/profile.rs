@@ -75,3 +75,28 @@ fn llama_decode_full_size_under_60s() {
     );
     assert!(s < 60.0, "took {s:.1} s");
 }
+
+/// `profile_with_progress` reports 0 before compiling, then one step per nest per run
+/// (warm-up included), counting up to the total.
+#[test]
+fn profile_progress_counts_every_nest_of_every_run() {
+    let p = lower(&zoo("softmax", &[("n", "16")])).unwrap();
+    let o = ProfileOptions {
+        runs: 2,
+        warmup: 1,
+        native: opts(),
+        seed: 1,
+    };
+    let mut steps: Vec<(usize, usize, String)> = vec![];
+    pimkit_loops::profile_with_progress(&p, &o, &mut |d, t, w| steps.push((d, t, w.into())))
+        .unwrap();
+    let total = 3 * p.nests.len();
+    assert_eq!(steps[0], (0, total, "compile".to_string()));
+    assert_eq!(steps.len(), total + 1);
+    for (i, (d, t, w)) in steps.iter().enumerate() {
+        assert_eq!((*d, *t), (i, total));
+        if i > 0 {
+            assert_eq!(*w, p.nests[(i - 1) % p.nests.len()].node);
+        }
+    }
+}

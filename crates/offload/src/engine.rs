@@ -110,8 +110,17 @@ impl pimkit_engine::Engine for Offload {
         o.arch = arch.clone();
         progress.step(0, 2, "lower");
         let p = pimkit_loops::lower_with(g, &o.lower).map_err(|e| engine_error(e.into()))?;
-        progress.step(1, 2, "time and decide");
-        let analysis = crate::run_program(&p, &host, &o).map_err(engine_error)?;
+        // Per nest while timing (a 20,000-nest model takes a while), then "done".
+        let mut steps = 0;
+        let analysis = crate::run_program_with_progress(&p, &host, &o, &mut |d, t, nest| {
+            steps = t;
+            if d == 0 {
+                progress.step(0, t, nest) // the compilation of the nests
+            } else {
+                progress.step(d, t, &format!("time {nest}"))
+            }
+        })
+        .map_err(engine_error)?;
         let mut notes = vec![];
         let reference = (opts.with_reference && host.source != "fixed").then(|| {
             let times: Vec<f64> = analysis.nests.iter().map(|n| n.t_cpu_ns).collect();
@@ -127,7 +136,7 @@ impl pimkit_engine::Engine for Offload {
                 ));
             }
         }
-        progress.step(2, 2, "done");
+        progress.step(steps, steps, "done");
         Ok(OffloadOutput {
             analysis,
             reference,

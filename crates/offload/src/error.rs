@@ -30,6 +30,22 @@ pub enum OffloadError {
 impl OffloadError {
     /// True when the user can fix it (bad file, bad flag, backend not available).
     pub fn is_user(&self) -> bool {
+        // A path the user gave that is a directory, missing, or not writable (the
+        // calibration file, `--emit`); other I/O failures are not theirs to fix.
+        if let OffloadError::Io { source, .. } = self {
+            use std::io::ErrorKind as K;
+            return matches!(
+                source.kind(),
+                K::NotFound
+                    | K::PermissionDenied
+                    | K::IsADirectory
+                    | K::NotADirectory
+                    | K::AlreadyExists
+                    | K::InvalidInput
+                    | K::InvalidFilename
+                    | K::ReadOnlyFilesystem
+            );
+        }
         matches!(
             self,
             OffloadError::Arch(_)

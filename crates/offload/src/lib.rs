@@ -81,8 +81,19 @@ pub fn run_graph(g: &pimkit_ir::Graph, host: &HostCalib, o: &Options) -> Result<
 
 /// Time (and count) a lowered program on the host, then analyze.
 pub fn run_program(p: &Program, host: &HostCalib, o: &Options) -> Result<Analysis> {
+    run_program_with_progress(p, host, o, &mut |_, _, _| {})
+}
+
+/// [`run_program`], calling `progress(done, total, nest)` per nest timed (see
+/// [`timing::host_run_with_progress`]).
+pub fn run_program_with_progress(
+    p: &Program,
+    host: &HostCalib,
+    o: &Options,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<Analysis> {
     let source = counters::resolve(o.counters, &host.vendor)?;
-    let run = timing::host_run(p, o.runs, source, &host.vendor)?;
+    let run = timing::host_run_with_progress(p, o.runs, source, &host.vendor, progress)?;
     let ctr = match &run.perf {
         Some(raw) if source == CounterSource::Perf => {
             timing::perf_counters(&host.vendor, raw, host.line_bytes)

@@ -44,6 +44,20 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Compile and run the program: the counted (perf) or warm-up run, then `runs` timed runs.
 pub fn host_run(p: &Program, runs: usize, source: CounterSource, vendor: &str) -> Result<HostRun> {
+    host_run_with_progress(p, runs, source, vendor, &mut |_, _, _| {})
+}
+
+/// [`host_run`], calling `progress(done, total, nest)` after each nest of each timed run
+/// (`total` = runs x nests; `done` 0 before the compilation).
+pub fn host_run_with_progress(
+    p: &Program,
+    runs: usize,
+    source: CounterSource,
+    vendor: &str,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<HostRun> {
+    let total = runs.max(1) * p.nests.len();
+    progress(0, total, "compile");
     let native = compile(p, &NativeOptions::default())?;
     let t0 = Instant::now();
     let mut r = Runner::new(p, &native)?;
@@ -59,11 +73,14 @@ pub fn host_run(p: &Program, runs: usize, source: CounterSource, vendor: &str) -
     };
     let runs = runs.max(1);
     let mut samples = vec![Vec::with_capacity(runs); n];
+    let mut done = 0;
     for _ in 0..runs {
         for (i, s) in samples.iter_mut().enumerate() {
             let t = Instant::now();
             r.run_nest(i);
             s.push(t.elapsed().as_nanos() as f64);
+            done += 1;
+            progress(done, total, &p.nests[i].node);
         }
     }
     let profiling_ms = t_prof.elapsed().as_secs_f64() * 1e3;

@@ -28,8 +28,10 @@ use pimkit_ir::{Graph, IrError};
 /// Errors of the zoo. Each names the entry and, where it applies, the parameter.
 #[derive(Debug, thiserror::Error)]
 pub enum ZooError {
-    #[error("unknown zoo entry '{name}'; valid entries: {valid}")]
-    UnknownEntry { name: String, valid: String },
+    /// `hint`: entries with a similar name and where the whole list is (the list of
+    /// every entry is too long for one line of an error message).
+    #[error("unknown zoo entry '{name}'; {hint}")]
+    UnknownEntry { name: String, hint: String },
     #[error("zoo entry '{entry}' has no parameter '{param}'; valid parameters: {valid}")]
     UnknownParam {
         entry: String,
@@ -127,9 +129,10 @@ pub fn build_float(name: &str, params: &[(String, String)]) -> Result<Graph> {
 fn build_with(name: &str, params: &[(String, String)], float: bool) -> Result<Graph> {
     let all = defs();
     let Some(def) = all.iter().find(|d| d.name == name) else {
+        let names: Vec<&str> = all.iter().map(|d| d.name).collect();
         return Err(ZooError::UnknownEntry {
             name: name.to_string(),
-            valid: all.iter().map(|d| d.name).collect::<Vec<_>>().join(", "),
+            hint: unknown_entry_hint(name, &names),
         });
     };
     let specs = with_common(def.params.clone());
@@ -147,8 +150,45 @@ fn build_with(name: &str, params: &[(String, String)], float: bool) -> Result<Gr
     })
 }
 
+/// Up to five entries whose names contain `name` or share its first three letters, and
+/// where the whole list is.
+fn unknown_entry_hint(name: &str, names: &[&str]) -> String {
+    let low = name.to_lowercase();
+    let head: String = low.chars().take(3).collect();
+    let similar: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| {
+            !low.is_empty()
+                && (n.contains(low.as_str()) || (head.len() == 3 && n.starts_with(&head)))
+        })
+        .take(5)
+        .collect();
+    let all = format!("`pimkit zoo list` shows all {} entries", names.len());
+    if similar.is_empty() {
+        all
+    } else {
+        format!("similar: {}; {all}", similar.join(", "))
+    }
+}
+
 /// Parse `NAME?k=v&...` and build it.
 pub fn build_spec(spec: &str) -> Result<Graph> {
     let (name, params) = parse_spec(spec)?;
     build(&name, &params)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_unknown_entry_gets_a_short_hint() {
+        let e = super::build("mobilenet", &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("similar: mobilenet_v2") && e.contains("pimkit zoo list"),
+            "{e}"
+        );
+        assert!(e.len() < 200, "{e}");
+        let e = super::build("zz", &[]).unwrap_err().to_string();
+        assert!(!e.contains("similar"), "{e}");
+    }
 }

@@ -61,7 +61,12 @@ fn load(model: &str, fuse: bool, la: &crate::model::LoadArgs) -> anyhow::Result<
     let o = pimkit_loops::LowerOptions {
         fuse_elementwise: fuse,
     };
-    pimkit_loops::lower_with(&g, &o).map_err(map_err)
+    // A spinner (elapsed time) while a model of thousands of nodes lowers.
+    let pb = crate::output::spinner("lower");
+    pb.set_message(format!("{} nodes", g.nodes.len()));
+    let p = pimkit_loops::lower_with(&g, &o);
+    pb.finish_and_clear();
+    p.map_err(map_err)
 }
 
 fn print_tables(p: &Program, prof: Option<&pimkit_loops::Profile>) {
@@ -113,7 +118,14 @@ pub fn run_profile(a: ProfileArgs) -> anyhow::Result<()> {
         warmup: a.warmup,
         ..Default::default()
     };
-    let prof = pimkit_loops::profile_with(&p, &o).map_err(map_err)?;
+    let pb = crate::output::progress(0, "nests timed");
+    let prof = pimkit_loops::profile_with_progress(&p, &o, &mut |done, total, what| {
+        pb.set_length(total as u64);
+        pb.set_position(done as u64);
+        pb.set_message(what.to_string());
+    });
+    pb.finish_and_clear();
+    let prof = prof.map_err(map_err)?;
     if a.json {
         return print_json(&pimkit_engine::result_json(
             "loops",

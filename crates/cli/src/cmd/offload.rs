@@ -185,14 +185,18 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
     }
     let mut sweep_runs = vec![];
     if let Some((param, vals)) = sweep {
+        // A bar per sweep size, its message the nest being timed.
+        let pb = crate::output::progress(vals.len() as u64, "sweep sizes");
         for v in vals {
             let g = load_model_with(&a.model, &[(param.to_string(), v.to_string())])?;
             let p = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
-            sweep_runs.push((
-                v.to_string(),
-                pimkit_offload::run_program(&p, &hostc, &opts).map_err(conv)?,
-            ));
+            let r = pimkit_offload::run_program_with_progress(&p, &hostc, &opts, &mut |_, _, n| {
+                pb.set_message(format!("{param}={v}: {n}"))
+            });
+            sweep_runs.push((v.to_string(), r.map_err(conv)?));
+            pb.inc(1);
         }
+        pb.finish_and_clear();
     }
     if a.json {
         let arch_name = a

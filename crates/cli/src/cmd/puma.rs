@@ -260,7 +260,12 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             let g = crate::model::load_static(&model, &[], &load, &[])?;
             let a = arch.load()?;
             let opts = compile.options(&g)?;
-            let p = tool::compile_to_dir(&g, &a, &opts, &out).map_err(user)?;
+            // A spinner (elapsed time) while a large network compiles.
+            let pb = crate::output::spinner("puma compile");
+            pb.set_message(format!("compiling into {}", out.display()));
+            let p = tool::compile_to_dir(&g, &a, &opts, &out);
+            pb.finish_and_clear();
+            let p = p.map_err(user)?;
             print!("{}", p.placement_summary());
             println!("wrote {}", out.display());
         }
@@ -275,7 +280,11 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             json,
         } => {
             let so = sim_options(bitserial, max_cycles, tolerance, ni)?;
-            let (res, outs, p) = tool::sim_dir(&dir, &input, &so).map_err(user)?;
+            let pb = crate::output::spinner("puma sim");
+            pb.set_message(format!("simulating {}", dir.display()));
+            let r = tool::sim_dir(&dir, &input, &so);
+            pb.finish_and_clear();
+            let (res, outs, p) = r.map_err(user)?;
             if let Some(o) = out {
                 let names: Vec<String> = p.outputs.iter().map(|o| o.name.clone()).collect();
                 tool::write_outputs(&o, &names, &outs).map_err(user)?;

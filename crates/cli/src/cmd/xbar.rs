@@ -150,8 +150,14 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
             };
             (opts.sdw, opts.samples) = (a.sdw, a.samples);
             opts.packing_svg = a.out.is_some().then_some(2000);
-            let out = Xbar::run(&g, &arch, &opts, &mut pimkit_engine::NoProgress)
-                .map_err(crate::error::engine)?;
+            // The engine's stages (extract, map, sweep): a huge model maps for seconds.
+            let pb = crate::output::spinner("xbar map");
+            let out = Xbar::run(&g, &arch, &opts, &mut |i: usize, _: usize, what: &str| {
+                pb.set_position(i as u64);
+                pb.set_message(what.to_string());
+            });
+            pb.finish_and_clear();
+            let out = out.map_err(crate::error::engine)?;
             let r = &out.map;
             let arch_name = a
                 .common

@@ -82,8 +82,16 @@ pub fn run(c: ZooCmd) -> anyhow::Result<()> {
                 }
                 p.push((k, v));
             }
-            let g = pimkit_zoo::build(&name, &p).map_err(user)?;
-            pimkit_onnx::save(&g, &output).map_err(user)?;
+            // A spinner per stage: a large model takes seconds to build, encode and write.
+            let pb = crate::output::spinner("zoo export");
+            pb.set_message(format!("building {name}"));
+            let g = pimkit_zoo::build(&name, &p).map_err(user);
+            let saved = g.and_then(|g| {
+                pb.set_message(format!("encoding and writing {}", output.display()));
+                pimkit_onnx::save(&g, &output).map_err(user).map(|()| g)
+            });
+            pb.finish_and_clear();
+            let g = saved?;
             eprintln!("wrote {} ({} nodes)", output.display(), g.nodes.len());
             Ok(())
         }
