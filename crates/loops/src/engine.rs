@@ -5,7 +5,7 @@
 
 use crate::error::LoopsError;
 use crate::ir::Program;
-use crate::profile::{Profile, ProfileOptions, profile_with};
+use crate::profile::{Profile, ProfileOptions, profile_with_progress};
 use crate::records::{LowerReport, report};
 use crate::{LowerOptions, lower_with};
 use pimkit_engine::{EngineError, Headline, HostArch, Progress, Section};
@@ -68,17 +68,16 @@ impl pimkit_engine::Engine for Loops {
         opts: &LoopsOptions,
         progress: &mut dyn Progress,
     ) -> Result<LoopsOutput, EngineError> {
-        let steps = if opts.profile.is_some() { 2 } else { 1 };
-        progress.step(0, steps, "lower");
+        progress.step(0, 0, "lower");
         let program = lower_with(g, &opts.lower).map_err(engine_error)?;
+        // Profiling reports every nest of every run (compile first).
         let profile = match &opts.profile {
-            Some(o) => {
-                progress.step(1, steps, "compile and time nests");
-                Some(profile_with(&program, o).map_err(engine_error)?)
-            }
+            Some(o) => Some(
+                profile_with_progress(&program, o, &mut |d, t, w| progress.step(d, t, w))
+                    .map_err(engine_error)?,
+            ),
             None => None,
         };
-        progress.step(steps, steps, "done");
         Ok(LoopsOutput { program, profile })
     }
 

@@ -4,7 +4,8 @@
 
 use crate::error::user;
 use crate::output::print_json;
-use pimkit_loops::{LoopsError, Program};
+use pimkit_engine::{Engine, HostArch};
+use pimkit_loops::{Loops, LoopsOptions, LoopsOutput};
 use pimkit_report::Block;
 
 #[derive(clap::Args, Debug)]
@@ -45,33 +46,46 @@ pub struct ProfileArgs {
     pub load: crate::model::LoadArgs,
 }
 
-/// Unsupported ops, bad graphs and a missing compiler are the user's to fix (exit 2).
-fn map_err(e: LoopsError) -> anyhow::Error {
-    match e {
-        LoopsError::Unsupported { .. }
-        | LoopsError::Node { .. }
-        | LoopsError::CompilerMissing { .. }
-        | LoopsError::Input(_) => user(e),
-        other => anyhow::Error::new(other),
-    }
-}
-
-fn load(model: &str, fuse: bool, la: &crate::model::LoadArgs) -> anyhow::Result<Program> {
+/// The loops engine on the model: lowered, and timed natively when `profile` is given
+/// (a bar per nest timed on a terminal).
+fn run_engine(
+    model: &str,
+    fuse: bool,
+    la: &crate::model::LoadArgs,
+    profile: Option<pimkit_loops::ProfileOptions>,
+) -> anyhow::Result<LoopsOutput> {
     let g = crate::model::load_static(model, &[], la, &[])?;
-    let o = pimkit_loops::LowerOptions {
-        fuse_elementwise: fuse,
+    let opts = LoopsOptions {
+        lower: pimkit_loops::LowerOptions {
+            fuse_elementwise: fuse,
+        },
+        profile,
     };
-    // A spinner (elapsed time) while a model of thousands of nodes lowers.
-    let pb = crate::output::spinner("lower");
-    pb.set_message(format!("{} nodes", g.nodes.len()));
-    let p = pimkit_loops::lower_with(&g, &o);
+    let pb = if opts.profile.is_some() {
+        crate::output::progress(0, "nests timed")
+    } else {
+        crate::output::spinner("lowering to loop nests")
+    };
+    let r = Loops::run(
+        &g,
+        &HostArch {},
+        &opts,
+        &mut |done: usize, total: usize, what: &str| {
+            pb.set_length(total as u64);
+            pb.set_position(done as u64);
+            pb.set_message(what.to_string());
+        },
+    );
     pb.finish_and_clear();
-    p.map_err(map_err)
+    r.map_err(crate::error::engine)
 }
 
-fn print_tables(p: &Program, prof: Option<&pimkit_loops::Profile>) {
-    let s = pimkit_loops::report_section(p, prof);
-    for b in &s.blocks {
+fn json(model: &str, out: &LoopsOutput) -> anyhow::Result<()> {
+    print_json(&pimkit_engine::result_json(Loops::NAME, model, "host", out))
+}
+
+fn print_tables(out: &LoopsOutput) {
+    for b in &Loops::section(out).blocks {
         if let Block::Table(t) = b {
             println!("{}", t.to_terminal());
         }
@@ -79,20 +93,16 @@ fn print_tables(p: &Program, prof: Option<&pimkit_loops::Profile>) {
 }
 
 pub fn run_lower(a: LowerArgs) -> anyhow::Result<()> {
-    let p = load(&a.model, a.fuse, &a.load)?;
+    let out = run_engine(&a.model, a.fuse, &a.load, None)?;
+    let p = &out.program;
     if a.dump {
         print!("{}", p.dump());
         return Ok(());
     }
     if a.json {
-        return print_json(&pimkit_engine::result_json(
-            "loops",
-            &a.model,
-            "host",
-            &pimkit_loops::report(&p, None),
-        ));
+        return json(&a.model, &out);
     }
-    print_tables(&p, None);
+    print_tables(&out);
     let (rd, wr): (u64, u64) = p
         .stats()
         .iter()
@@ -112,37 +122,27 @@ pub fn run_profile(a: ProfileArgs) -> anyhow::Result<()> {
     if a.runs == 0 {
         return Err(user("--runs must be at least 1"));
     }
-    let p = load(&a.model, a.fuse, &a.load)?;
     let o = pimkit_loops::ProfileOptions {
         runs: a.runs,
         warmup: a.warmup,
         ..Default::default()
     };
-    let pb = crate::output::progress(0, "nests timed");
-    let prof = pimkit_loops::profile_with_progress(&p, &o, &mut |done, total, what| {
-        pb.set_length(total as u64);
-        pb.set_position(done as u64);
-        pb.set_message(what.to_string());
-    });
-    pb.finish_and_clear();
-    let prof = prof.map_err(map_err)?;
+    let out = run_engine(&a.model, a.fuse, &a.load, Some(o))?;
     if a.json {
-        return print_json(&pimkit_engine::result_json(
-            "loops",
-            &a.model,
-            "host",
-            &pimkit_loops::report(&p, Some(&prof)),
-        ));
+        return json(&a.model, &out);
     }
-    print_tables(&p, Some(&prof));
-    println!(
-        "{}: {} nests, host time {:.3} ms (median of {} runs per nest), compile {:.2} s{}",
-        p.name,
-        p.nests.len(),
-        prof.total_ns / 1e6,
-        prof.runs,
-        prof.compile_ms / 1e3,
-        if prof.cached { " (cached)" } else { "" }
-    );
+    print_tables(&out);
+    let (p, prof) = (&out.program, out.profile.as_ref());
+    if let Some(prof) = prof {
+        println!(
+            "{}: {} nests, host time {:.3} ms (median of {} runs per nest), compile {:.2} s{}",
+            p.name,
+            p.nests.len(),
+            prof.total_ns / 1e6,
+            prof.runs,
+            prof.compile_ms / 1e3,
+            if prof.cached { " (cached)" } else { "" }
+        );
+    }
     Ok(())
 }
