@@ -30,6 +30,7 @@ mod probes;
 pub mod reinsert;
 pub mod report;
 pub mod rule;
+pub mod sweep;
 pub mod timing;
 pub mod workload;
 
@@ -83,6 +84,17 @@ pub fn run_graph(g: &pimkit_ir::Graph, host: &HostCalib, o: &Options) -> Result<
 pub fn run_program(p: &Program, host: &HostCalib, o: &Options) -> Result<Analysis> {
     let source = counters::resolve(o.counters, &host.vendor)?;
     let run = timing::host_run(p, o.runs, source, &host.vendor)?;
+    Ok(analyze_run(p, &run, source, host, o))
+}
+
+/// The counters (perf's or the model's) and the offload analysis of one timed run.
+pub(crate) fn analyze_run(
+    p: &Program,
+    run: &timing::HostRun,
+    source: CounterSource,
+    host: &HostCalib,
+    o: &Options,
+) -> Analysis {
     let ctr = match &run.perf {
         Some(raw) if source == CounterSource::Perf => {
             timing::perf_counters(&host.vendor, raw, host.line_bytes)
@@ -97,8 +109,8 @@ pub fn run_program(p: &Program, host: &HostCalib, o: &Options) -> Result<Analysi
         Thresholds::new(host, o.theta_gbs, o.sigma),
         &o.cores,
     );
-    a.profiling = Some(run.cost);
-    Ok(a)
+    a.profiling = Some(run.cost.clone());
+    a
 }
 
 /// Analyze with given per-nest host times (no execution): model counters. For tests,

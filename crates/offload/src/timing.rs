@@ -4,7 +4,7 @@
 
 use crate::counters::{CounterSource, Counters};
 use crate::error::Result;
-use pimkit_loops::{NativeOptions, Program, Runner, compile};
+use pimkit_loops::{NativeOptions, NativeProgram, Program, Runner, compile};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -45,8 +45,19 @@ fn median(v: &mut [f64]) -> f64 {
 /// Compile and run the program: the counted (perf) or warm-up run, then `runs` timed runs.
 pub fn host_run(p: &Program, runs: usize, source: CounterSource, vendor: &str) -> Result<HostRun> {
     let native = compile(p, &NativeOptions::default())?;
+    host_run_native(p, &native, runs, source, vendor)
+}
+
+/// [`host_run`] of a program already compiled (`native` is `p`'s code).
+pub fn host_run_native(
+    p: &Program,
+    native: &NativeProgram,
+    runs: usize,
+    source: CounterSource,
+    vendor: &str,
+) -> Result<HostRun> {
     let t0 = Instant::now();
-    let mut r = Runner::new(p, &native)?;
+    let mut r = Runner::new(p, native)?;
     r.set_inputs_pseudo_random(0);
     let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
     let n = p.nests.len();
