@@ -23,6 +23,16 @@ pub fn threads(s: &str) -> Result<usize, String> {
     }
 }
 
+/// `--jobs`: a count in 1..=1024 (a pool of 2^63 threads would never start).
+pub fn jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(v) if (1..=MAX_THREADS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a job count in 1..={MAX_THREADS} (leave --jobs out to use all cores)"
+        )),
+    }
+}
+
 /// A finite, non-negative real.
 pub fn non_negative(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {

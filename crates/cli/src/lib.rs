@@ -19,6 +19,13 @@ struct Cli {
     /// Worker threads for executing models (default: all cores; results do not depend on it)
     #[arg(long, global = true, value_name = "N", value_parser = bounds::threads)]
     threads: Option<usize>,
+    /// Independent items run at once (default: all cores): the points of `xbar sweep`,
+    /// `vpu roofline` and `vpu table3`, the candidates of `xbar nas`, the sizes of
+    /// `offload --sweep` (compiled and modelled in parallel, timed one at a time). Results
+    /// do not depend on it; while items run in parallel their kernels share these N
+    /// threads (--threads applies with --jobs 1)
+    #[arg(long, global = true, value_name = "N", value_parser = bounds::jobs)]
+    jobs: Option<usize>,
     #[command(subcommand)]
     cmd: Command,
     /// Which onnxruntime CPU kernels the interpreter reproduces bit for bit: auto (this
@@ -71,6 +78,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
     pimkit_interp::set_ort_kernels(k);
     if let Some(n) = cli.threads {
         pimkit_interp::set_threads(n).map_err(|e| anyhow::anyhow!("--threads {n}: {e}"))?;
+    }
+    if let Some(n) = cli.jobs {
+        pimkit_engine::jobs::set_jobs(n);
     }
     match cli.cmd {
         Command::Info(a) => cmd::info::run(a),

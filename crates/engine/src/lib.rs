@@ -11,6 +11,7 @@
 
 pub mod arch;
 mod error;
+pub mod jobs;
 mod progress;
 mod result;
 

@@ -7,7 +7,6 @@ use crate::eval::{AccuracySpec, Evaluator};
 use crate::nsga::{self, Fitness, GenStats, NsgaConfig, Problem};
 use crate::space::{Config, Space};
 use pimkit_xbar::{Arch, Budget, MapOptions, XbarError};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -282,8 +281,10 @@ impl Problem for NasProblem<'_> {
             Accuracy::Builtin(e) => e.parallel(),
             Accuracy::Oracle(_) => true,
         };
+        // A generation's new candidates on `--jobs` threads (pimkit_engine::jobs), results
+        // in genome order: the search does not depend on the number of threads.
         let done: Vec<Result<(Vec<u8>, Candidate)>> = if parallel {
-            todo.par_iter().map(run).collect()
+            pimkit_engine::jobs::par_map(&todo, run)
         } else {
             todo.iter().map(run).collect()
         };

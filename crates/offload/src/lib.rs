@@ -30,6 +30,7 @@ mod probes;
 pub mod reinsert;
 pub mod report;
 pub mod rule;
+pub mod sweep;
 pub mod timing;
 pub mod workload;
 
@@ -94,6 +95,17 @@ pub fn run_program_with_progress(
 ) -> Result<Analysis> {
     let source = counters::resolve(o.counters, &host.vendor)?;
     let run = timing::host_run_with_progress(p, o.runs, source, &host.vendor, progress)?;
+    Ok(analyze_run(p, &run, source, host, o))
+}
+
+/// The counters (perf's or the model's) and the offload analysis of one timed run.
+pub(crate) fn analyze_run(
+    p: &Program,
+    run: &timing::HostRun,
+    source: CounterSource,
+    host: &HostCalib,
+    o: &Options,
+) -> Analysis {
     let ctr = match &run.perf {
         Some(raw) if source == CounterSource::Perf => {
             timing::perf_counters(&host.vendor, raw, host.line_bytes)
@@ -108,8 +120,8 @@ pub fn run_program_with_progress(
         Thresholds::new(host, o.theta_gbs, o.sigma),
         &o.cores,
     );
-    a.profiling = Some(run.cost);
-    Ok(a)
+    a.profiling = Some(run.cost.clone());
+    a
 }
 
 /// Analyze with given per-nest host times (no execution): model counters. For tests,

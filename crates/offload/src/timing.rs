@@ -4,7 +4,7 @@
 
 use crate::counters::{CounterSource, Counters};
 use crate::error::Result;
-use pimkit_loops::{NativeOptions, Program, Runner, compile};
+use pimkit_loops::{NativeOptions, NativeProgram, Program, Runner, compile};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -59,8 +59,21 @@ pub fn host_run_with_progress(
     let total = runs.max(1) * p.nests.len();
     progress(0, total, "compile");
     let native = compile(p, &NativeOptions::default())?;
+    host_run_native(p, &native, runs, source, vendor, progress)
+}
+
+/// [`host_run_with_progress`] of a program already compiled (`native` is `p`'s code).
+pub fn host_run_native(
+    p: &Program,
+    native: &NativeProgram,
+    runs: usize,
+    source: CounterSource,
+    vendor: &str,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<HostRun> {
+    let total = runs.max(1) * p.nests.len();
     let t0 = Instant::now();
-    let mut r = Runner::new(p, &native)?;
+    let mut r = Runner::new(p, native)?;
     r.set_inputs_pseudo_random(0);
     let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
     let n = p.nests.len();

@@ -160,22 +160,28 @@ pub fn offload(
             v["emit"] = serde_json::to_value(&e).map_err(bug)?;
         }
         if let (Some((param, vals)), Some(spec)) = (&sweep, m.spec()) {
-            let mut runs = vec![];
-            for val in vals {
-                let mut notes = vec![];
+            // The library's sweep: sizes built and compiled in parallel, timed one at a time.
+            let build = |val: &str| -> Result<pimkit_loops::Program, EngineError> {
                 let g = load_spec(
                     spec,
-                    &[(param.as_str(), val.as_str())],
+                    &[(param.as_str(), val)],
                     &LoadArgs::default(),
-                    &mut notes,
+                    &mut vec![],
                 )?;
-                let p = pimkit_loops::lower_with(&g, &opts.lower)
-                    .map_err(pimkit_loops::engine::engine_error)?;
-                runs.push((
-                    val.clone(),
-                    pimkit_offload::run_program(&p, &hostc, &opts).map_err(off_err)?,
-                ));
-            }
+                pimkit_loops::lower_with(&g, &opts.lower)
+                    .map_err(pimkit_loops::engine::engine_error)
+            };
+            let runs = pimkit_offload::sweep::run_sweep(vals, build, &hostc, &opts).map_err(
+                |e| match e {
+                    pimkit_offload::sweep::SweepError::Build { value, error } => {
+                        EngineError {
+                        kind: error.kind,
+                        msg: format!("sweep {param}={value}: {error}"),
+                    }
+                    }
+                    pimkit_offload::sweep::SweepError::Offload(e) => off_err(e),
+                },
+            )?;
             v["sweep"] = serde_json::to_value(&runs).map_err(bug)?;
         }
         crate::common::json(&v)

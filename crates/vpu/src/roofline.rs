@@ -11,6 +11,7 @@ use crate::problem::{Gen, QConv, QMatMul};
 use crate::run::{ConvKind, MmKernel, run_conv, run_matmul};
 use crate::scalar::{scalar_conv, scalar_matmul};
 use serde::Serialize;
+use std::sync::Arc;
 
 /// One characterized run.
 #[derive(Clone, Debug, Serialize)]
@@ -224,33 +225,42 @@ pub fn run_sweep(base: &Arch, sweep: Sweep, scale: Scale) -> Result<Vec<Point>> 
     run_sweep_with(base, sweep, scale, &mut |_| {})
 }
 
-/// The points of a sweep as they are computed, each also handed to `on_point` (a
-/// progress display: a full sweep takes seconds to minutes).
-struct Sink<'a> {
-    pts: Vec<Point>,
-    on_point: &'a mut dyn FnMut(&Point),
-}
+/// One point of a sweep, to be run (each point is an independent simulation).
+type Task<'a> = Box<dyn Fn() -> Result<Point> + Send + Sync + 'a>;
 
-impl Sink<'_> {
-    fn push(&mut self, p: Point) {
-        (self.on_point)(&p);
-        self.pts.push(p);
+/// The points of a sweep, in the order of its tables.
+struct Tasks<'a>(Vec<Task<'a>>);
+
+impl<'a> Tasks<'a> {
+    fn push(&mut self, t: impl Fn() -> Result<Point> + Send + Sync + 'a) {
+        self.0.push(Box::new(t));
     }
 }
 
-/// [`run_sweep`], calling `on_point` after each point.
+/// [`run_sweep`], calling `on_point` after each point (a progress display: a full sweep
+/// takes seconds to minutes). The points run on [`pimkit_engine::jobs`] threads and
+/// `on_point` sees them as they finish (any order); the returned points are in the
+/// sweep's order whatever the number of threads, and an error is the first failing
+/// point's in that order.
 pub fn run_sweep_with(
     base: &Arch,
     sweep: Sweep,
     scale: Scale,
     on_point: &mut dyn FnMut(&Point),
 ) -> Result<Vec<Point>> {
+    let tasks = sweep_tasks(base, sweep, scale);
+    let done = pimkit_engine::jobs::par_map_progress(&tasks.0, |t| t(), &mut |_, r| {
+        if let Ok(p) = r {
+            on_point(p)
+        }
+    });
+    done.into_iter().collect()
+}
+
+fn sweep_tasks(base: &Arch, sweep: Sweep, scale: Scale) -> Tasks<'static> {
     let q = scale.quick;
-    let one = base.with(1, base.memory.bandwidth);
-    let mut pts = Sink {
-        pts: Vec::new(),
-        on_point,
-    };
+    let one = Arc::new(base.with(1, base.memory.bandwidth));
+    let mut pts = Tasks(Vec::new());
     let name = sweep.name();
     match sweep {
         Sweep::Matmul => {
@@ -260,29 +270,15 @@ pub fn run_sweep_with(
                 &[16, 32, 64, 128, 256]
             };
             for &n in ns {
+                let (mmp, vmp) = (Arc::new(mm(n, n)), Arc::new(mm(n, 1)));
                 for df in Dataflow::ALL {
-                    pts.push(mm_point(
-                        name,
-                        format!("MM{n}"),
-                        &one,
-                        &mm(n, n),
-                        MmKernel::Mm(df),
-                    )?);
-                    pts.push(mm_point(
-                        name,
-                        format!("VM{n}"),
-                        &one,
-                        &mm(n, 1),
-                        MmKernel::Mm(df),
-                    )?);
+                    let (a, p) = (one.clone(), mmp.clone());
+                    pts.push(move || mm_point(name, format!("MM{n}"), &a, &p, MmKernel::Mm(df)));
+                    let (a, p) = (one.clone(), vmp.clone());
+                    pts.push(move || mm_point(name, format!("VM{n}"), &a, &p, MmKernel::Mm(df)));
                 }
-                pts.push(mm_point(
-                    name,
-                    format!("VM{n}"),
-                    &one,
-                    &mm(n, 1),
-                    MmKernel::Vm,
-                )?);
+                let (a, p) = (one.clone(), vmp);
+                pts.push(move || mm_point(name, format!("VM{n}"), &a, &p, MmKernel::Vm));
             }
         }
         Sweep::Conv2d => {
@@ -290,17 +286,15 @@ pub fn run_sweep_with(
             let cs: &[usize] = if q { &[3, 8] } else { &[3, 8, 16, 32] };
             for &c in cs {
                 for k in [3, 5, 7] {
-                    let p = conv2d_p(c, k, hw, if q { 4 } else { 32 });
-                    for df in Dataflow::ALL {
-                        pts.push(conv_point(
-                            name,
-                            format!("c{c}/k{k}"),
-                            &one,
-                            &p,
-                            ConvKind::Conv2d,
-                            df,
-                        )?);
-                    }
+                    let p = Arc::new(conv2d_p(c, k, hw, if q { 4 } else { 32 }));
+                    conv_tasks(
+                        &mut pts,
+                        name,
+                        format!("c{c}/k{k}"),
+                        &one,
+                        &p,
+                        ConvKind::Conv2d,
+                    );
                 }
             }
         }
@@ -308,17 +302,15 @@ pub fn run_sweep_with(
             let cs: &[usize] = if q { &[8, 16] } else { &[8, 16, 32, 64, 128] };
             for &c in cs {
                 for k in [3, 7] {
-                    let p = conv1d_p(c, k, if q { 64 } else { 256 });
-                    for df in Dataflow::ALL {
-                        pts.push(conv_point(
-                            name,
-                            format!("c{c}/K{k}"),
-                            &one,
-                            &p,
-                            ConvKind::Conv1d,
-                            df,
-                        )?);
-                    }
+                    let p = Arc::new(conv1d_p(c, k, if q { 64 } else { 256 }));
+                    conv_tasks(
+                        &mut pts,
+                        name,
+                        format!("c{c}/K{k}"),
+                        &one,
+                        &p,
+                        ConvKind::Conv1d,
+                    );
                 }
             }
         }
@@ -326,59 +318,63 @@ pub fn run_sweep_with(
             let is: &[usize] = if q { &[7, 14] } else { &[7, 14, 28, 56] };
             for &i in is {
                 for k in [3, 5, 7] {
-                    let p = dw_p(if q { 32 } else { 256 }, i, k);
-                    for df in Dataflow::ALL {
-                        pts.push(conv_point(
-                            name,
-                            format!("i{i}/k{k}"),
-                            &one,
-                            &p,
-                            ConvKind::Depthwise,
-                            df,
-                        )?);
-                    }
+                    let p = Arc::new(dw_p(if q { 32 } else { 256 }, i, k));
+                    let label = format!("i{i}/k{k}");
+                    conv_tasks(&mut pts, name, label, &one, &p, ConvKind::Depthwise);
                 }
             }
         }
-        Sweep::Simd => simd_points(base, q, &mut pts)?,
+        Sweep::Simd => simd_tasks(base, q, &mut pts),
         Sweep::Arch => {
             let n = if q { 64 } else { 256 };
-            let p = mm(n, n);
+            let p = Arc::new(mm(n, n));
             for lanes in [2, 4, 8] {
                 for cap in [64usize, 128, 256] {
-                    let mut a = one.clone();
+                    let mut a = (*one).clone();
                     a.vpu.lanes = lanes;
                     a.cache.size_bytes = cap * 1024;
                     a.vpu.vrf_bytes = cap * 4 * a.vpu.vregs;
                     a.memory.latency_cycles = 0;
-                    let mut pt = mm_point(
-                        name,
-                        format!("L{lanes}/{cap}"),
-                        &a,
-                        &p,
-                        MmKernel::Mm(Dataflow::Os),
-                    )?;
-                    pts.push(pt.clone());
-                    for df in [Dataflow::Is, Dataflow::Ws] {
-                        pt = mm_point(name, format!("L{lanes}/{cap}"), &a, &p, MmKernel::Mm(df))?;
-                        pts.push(pt);
+                    let a = Arc::new(a);
+                    let label = format!("L{lanes}/{cap}");
+                    for df in [Dataflow::Os, Dataflow::Is, Dataflow::Ws] {
+                        let (a, p, label) = (a.clone(), p.clone(), label.clone());
+                        pts.push(move || mm_point(name, label.clone(), &a, &p, MmKernel::Mm(df)));
                     }
-                    let (_, hst) = scalar_matmul(&a, &p)?;
-                    pts.push(Point::new(
-                        name,
-                        "MM",
-                        format!("L{lanes}/{cap}"),
-                        "host",
-                        &a,
-                        &mm_work(&p),
-                        &hst,
-                        true,
-                    ));
+                    let (a, p) = (a.clone(), p.clone());
+                    pts.push(move || {
+                        let (_, hst) = scalar_matmul(&a, &p)?;
+                        Ok(Point::new(
+                            name,
+                            "MM",
+                            label.clone(),
+                            "host",
+                            &a,
+                            &mm_work(&p),
+                            &hst,
+                            true,
+                        ))
+                    });
                 }
             }
         }
     }
-    Ok(pts.pts)
+    pts
+}
+
+/// One point per dataflow of a convolution.
+fn conv_tasks(
+    pts: &mut Tasks<'static>,
+    name: &'static str,
+    label: String,
+    one: &Arc<Arch>,
+    p: &Arc<QConv>,
+    kind: ConvKind,
+) {
+    for df in Dataflow::ALL {
+        let (a, p, label) = (one.clone(), p.clone(), label.clone());
+        pts.push(move || conv_point(name, label.clone(), &a, &p, kind, df));
+    }
 }
 
 /// The five §5.9 problems (each kernel with its winning dataflow) and a label.
@@ -459,18 +455,20 @@ impl Problem {
     }
 }
 
-fn simd_points(base: &Arch, q: bool, pts: &mut Sink) -> Result<()> {
+fn simd_tasks(base: &Arch, q: bool, pts: &mut Tasks<'static>) {
     for (name, prob) in simd_problems(q) {
+        let prob = Arc::new(prob);
         for bw in [1.2, 0.8, 0.5] {
             for vpus in [1, 2, 4] {
-                pts.push(prob.run(name, "simd", &base.with(vpus, bw))?);
+                let (a, p) = (base.with(vpus, bw), prob.clone());
+                pts.push(move || p.run(name, "simd", &a));
             }
         }
         for vpus in [1, 4] {
-            pts.push(prob.run_host(name, "simd", &base.with(vpus, 1.2))?);
+            let (a, p) = (base.with(vpus, 1.2), prob.clone());
+            pts.push(move || p.run_host(name, "simd", &a));
         }
     }
-    Ok(())
 }
 
 /// Table 3 rows from the §5.9 points: (kernel, P 1V/4V, host P, G_P, I, host I, L_I).

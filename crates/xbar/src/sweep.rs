@@ -5,7 +5,7 @@ use crate::arch::Arch;
 use crate::error::{Result, XbarError};
 use crate::layer::Layer;
 use crate::map::{
-    Budget, MapOptions, baseline_mapping, budget_crossbars, compile, simulate_mapping,
+    Budget, MapOptions, Mapping, baseline_mapping, budget_crossbars, compile, simulate_mapping,
 };
 use pimkit_report::Table;
 use pimkit_report::plot::{Series, line_chart};
@@ -57,6 +57,7 @@ pub struct SweepResult {
 }
 
 /// Run the sweep; `base` supplies mode, depthwise mapping, seed and duplication setting.
+/// The points run on [`pimkit_engine::jobs`] threads; the rows do not depend on their number.
 pub fn sweep(
     model: &str,
     layers: &[Layer],
@@ -71,72 +72,96 @@ pub fn sweep(
         });
     }
     let bm = baseline_mapping(layers, arch, base.mode);
-    let base_lat: Vec<u64> = spec
-        .samples
+    // The points are independent: the ISAAC-like latencies per sample count and one
+    // compilation per (budget, S_DW) run on `--jobs` threads, rows in grid order.
+    let base_lat: Vec<u64> =
+        pimkit_engine::jobs::par_map(&spec.samples, |&k| simulate_mapping(&bm, layers, k).latency);
+    let grid: Vec<(f64, usize)> = spec
+        .budgets
         .iter()
-        .map(|&k| simulate_mapping(&bm, layers, k).latency)
+        .flat_map(|&b| spec.sdws.iter().map(move |&sdw| (b, sdw)))
         .collect();
-    let area: u64 = arch.area();
-    let mut rows = Vec::new();
-    for &b in &spec.budgets {
-        for &sdw in &spec.sdws {
-            let opts = MapOptions {
-                budget: Budget::Relative(b),
-                sdw,
-                baseline: false,
-                ..base.clone()
-            };
-            let n = budget_crossbars(layers, arch, &opts);
-            let m = match compile(layers, arch, &opts) {
-                Ok(m) => m,
-                Err(XbarError::BudgetTooSmall { .. }) => {
-                    for &k in &spec.samples {
-                        rows.push(SweepRow {
-                            budget: b,
-                            crossbars_budget: n,
-                            sdw,
-                            samples: k,
-                            fits: false,
-                            crossbars_used: 0,
-                            lower_bound: 0,
-                            utilization: 0.0,
-                            utilization_budget: 0.0,
-                            latency_cycles: 0,
-                            baseline_crossbars: bm.packing.crossbars,
-                            baseline_latency_cycles: 0,
-                            speedup: None,
-                        });
-                    }
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            let boxes: u64 = m.packing.placements.iter().map(|p| p.item.area()).sum();
-            for (ki, &k) in spec.samples.iter().enumerate() {
-                let s = simulate_mapping(&m, layers, k);
-                rows.push(SweepRow {
-                    budget: b,
-                    crossbars_budget: n,
-                    sdw,
-                    samples: k,
-                    fits: m.fits,
-                    crossbars_used: m.packing.crossbars,
-                    lower_bound: m.bounds.best,
-                    utilization: boxes as f64 / (m.packing.crossbars.max(1) as u64 * area) as f64,
-                    utilization_budget: boxes as f64 / (n as u64 * area) as f64,
-                    latency_cycles: s.latency,
-                    baseline_crossbars: bm.packing.crossbars,
-                    baseline_latency_cycles: base_lat[ki],
-                    speedup: (m.fits && s.latency > 0)
-                        .then(|| base_lat[ki] as f64 / s.latency as f64),
-                });
-            }
-        }
+    let per_point = pimkit_engine::jobs::par_map(&grid, |&(b, sdw)| {
+        point_rows(layers, arch, base, spec, &bm, &base_lat, b, sdw)
+    });
+    let mut rows = Vec::with_capacity(grid.len() * spec.samples.len());
+    for r in per_point {
+        rows.extend(r?);
     }
     Ok(SweepResult {
         model: model.to_string(),
         rows,
     })
+}
+
+/// The rows of one (budget, S_DW) point: one compilation, one simulation per sample count.
+fn point_rows(
+    layers: &[Layer],
+    arch: &Arch,
+    base: &MapOptions,
+    spec: &SweepSpec,
+    bm: &Mapping,
+    base_lat: &[u64],
+    b: f64,
+    sdw: usize,
+) -> Result<Vec<SweepRow>> {
+    let area: u64 = arch.area();
+    let opts = MapOptions {
+        budget: Budget::Relative(b),
+        sdw,
+        baseline: false,
+        ..base.clone()
+    };
+    let n = budget_crossbars(layers, arch, &opts);
+    let m = match compile(layers, arch, &opts) {
+        Ok(m) => m,
+        Err(XbarError::BudgetTooSmall { .. }) => {
+            return Ok(spec
+                .samples
+                .iter()
+                .map(|&k| SweepRow {
+                    budget: b,
+                    crossbars_budget: n,
+                    sdw,
+                    samples: k,
+                    fits: false,
+                    crossbars_used: 0,
+                    lower_bound: 0,
+                    utilization: 0.0,
+                    utilization_budget: 0.0,
+                    latency_cycles: 0,
+                    baseline_crossbars: bm.packing.crossbars,
+                    baseline_latency_cycles: 0,
+                    speedup: None,
+                })
+                .collect());
+        }
+        Err(e) => return Err(e),
+    };
+    let boxes: u64 = m.packing.placements.iter().map(|p| p.item.area()).sum();
+    Ok(spec
+        .samples
+        .iter()
+        .enumerate()
+        .map(|(ki, &k)| {
+            let s = simulate_mapping(&m, layers, k);
+            SweepRow {
+                budget: b,
+                crossbars_budget: n,
+                sdw,
+                samples: k,
+                fits: m.fits,
+                crossbars_used: m.packing.crossbars,
+                lower_bound: m.bounds.best,
+                utilization: boxes as f64 / (m.packing.crossbars.max(1) as u64 * area) as f64,
+                utilization_budget: boxes as f64 / (n as u64 * area) as f64,
+                latency_cycles: s.latency,
+                baseline_crossbars: bm.packing.crossbars,
+                baseline_latency_cycles: base_lat[ki],
+                speedup: (m.fits && s.latency > 0).then(|| base_lat[ki] as f64 / s.latency as f64),
+            }
+        })
+        .collect())
 }
 
 impl SweepResult {

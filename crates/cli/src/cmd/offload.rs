@@ -25,7 +25,9 @@ pub struct OffloadArgs {
     /// Timed runs per nest (median, 1 to 1000); 1 = one timed and one counted/warm-up execution
     #[arg(long, default_value_t = 1, value_parser = crate::bounds::int_in::<1, 1000>)]
     pub runs: usize,
-    /// Size sweep like Table 4: PARAM=V1,V2,... (zoo models only)
+    /// Size sweep like Table 4: PARAM=V1,V2,... (zoo models only). With --jobs N the sizes
+    /// are built, lowered, compiled and modelled N at a time but always timed one at a
+    /// time (concurrent timings would disturb each other)
     #[arg(long)]
     pub sweep: Option<String>,
     /// Write the CPU-PIM C program with offload markers and its runtime here
@@ -185,18 +187,25 @@ pub fn run_offload(a: OffloadArgs) -> anyhow::Result<()> {
     }
     let mut sweep_runs = vec![];
     if let Some((param, vals)) = sweep {
-        // A bar per sweep size, its message the nest being timed.
-        let pb = crate::output::progress(vals.len() as u64, "sweep sizes");
-        for v in vals {
+        let vals: Vec<String> = vals.iter().map(|v| v.to_string()).collect();
+        // Sizes are built, lowered and compiled on --jobs threads, timed one at a time.
+        let build = |v: &str| -> anyhow::Result<pimkit_loops::Program> {
             let g = load_model_with(&a.model, &[(param.to_string(), v.to_string())])?;
-            let p = pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))?;
-            let r = pimkit_offload::run_program_with_progress(&p, &hostc, &opts, &mut |_, _, n| {
-                pb.set_message(format!("{param}={v}: {n}"))
+            pimkit_loops::lower_with(&g, &opts.lower).map_err(|e| conv(e.into()))
+        };
+        let pb = crate::output::spinner(&format!(
+            "offload sweep over {param} ({} sizes)",
+            vals.len()
+        ));
+        let r =
+            pimkit_offload::sweep::run_sweep(&vals, build, &hostc, &opts).map_err(|e| match e {
+                pimkit_offload::sweep::SweepError::Build { value, error } => {
+                    error.context(format!("--sweep {param}={value}"))
+                }
+                pimkit_offload::sweep::SweepError::Offload(e) => conv(e),
             });
-            sweep_runs.push((v.to_string(), r.map_err(conv)?));
-            pb.inc(1);
-        }
         pb.finish_and_clear();
+        sweep_runs = r?;
     }
     if a.json {
         let arch_name = a
