@@ -173,12 +173,10 @@ pub fn offload(
             };
             let runs = pimkit_offload::sweep::run_sweep(vals, build, &hostc, &opts).map_err(
                 |e| match e {
-                    pimkit_offload::sweep::SweepError::Build { value, error } => {
-                        EngineError {
+                    pimkit_offload::sweep::SweepError::Build { value, error } => EngineError {
                         kind: error.kind,
                         msg: format!("sweep {param}={value}: {error}"),
-                    }
-                    }
+                    },
                     pimkit_offload::sweep::SweepError::Offload(e) => off_err(e),
                 },
             )?;

@@ -1,13 +1,13 @@
 //! `pimkit.xbar.map` and `pimkit.xbar.sweep` (RNC crossbar mapping). Mirrors
 //! crates/cli/src/cmd/xbar.rs.
 
-use crate::common::{arch_name, out_dir, result, write};
-use crate::errors::{bug, detached, user};
+use crate::common::{arch_name, out_dir, result};
+use crate::errors::{detached, user};
 use crate::model::ModelArg;
 use crate::progress::PyProgress;
 use pimkit_engine::Engine;
 use pimkit_engine::EngineError;
-use pimkit_xbar::sweep::{SweepSpec, sweep as run_sweep};
+use pimkit_xbar::sweep::{SweepSpec, sweep_graph};
 use pimkit_xbar::{Arch, Budget, DepthwiseMapping, MapOptions, Mode, Xbar, XbarError, XbarOptions};
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -126,19 +126,13 @@ pub fn xbar_map(
         let o = Xbar::run(&g, &arch, &opts, &mut |i: usize, n: usize, w: &str| {
             prog.step(i, n, w)
         })?;
-        let json = result("xbar", &m.name(), &c.arch_name(), &o)?;
+        let v = pimkit_engine::result_json("xbar", &m.name(), &c.arch_name(), &o);
         if let Some(dir) = &out {
             out_dir(dir, "out")?;
-            let (summary, layers) = pimkit_xbar::result_tables(&o.map);
-            let v: serde_json::Value = serde_json::from_str(&json).map_err(bug)?;
-            let pretty = serde_json::to_string_pretty(&v).map_err(bug)? + "\n";
-            write(dir, "result.json", &pretty)?;
-            write(dir, "summary.csv", &summary.to_csv())?;
-            write(dir, "layers.csv", &layers.to_csv())?;
-            if let Some(svg) = &o.packing_svg {
-                write(dir, "packing.svg", svg)?;
-            }
+            o.write_dir(dir, &v)
+                .map_err(|e| user(format!("out {}: {e}", dir.display())))?;
         }
+        let json = crate::common::json(&v)?;
         Ok(json)
     });
     prog.finish(r)
@@ -172,37 +166,18 @@ pub fn xbar_sweep(
         no_dup,
     };
     detached(py, || {
-        if budgets
-            .iter()
-            .any(|b| !(b.is_finite() && *b > 0.0 && *b <= 1000.0))
-        {
-            return Err(user("budgets: every budget must be a number in (0, 1000]"));
-        }
-        if sdw.contains(&0) || samples.contains(&0) || samples.iter().any(|&k| k > 1 << 20) {
-            return Err(user(
-                "sdw and samples values must be at least 1 (samples at most 1048576)",
-            ));
-        }
         let (arch, opts) = c.setup()?;
         let g = m.static_graph(SHAPES_ONLY)?;
-        let ex = pimkit_xbar::extract(&g).map_err(xerr)?;
-        if ex.layers.is_empty() {
-            return Err(xerr(XbarError::NoLayers));
-        }
-        let label = m.label();
         let spec = SweepSpec {
             budgets: budgets.clone(),
             sdws: sdw.clone(),
             samples: samples.clone(),
         };
-        let s = run_sweep(&label, &ex.layers, &arch, &opts, &spec).map_err(xerr)?;
+        let s = sweep_graph(&m.label(), &g, &arch, &opts, &spec).map_err(xerr)?;
         if let Some(dir) = &out {
             out_dir(dir, "out")?;
-            write(dir, "sweep.csv", &s.to_csv())?;
-            let json = serde_json::to_string_pretty(&s).map_err(bug)? + "\n";
-            write(dir, "sweep.json", &json)?;
-            write(dir, "speedup.svg", &s.speedup_chart(opts.samples))?;
-            write(dir, "sdw.svg", &s.sdw_chart(1.0))?;
+            s.write_dir(dir, opts.samples)
+                .map_err(|e| user(format!("out {}: {e}", dir.display())))?;
         }
         result("xbar", &m.name(), &c.arch_name(), &s)
     })
@@ -237,12 +212,9 @@ pub fn xbar_sweep_files(
             serde_json::from_str(sweep_json).map_err(|e| user(format!("sweep_json: {e}")))?;
         let (_, opts) = c.setup()?;
         out_dir(&out, "out")?;
-        let json = serde_json::to_string_pretty(&s).map_err(bug)? + "\n";
-        Ok(vec![
-            write(&out, "sweep.csv", &s.to_csv())?,
-            write(&out, "sweep.json", &json)?,
-            write(&out, "speedup.svg", &s.speedup_chart(opts.samples))?,
-            write(&out, "sdw.svg", &s.sdw_chart(1.0))?,
-        ])
+        let names = s
+            .write_dir(&out, opts.samples)
+            .map_err(|e| user(format!("out {}: {e}", out.display())))?;
+        Ok(names.iter().map(|n| out.join(n)).collect())
     })
 }

@@ -73,6 +73,33 @@ pub struct XbarOutput {
     pub packing_svg: Option<String>,
 }
 
+impl XbarOutput {
+    /// Write `xbar map -o DIR`'s files into `dir` (existing): result.json (the given JSON,
+    /// the command's `--json` layout), summary.csv, layers.csv and packing.svg when drawn.
+    pub fn write_dir(
+        &self,
+        dir: &std::path::Path,
+        json: &serde_json::Value,
+    ) -> std::io::Result<Vec<String>> {
+        let (summary, layers) = crate::result_tables(&self.map);
+        let mut files = vec![
+            (
+                "result.json",
+                serde_json::to_string_pretty(json).map_err(std::io::Error::other)? + "\n",
+            ),
+            ("summary.csv", summary.to_csv()),
+            ("layers.csv", layers.to_csv()),
+        ];
+        if let Some(svg) = &self.packing_svg {
+            files.push(("packing.svg", svg.clone()));
+        }
+        for (name, text) in &files {
+            pimkit_ir::fsio::write_atomic(&dir.join(name), text.as_bytes())?;
+        }
+        Ok(files.into_iter().map(|(n, _)| n.to_string()).collect())
+    }
+}
+
 /// Whose fault an xbar error is: I/O failures are the system's, the rest the input's.
 pub fn engine_error(e: XbarError) -> EngineError {
     match e {

@@ -21,6 +21,33 @@ pub struct SweepSpec {
 }
 
 impl SweepSpec {
+    /// Every value in range: budgets in (0, 1000] (as `--budget`), S_DW and sample counts
+    /// at least 1 (samples at most 2^20, as `--samples`), each list non-empty.
+    pub fn check(&self) -> Result<()> {
+        let bad = |msg: &str| XbarError::Option {
+            option: "sweep",
+            msg: msg.into(),
+        };
+        if self.budgets.is_empty() || self.sdws.is_empty() || self.samples.is_empty() {
+            return Err(bad(
+                "give at least one budget, one S_DW and one sample count",
+            ));
+        }
+        if self
+            .budgets
+            .iter()
+            .any(|b| !(b.is_finite() && *b > 0.0 && *b <= 1000.0))
+        {
+            return Err(bad("every budget must be a number in (0, 1000]"));
+        }
+        if self.sdws.contains(&0) || self.samples.iter().any(|&k| k == 0 || k > 1 << 20) {
+            return Err(bad(
+                "S_DW values must be at least 1 and sample counts in 1..=1048576",
+            ));
+        }
+        Ok(())
+    }
+
     /// The paper's grid: budgets 0.8/1/1.2/1.8, S_DW 1/5/10/20, samples 1..1024 in powers of 2.
     pub fn paper() -> SweepSpec {
         SweepSpec {
@@ -58,6 +85,23 @@ pub struct SweepResult {
 
 /// Run the sweep; `base` supplies mode, depthwise mapping, seed and duplication setting.
 /// The points run on [`pimkit_engine::jobs`] threads; the rows do not depend on their number.
+/// [`sweep`] over a model's crossbar layers (extracted from `g`; a model without any is
+/// an error), the spec checked first.
+pub fn sweep_graph(
+    model: &str,
+    g: &pimkit_ir::Graph,
+    arch: &Arch,
+    base: &MapOptions,
+    spec: &SweepSpec,
+) -> Result<SweepResult> {
+    spec.check()?;
+    let ex = crate::extract(g)?;
+    if ex.layers.is_empty() {
+        return Err(XbarError::NoLayers);
+    }
+    sweep(model, &ex.layers, arch, base, spec)
+}
+
 pub fn sweep(
     model: &str,
     layers: &[Layer],
@@ -165,6 +209,22 @@ fn point_rows(
 }
 
 impl SweepResult {
+    /// Write sweep.csv, sweep.json, speedup.svg (at `samples`) and sdw.svg (at budget 1)
+    /// into `dir` (existing); returns the file names.
+    pub fn write_dir(&self, dir: &std::path::Path, samples: usize) -> std::io::Result<Vec<String>> {
+        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)? + "\n";
+        let files = [
+            ("sweep.csv", self.to_csv()),
+            ("sweep.json", json),
+            ("speedup.svg", self.speedup_chart(samples)),
+            ("sdw.svg", self.sdw_chart(1.0)),
+        ];
+        for (name, text) in &files {
+            pimkit_ir::fsio::write_atomic(&dir.join(name), text.as_bytes())?;
+        }
+        Ok(files.iter().map(|(n, _)| n.to_string()).collect())
+    }
+
     pub fn table(&self) -> Table {
         let mut t = Table::new(
             format!("{}: crossbar sweep", self.model),

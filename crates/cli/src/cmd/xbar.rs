@@ -2,8 +2,8 @@
 
 use crate::error::user;
 use crate::model::model_label;
-use pimkit_engine::Engine;
-use pimkit_xbar::sweep::{SweepSpec, sweep};
+use pimkit_engine::{ArchSpec, Engine};
+use pimkit_xbar::sweep::{SweepSpec, sweep_graph};
 use pimkit_xbar::{Arch, Budget, DepthwiseMapping, Mode, Xbar, XbarError, XbarOptions};
 use std::path::PathBuf;
 
@@ -132,16 +132,14 @@ fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, XbarOptions)
     Ok((g, arch, opts))
 }
 
-fn write(dir: &std::path::Path, name: &str, text: &str) -> anyhow::Result<()> {
-    crate::output::create_out_dir(dir, "-o")?;
-    crate::output::write_file_atomic(&dir.join(name), text.as_bytes())
-}
-
 pub fn run(c: XbarCmd) -> anyhow::Result<()> {
     match c {
         XbarCmd::Nas(a) => super::nas::run(a),
         XbarCmd::Accuracy(a) => super::accuracy::run(a),
         XbarCmd::Map(a) => {
+            if let Some(dir) = &a.out {
+                crate::output::create_out_dir(dir, "-o")?;
+            }
             let (g, arch, mut opts) = setup(&a.common)?;
             opts.budget = match (a.budget, a.crossbars) {
                 (_, Some(n)) => Some(Budget::Crossbars(n)),
@@ -163,7 +161,7 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
                 .common
                 .arch
                 .as_ref()
-                .map_or("arch/rram-128.toml".into(), |p| p.display().to_string());
+                .map_or(Arch::DEFAULT_PATH.into(), |p| p.display().to_string());
             let json = pimkit_engine::result_json("xbar", &a.common.model, &arch_name, &out);
             let (summary, layers) = pimkit_xbar::result_tables(r);
             if a.json {
@@ -179,16 +177,8 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
                 }
             }
             if let Some(dir) = &a.out {
-                write(
-                    dir,
-                    "result.json",
-                    &(serde_json::to_string_pretty(&json)? + "\n"),
-                )?;
-                write(dir, "summary.csv", &summary.to_csv())?;
-                write(dir, "layers.csv", &layers.to_csv())?;
-                if let Some(svg) = &out.packing_svg {
-                    write(dir, "packing.svg", svg)?;
-                }
+                out.write_dir(dir, &json)
+                    .map_err(|e| user(format!("-o {}: {e}", dir.display())))?;
                 if !a.json {
                     println!("wrote {}", dir.display());
                 }
@@ -196,39 +186,26 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
             Ok(())
         }
         XbarCmd::Sweep(a) => {
+            if let Some(dir) = &a.out {
+                crate::output::create_out_dir(dir, "-o")?;
+            }
             let (g, arch, xo) = setup(&a.common)?;
             let opts = xo.resolve(&arch);
-            if a.budgets.iter().any(|b| !(b.is_finite() && *b > 0.0)) {
-                return Err(user("--budgets: every budget must be a positive number"));
-            }
-            if a.sdw.contains(&0) || a.samples.contains(&0) {
-                return Err(user("--sdw and --samples values must be at least 1"));
-            }
-            let ex = pimkit_xbar::extract(&g).map_err(xerr)?;
-            if ex.layers.is_empty() {
-                return Err(xerr(XbarError::NoLayers));
-            }
-            let label = model_label(&a.common.model);
             let spec = SweepSpec {
                 budgets: a.budgets.clone(),
                 sdws: a.sdw.clone(),
                 samples: a.samples.clone(),
             };
-            let s = sweep(&label, &ex.layers, &arch, &opts, &spec).map_err(xerr)?;
+            let s = sweep_graph(&model_label(&a.common.model), &g, &arch, &opts, &spec)
+                .map_err(xerr)?;
             if a.json {
                 crate::output::print_json(&s)?;
             } else {
                 println!("{}", s.table().to_terminal());
             }
             if let Some(dir) = &a.out {
-                write(dir, "sweep.csv", &s.to_csv())?;
-                write(
-                    dir,
-                    "sweep.json",
-                    &(serde_json::to_string_pretty(&s)? + "\n"),
-                )?;
-                write(dir, "speedup.svg", &s.speedup_chart(opts.samples))?;
-                write(dir, "sdw.svg", &s.sdw_chart(1.0))?;
+                s.write_dir(dir, opts.samples)
+                    .map_err(|e| user(format!("-o {}: {e}", dir.display())))?;
                 if !a.json {
                     println!("wrote {}", dir.display());
                 }
