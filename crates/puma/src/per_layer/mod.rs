@@ -8,7 +8,8 @@
 //! outputs compared with the interpreter. It never fails for want of memory or of an
 //! operator after the weighted node (`layer.rs`): a layer that does not fit gets more
 //! weight copies (stripes on their own tiles), then is simulated on a smaller window
-//! (down to one output pixel) and scaled; nodes PUMA cannot compute run on the host
+//! (down to one output pixel) and scaled; a layer that still does not fit runs as two
+//! parts, recursively down to single nodes; nodes PUMA cannot compute run on the host
 //! with a note. Latency and energy of the layers are summed (no overlap between layers,
 //! as in the original's spreadsheet).
 
@@ -189,6 +190,7 @@ pub fn run_per_layer_with(
             ext: &ext[si],
             outs: &outs[si],
             vals: &vals,
+            inner: Default::default(),
         };
         if let Some(l) = lay.run()? {
             layers.push(l);
