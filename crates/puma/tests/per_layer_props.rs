@@ -276,3 +276,47 @@ fn thousand_class_softmax_fits_the_data_memory() {
     .unwrap();
     assert!(res.relative_error.unwrap() < 0.02, "{:?}", res.warnings);
 }
+
+/// A layer whose values do not fit its words (Q4.12 inputs of magnitude 100) is
+/// flagged: its saturations are counted and a warning names it.
+#[test]
+fn saturated_layers_are_warned_about() {
+    let layers = [Layer {
+        cout: 4,
+        k: 3,
+        stride: 1,
+        tail: Tail::None,
+    }];
+    let g = cnn(2, 6, &layers, 5).unwrap();
+    let x = Tensor::from_f32(vec![1, 2, 6, 6], det(72, 7, 100.0));
+    let inputs = std::collections::HashMap::from([("x".to_string(), x)]);
+    let opts = CompileOptions {
+        fixed: pimkit_puma::compile::Fixed::Uniform,
+        ..Default::default()
+    };
+    let r = run_per_layer(
+        &g,
+        &Arch::default(),
+        &opts,
+        &SimOptions::default(),
+        Some(inputs),
+    )
+    .unwrap();
+    let l0 = &r.layers[0];
+    assert!(l0.saturations > 0, "{l0:?}");
+    assert!(l0.relative_error.unwrap() > 0.02, "{l0:?}");
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("conv0") && w.contains("16-bit word")),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("conv0") && w.contains("tolerance")),
+        "{:?}",
+        r.warnings
+    );
+}

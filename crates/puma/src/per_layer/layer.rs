@@ -17,7 +17,7 @@ use super::LayerResult;
 use super::graph::{crop, external_inputs, subgraph};
 use crate::arch::Arch;
 use crate::compile::{CompileError, CompileOptions, compile};
-use crate::result::{RunError, compare};
+use crate::result::{RunError, compare, output_range};
 use crate::sim::{SimOptions, simulate};
 use pimkit_ir::{Graph, Op, Tensor, ValueId};
 use std::cell::RefCell;
@@ -189,6 +189,8 @@ impl Layer<'_> {
             tiles: 0,
             mvmus: 0,
             max_abs_error: None,
+            relative_error: None,
+            saturations: 0,
             wall_s: t0.elapsed().as_secs_f64(),
             notes,
         }
@@ -375,12 +377,13 @@ impl Layer<'_> {
             ));
         }
         let out = simulate(&p, &seg_inputs, self.sopts).map_err(RunError::from)?;
-        let max_abs_error = if p.shape_only {
-            None
+        let (max_abs_error, relative_error) = if p.shape_only {
+            (None, None)
         } else {
             let reference = pimkit_interp::run(&sg, &seg_inputs)
                 .map_err(|e| RunError::Reference(e.to_string()))?;
-            Some(compare(&out.outputs, &reference))
+            let e = compare(&out.outputs, &reference);
+            (Some(e), Some(e / output_range(&reference)))
         };
         let st = &out.stats;
         // f64 -> u64 casts saturate: refuse a scaled count that does not fit (2^62
@@ -408,6 +411,8 @@ impl Layer<'_> {
             tiles: p.placement.tiles_used,
             mvmus: st.mvmus,
             max_abs_error,
+            relative_error,
+            saturations: st.saturations,
             wall_s: 0.0,
             notes: Vec::new(),
         })
@@ -467,6 +472,11 @@ fn add(a: LayerResult, b: LayerResult) -> LayerResult {
             (Some(x), Some(y)) => Some(x.max(y)),
             (x, y) => x.or(y),
         },
+        relative_error: match (a.relative_error, b.relative_error) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        },
+        saturations: a.saturations + b.saturations,
         wall_s: a.wall_s + b.wall_s,
         notes: Vec::new(),
         ..a
