@@ -8,7 +8,9 @@
 //! * offload: the Torch-PIM analysis of the lowered program (modelled counters, the fixed
 //!   reference host, one timed run).
 //! * xbar: layer extraction and crossbar mapping with the default architecture.
-//! * puma: per-layer compile + simulation (`pimkit puma run --per-layer`).
+//! * puma: per-layer compile + simulation (`pimkit puma run --per-layer`); its summary
+//!   (layers, how many were windowed or split, host nodes, cycles, largest error) is
+//!   the cell's detail ([`run_cell_detail`]).
 //! * vpu: the network run (`pimkit vpu run`), outputs vs the golden ones.
 
 use crate::case::CaseError;
@@ -38,7 +40,11 @@ fn engine_view(dir: &Path, case: &RealCase, l: Loaded) -> Result<Loaded, CaseErr
     Ok(l)
 }
 
-fn run_engine(engine: &str, dir: &Path, case: &RealCase) -> Result<(), CaseError> {
+fn run_engine(
+    engine: &str,
+    dir: &Path,
+    case: &RealCase,
+) -> Result<Option<serde_json::Value>, CaseError> {
     let l = load_case(dir, case, engine != "bind")?;
     let l = if matches!(engine, "exec" | "bind") {
         l
@@ -50,14 +56,14 @@ fn run_engine(engine: &str, dir: &Path, case: &RealCase) -> Result<(), CaseError
         "exec" | "bind" => {
             let gots =
                 pimkit_interp::run(g, &l.feeds).map_err(|e| CaseError::Run(e.to_string()))?;
-            compare_outputs(case, g, &gots, &l.wants)
+            compare_outputs(case, g, &gots, &l.wants).map(|_| None)
         }
         "lower" => {
             let e = eng("lower (pimkit-loops)");
             let p = pimkit_loops::lower(g).map_err(|x| e(x.to_string()))?;
             let gots = pimkit_loops::run(&p, &l.inputs, &pimkit_loops::NativeOptions::default())
                 .map_err(|x| e(format!("native run: {x}")))?;
-            compare_outputs(case, g, &gots, &l.wants)
+            compare_outputs(case, g, &gots, &l.wants).map(|_| None)
         }
         "offload" => {
             let e = eng("offload (pimkit-offload)");
@@ -68,7 +74,7 @@ fn run_engine(engine: &str, dir: &Path, case: &RealCase) -> Result<(), CaseError
             };
             let host = pimkit_offload::HostCalib::fixed_reference();
             pimkit_offload::run_graph(g, &host, &o).map_err(|x| e(x.to_string()))?;
-            Ok(())
+            Ok(None)
         }
         "xbar" => {
             let e = eng("xbar (pimkit-xbar)");
@@ -80,11 +86,11 @@ fn run_engine(engine: &str, dir: &Path, case: &RealCase) -> Result<(), CaseError
             }
             pimkit_xbar::map_layers("case", &ex.layers, &ex.skipped, &arch, &opts)
                 .map_err(|x| e(x.to_string()))?;
-            Ok(())
+            Ok(None)
         }
         "puma" => {
             let e = eng("puma (pimkit-puma)");
-            pimkit_puma::run_per_layer_with(
+            let r = pimkit_puma::run_per_layer_with(
                 g,
                 &pimkit_puma::Arch::default(),
                 &pimkit_puma::CompileOptions::default(),
@@ -93,7 +99,7 @@ fn run_engine(engine: &str, dir: &Path, case: &RealCase) -> Result<(), CaseError
                 &mut |_, _, _| {},
             )
             .map_err(|x| e(x.to_string()))?;
-            Ok(())
+            Ok(Some(puma_detail(&r)))
         }
         "vpu" => {
             let e = eng("vpu (pimkit-vpu)");
@@ -105,14 +111,39 @@ fn run_engine(engine: &str, dir: &Path, case: &RealCase) -> Result<(), CaseError
                 &mut |_, _, _| {},
             )
             .map_err(|x| e(x.to_string()))?;
-            compare_outputs(case, g, &r.outputs, &l.wants)
+            compare_outputs(case, g, &r.outputs, &l.wants).map(|_| None)
         }
         other => Err(CaseError::Data(format!("unknown engine '{other}'"))),
     }
 }
 
+/// The per-layer run in a few numbers: layers, those simulated on a window and scaled,
+/// those split into parts, nodes on the host, summed cycles and energy, largest error.
+fn puma_detail(r: &pimkit_puma::PerLayerResult) -> serde_json::Value {
+    let split =
+        |l: &&pimkit_puma::LayerResult| l.notes.iter().any(|n| n.contains("one after the other"));
+    serde_json::json!({
+        "layers": r.layers.len(),
+        "scaled_layers": r.layers.iter().filter(|l| l.scale != 1.0).count(),
+        "split_layers": r.layers.iter().filter(split).count(),
+        "host_nodes": r.layers.iter().map(|l| l.host_nodes.len()).sum::<usize>(),
+        "cycles": r.cycles,
+        "energy_nj": r.energy_nj,
+        "max_abs_error": r.max_abs_error,
+    })
+}
+
 /// Run one engine on one case; a panic becomes [`CaseError::Panic`].
 pub fn run_cell(engine: &str, dir: &Path, case: &RealCase) -> Result<(), CaseError> {
+    run_cell_detail(engine, dir, case).map(|_| ())
+}
+
+/// [`run_cell`], with the engine's summary where it has one (puma: [`puma_detail`]).
+pub fn run_cell_detail(
+    engine: &str,
+    dir: &Path,
+    case: &RealCase,
+) -> Result<Option<serde_json::Value>, CaseError> {
     match catch_unwind(AssertUnwindSafe(|| run_engine(engine, dir, case))) {
         Ok(r) => r,
         Err(p) => Err(CaseError::Panic(

@@ -15,11 +15,12 @@
 //! Cells the manifest lists as `slow` (PUMA on the 224x224 `light` models, minutes each)
 //! are ignored too: `cargo test ... -- --ignored ::puma`.
 //! `PIMKIT_REAL_MODELS_RESULTS=FILE` appends one JSON line per trial (case, engine, ok,
-//! error), read by tools/real_models_report.py to write docs/real-models.md.
+//! error, secs, and the engine's `detail` where it has one: PUMA's per-layer summary),
+//! read by tools/real_models_report.py to write docs/real-models.md.
 
 use libtest_mimic::{Failed, Trial};
 use pimkit_conformance::data_dir;
-use pimkit_conformance::engines::run_cell;
+use pimkit_conformance::engines::run_cell_detail;
 use pimkit_conformance::real_models::{CellStatus, ENGINES, RealManifest};
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -27,12 +28,21 @@ use std::sync::Mutex;
 
 static RESULTS: Mutex<()> = Mutex::new(());
 
-fn record(case: &str, engine: &str, err: Option<&str>, secs: f64) {
+fn record(
+    case: &str,
+    engine: &str,
+    err: Option<&str>,
+    secs: f64,
+    detail: Option<serde_json::Value>,
+) {
     let Some(path) = std::env::var_os("PIMKIT_REAL_MODELS_RESULTS") else {
         return;
     };
-    let line = serde_json::json!({"case": case, "engine": engine, "ok": err.is_none(),
-                                  "error": err.unwrap_or(""), "secs": secs});
+    let mut line = serde_json::json!({"case": case, "engine": engine, "ok": err.is_none(),
+                                      "error": err.unwrap_or(""), "secs": secs});
+    if let Some(d) = detail {
+        line["detail"] = d;
+    }
     let _guard = RESULTS.lock();
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
@@ -123,9 +133,16 @@ fn trials() -> Vec<Trial> {
             let ignored = case.big || case.slow.iter().any(|s| s == engine);
             let trial = Trial::test(format!("{name}::{engine}"), move || {
                 let t = std::time::Instant::now();
-                let r = run_cell(engine, &case.dir(&name), &case);
+                let r = run_cell_detail(engine, &case.dir(&name), &case);
                 let err = r.as_ref().err().map(|e| e.to_string());
-                record(&name, engine, err.as_deref(), t.elapsed().as_secs_f64());
+                let detail = r.ok().flatten();
+                record(
+                    &name,
+                    engine,
+                    err.as_deref(),
+                    t.elapsed().as_secs_f64(),
+                    detail,
+                );
                 match (cell.status, err) {
                     (CellStatus::KnownFail, None) => Err(Failed::from(format!(
                         "known-fail cell now passes: remove \"{name}/{engine}\" from \

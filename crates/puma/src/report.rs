@@ -120,6 +120,9 @@ pub fn per_layer_section(r: &crate::PerLayerResult) -> Section {
     for n in &r.notes {
         s.note(n.clone());
     }
+    for w in &r.warnings {
+        s.note(format!("warning: {w}"));
+    }
     let mut t = pimkit_report::Table::new(
         "PUMA layers",
         &[

@@ -66,7 +66,7 @@ pub enum RunError {
 pub const DEFAULT_TOLERANCE: f64 = 0.02;
 
 /// Range (max − min) of the reference outputs.
-fn range(r: &[Tensor]) -> f64 {
+pub(crate) fn output_range(r: &[Tensor]) -> f64 {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for t in r {
         for x in t.to_f32_vec() {
@@ -118,7 +118,7 @@ impl PumaResult {
         if let Some(r) = reference {
             let e = compare(outs, r);
             self.max_abs_error = Some(e);
-            let rel = e / range(r);
+            let rel = e / output_range(r);
             self.relative_error = Some(rel);
             self.top1_agree = top1_agree(outs, r);
             // NaN is above any tolerance.

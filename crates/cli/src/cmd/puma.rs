@@ -348,6 +348,9 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
                     for n in &pl.notes {
                         eprintln!("note: {n}");
                     }
+                    for w in &pl.warnings {
+                        eprintln!("warning: {w}");
+                    }
                     if json {
                         print_json(&json_out)?
                     } else {

@@ -118,15 +118,7 @@ fn ranges(l: &Lowered, calib: &[HashMap<String, Tensor>]) -> Result<Vec<f32>, St
                     let x = gather(&vals, input);
                     let (w, f) = weights[mvmu];
                     let scale = 1.0 / (1u64 << f) as f32;
-                    let rows = op.len as usize;
-                    Some(
-                        (0..rows)
-                            .map(|r| {
-                                let row = &w[r * xs..r * xs + x.len()];
-                                row.iter().zip(&x).map(|(&a, &b)| a as f32 * b).sum::<f32>() * scale
-                            })
-                            .collect(),
-                    )
+                    Some(float_mvm(w, xs, op.len as usize, &x, scale))
                 }
                 Kind::Alu { op: aop, a, b } => {
                     let x = gather(&vals, a);
@@ -159,6 +151,38 @@ fn ranges(l: &Lowered, calib: &[HashMap<String, Tensor>]) -> Result<Vec<f32>, St
         }
     }
     Ok(max)
+}
+
+/// `rows` outputs of W·x on f32 (`w` row-major with row stride `xs`), each row summed
+/// left to right as `Iterator::sum` does. Four rows advance together: the four
+/// dependent chains of additions overlap (the float evaluation of every MVM was the
+/// hot loop of compilation) while every row keeps its exact order of additions, so the
+/// calibrated ranges are bit for bit those of the row-at-a-time loop.
+fn float_mvm(w: &[i16], xs: usize, rows: usize, x: &[f32], scale: f32) -> Vec<f32> {
+    let n = x.len();
+    let mut out = Vec::with_capacity(rows);
+    let mut r = 0;
+    while r + 4 <= rows {
+        let rw = |k: usize| &w[(r + k) * xs..(r + k) * xs + n];
+        let (w0, w1, w2, w3) = (rw(0), rw(1), rw(2), rw(3));
+        // Iterator::sum over f32 starts from -0.0 (the additive identity that keeps
+        // the sign of an all-(-0.0) sum).
+        let mut s = [-0.0f32; 4];
+        for j in 0..n {
+            let b = x[j];
+            s[0] += w0[j] as f32 * b;
+            s[1] += w1[j] as f32 * b;
+            s[2] += w2[j] as f32 * b;
+            s[3] += w3[j] as f32 * b;
+        }
+        out.extend(s.iter().map(|&v| v * scale));
+        r += 4;
+    }
+    for r in r..rows {
+        let row = &w[r * xs..r * xs + n];
+        out.push(row.iter().zip(x).map(|(&a, &b)| a as f32 * b).sum::<f32>() * scale);
+    }
+    out
 }
 
 /// One ALU op on real values.
@@ -384,4 +408,54 @@ pub fn assign(
         };
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::float_mvm;
+
+    /// The interleaved rows give bit for bit what one row at a time gives (the order
+    /// of additions within a row is kept), signed zeros and partial lengths included.
+    #[test]
+    fn float_mvm_equals_row_at_a_time() {
+        let xs = 128;
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for (rows, n) in [(128, 128), (7, 100), (3, 1), (5, 128), (0, 4)] {
+            let w: Vec<i16> = (0..xs * xs)
+                .map(|i| if i % 5 == 0 { 0 } else { next() as i16 })
+                .collect();
+            let mut x: Vec<f32> = (0..n)
+                .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+                .collect();
+            x[0] = -0.0;
+            let scale = 1.0 / 4096.0;
+            let want: Vec<u32> = (0..rows)
+                .map(|r| {
+                    let row = &w[r * xs..r * xs + n];
+                    (row.iter().zip(&x).map(|(&a, &b)| a as f32 * b).sum::<f32>() * scale).to_bits()
+                })
+                .collect();
+            let got: Vec<u32> = float_mvm(&w, xs, rows, &x, scale)
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(got, want, "{rows} rows of {n}");
+            // A row of zero weights times negative zeros: the sum's sign as Iterator::sum.
+            let zw = vec![0i16; xs * xs];
+            let nz = vec![-0.0f32; n];
+            let want0 = zw[..n]
+                .iter()
+                .zip(&nz)
+                .map(|(&a, &b)| a as f32 * b)
+                .sum::<f32>();
+            let got0 = float_mvm(&zw, xs, 4, &nz, 1.0);
+            assert!(got0.iter().all(|v| v.to_bits() == want0.to_bits()));
+        }
+    }
 }

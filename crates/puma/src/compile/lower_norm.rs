@@ -181,7 +181,46 @@ fn reduce(
     })
 }
 
-/// Softmax / LogSoftmax along `axis`: each row along the axis is one log_softmax.
+/// Rows longer than this many words run as chunks (`chunked_log_softmax`): a core holds
+/// the gathered row, the log_softmax result and the pieces it was gathered from, which
+/// for a row of half the data memory (a 1000-class classifier on 2048 words) does not fit.
+fn softmax_chunk_limit(lb: &Lb) -> usize {
+    super::lower::arch_max_vec(lb.arch) / 2
+}
+
+/// log_softmax of a row given as element locations, in chunks of at most `seg` words:
+/// each chunk's log-sum-exp (x − log_softmax(x), of its first element), the log_softmax
+/// of those K values gives the row's log-sum-exp L the same way, and x − L per chunk.
+fn chunked_log_softmax(lb: &mut Lb, row: &[(VId, u32)]) -> Vec<(VId, u32)> {
+    use super::Piece;
+    let one = |(v, off): (VId, u32)| vec![Piece { v, off, len: 1 }];
+    let chunks: Vec<&[(VId, u32)]> = row.chunks(lb.seg.max(1)).collect();
+    let mut lse = Vec::with_capacity(chunks.len());
+    for c in &chunks {
+        let ls = lb.alu(AluOp::LogSoftmax, runs(c.iter().copied()), None);
+        lse.push(lb.alu(AluOp::Sub, one(c[0]), Some(one((ls, 0)))));
+    }
+    let lse_p: Vec<Piece> = lse.iter().map(|&v| Piece { v, off: 0, len: 1 }).collect();
+    let ls2 = lb.alu(AluOp::LogSoftmax, lse_p, None);
+    let total = lb.alu(AluOp::Sub, one((lse[0], 0)), Some(one((ls2, 0))));
+    let mut out = Vec::with_capacity(row.len());
+    for c in &chunks {
+        let l = vec![
+            Piece {
+                v: total,
+                off: 0,
+                len: 1
+            };
+            c.len()
+        ];
+        let r = lb.alu(AluOp::Sub, runs(c.iter().copied()), Some(l));
+        out.extend((0..c.len() as u32).map(|j| (r, j)));
+    }
+    out
+}
+
+/// Softmax / LogSoftmax along `axis`: each row along the axis is one log_softmax
+/// (chunked when long, `chunked_log_softmax`).
 fn softmax(
     lb: &mut Lb,
     ni: usize,
@@ -191,7 +230,8 @@ fn softmax(
 ) -> Result<LT, CompileError> {
     let x = lb.dyn_val(arg(lb, ni, 0)?, "the input")?;
     let n = x.shape[axis];
-    if n > super::lower::arch_max_vec(lb.arch) {
+    let chunked = n > softmax_chunk_limit(lb);
+    if chunked && n.div_ceil(lb.seg.max(1)) > softmax_chunk_limit(lb) {
         return Err(unsupported(
             lb.g,
             ni as u32,
@@ -204,12 +244,27 @@ fn softmax(
     let keep: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
     let mut map = vec![(0, 0); x.map.len()];
     for (o, row) in rows.iter().enumerate() {
-        let p = runs(row.iter().copied());
-        let ls = lb.alu(AluOp::LogSoftmax, p, None);
-        let r = if log {
-            ls
+        let locs: Vec<(VId, u32)> = if chunked {
+            let ls = chunked_log_softmax(lb, row);
+            if log {
+                ls
+            } else {
+                let mut out = Vec::with_capacity(n);
+                for c in ls.chunk_by(|a, b| a.0 == b.0) {
+                    let e = lb.alu(AluOp::Exp, runs(c.iter().copied()), None);
+                    out.extend((0..c.len() as u32).map(|j| (e, j)));
+                }
+                out
+            }
         } else {
-            lb.alu(AluOp::Exp, Lb::whole(ls, n as u32), None)
+            let p = runs(row.iter().copied());
+            let ls = lb.alu(AluOp::LogSoftmax, p, None);
+            let r = if log {
+                ls
+            } else {
+                lb.alu(AluOp::Exp, Lb::whole(ls, n as u32), None)
+            };
+            (0..n as u32).map(|j| (r, j)).collect()
         };
         let mut base = 0;
         let mut q = o;
@@ -217,8 +272,8 @@ fn softmax(
             base += (q % x.shape[a]) * st[a];
             q /= x.shape[a];
         }
-        for j in 0..n {
-            map[base + j * st[axis]] = (r, j as u32);
+        for (j, loc) in locs.into_iter().enumerate() {
+            map[base + j * st[axis]] = loc;
         }
     }
     Ok(LT {

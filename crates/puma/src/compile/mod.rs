@@ -334,17 +334,34 @@ fn with_plan(
     Ok((o, plan))
 }
 
+/// With `PUMA_TIMINGS` set, each compiler pass's wall time on stderr (`puma timing:
+/// PASS SECONDS`): the phases of `puma run` without a profiler (docs/puma.md
+/// "Whole-run profile").
+fn timed<T>(pass: &str, f: impl FnOnce() -> T) -> T {
+    if std::env::var_os("PUMA_TIMINGS").is_none() {
+        return f();
+    }
+    let t = std::time::Instant::now();
+    let r = f();
+    eprintln!("puma timing: {pass} {:.3}", t.elapsed().as_secs_f64());
+    r
+}
+
 /// Lower and schedule (passes 1–2).
 pub fn schedule(
     g: &Graph,
     arch: &Arch,
     opts: &CompileOptions,
 ) -> Result<(Schedule, Lowered), CompileError> {
-    let mut lowered = lower::lower(g, arch, opts)?;
+    let mut lowered = timed("lower", || lower::lower(g, arch, opts))?;
     if opts.fixed == Fixed::PerTensor {
-        fixed_point::assign(&mut lowered, g, arch, &opts.calibration)?;
+        timed("fixed_point", || {
+            fixed_point::assign(&mut lowered, g, arch, &opts.calibration)
+        })?;
     }
-    let sched = schedule::linearize(&lowered, arch, opts.coalesce);
+    let sched = timed("linearize", || {
+        schedule::linearize(&lowered, arch, opts.coalesce)
+    });
     Ok((sched, lowered))
 }
 
@@ -394,12 +411,14 @@ fn compile_traced(
         reuse: opts.reuse,
         trace: record || opts.check,
     };
-    let (mut prog, trace) = codegen::generate(&sched, &lowered, arch, g, &cg)?;
+    let (mut prog, trace) = timed("codegen", || {
+        codegen::generate(&sched, &lowered, arch, g, &cg)
+    })?;
     if opts.loops {
-        prog.placement.loops_rolled = loops::roll_program(&mut prog);
+        prog.placement.loops_rolled = timed("loops", || loops::roll_program(&mut prog));
     }
     if opts.check {
-        check::check_program(&prog, &trace).map_err(|e| {
+        timed("check", || check::check_program(&prog, &trace)).map_err(|e| {
             if std::env::var_os("PUMA_DEBUG_SHM").is_some()
                 && let Some(pos) = e.0.split("global position ").nth(1)
                 && let Ok(i) = pos

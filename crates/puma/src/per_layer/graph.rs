@@ -9,14 +9,18 @@ fn weighted(op: &Op) -> bool {
 }
 
 /// Node index ranges of the layers: cut before each weighted node; trailing Reshapes
-/// (flatten) move to the next layer so convolution layers stay spatial.
+/// (flatten) move to the next layer when it is a dense one, so convolution layers
+/// stay spatial. Before a convolution they stay where they are: moved, they would
+/// give the convolution's layer an input that is not a feature map (ShuffleNet's
+/// channel shuffle is a 5-D Reshape/Transpose/Reshape), which cannot be windowed.
 pub fn segments(g: &Graph) -> Vec<std::ops::Range<usize>> {
     let mut cuts = vec![0];
     for (i, n) in g.nodes.iter().enumerate() {
         if i > 0 && weighted(&n.op) {
             let mut c = i;
             let prev = *cuts.last().unwrap_or(&0);
-            while c > prev + 1 && matches!(g.nodes[c - 1].op, Op::Reshape { .. }) {
+            let dense = !matches!(n.op, Op::Conv(_));
+            while dense && c > prev + 1 && matches!(g.nodes[c - 1].op, Op::Reshape { .. }) {
                 c -= 1;
             }
             if c > prev {

@@ -4,7 +4,12 @@
 //!    (output-column stripes, each on its own tiles with its share of the line buffer);
 //! 3. then on a smaller window of its inputs (height and width halved, down to one
 //!    output pixel), scaled by ISS-65's factor;
-//! 4. a node PUMA cannot compute ends the layer: it and the rest of the layer run on the
+//! 4. if it still does not fit (an input that is not a feature map cannot be windowed,
+//!    a data-movement tail such as ShuffleNet's 5-D channel shuffle does not build at a
+//!    smaller window, an operand outgrows a core's data memory), its nodes are split in
+//!    two parts, each run the same way on its reference inputs, recursively down to
+//!    single nodes; the parts' cycles and energy add up (no overlap, as between layers);
+//! 5. a node PUMA cannot compute ends the layer: it and the rest of the layer run on the
 //!    host (their values come from the reference run anyway), with a note; a layer
 //!    whose first node is such a node runs on the host entirely.
 
@@ -12,9 +17,10 @@ use super::LayerResult;
 use super::graph::{crop, external_inputs, subgraph};
 use crate::arch::Arch;
 use crate::compile::{CompileError, CompileOptions, compile};
-use crate::result::{RunError, compare};
+use crate::result::{RunError, compare, output_range};
 use crate::sim::{SimOptions, simulate};
 use pimkit_ir::{Graph, Op, Tensor, ValueId};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 pub(super) struct Layer<'a> {
@@ -31,11 +37,15 @@ pub(super) struct Layer<'a> {
     pub outs: &'a [ValueId],
     /// Values from the reference run.
     pub vals: &'a HashMap<ValueId, Tensor>,
+    /// Reference values inside the layer, computed when the layer is split.
+    pub inner: RefCell<HashMap<ValueId, Tensor>>,
 }
 
 enum Failure {
     /// Node index PUMA cannot compile, and why.
     Unsupported(usize, String),
+    /// No placement and no window fits the tiles' shared memory or a core's data memory.
+    Memory(RunError),
     Other(RunError),
 }
 
@@ -76,7 +86,7 @@ impl Layer<'_> {
             if nodes.is_empty() {
                 return Ok(Some(self.host_only(on_host, notes, t0)));
             }
-            match self.attempt(&nodes, &mut notes) {
+            match self.fit(&nodes, &mut notes) {
                 Ok(mut l) => {
                     l.host_nodes = on_host;
                     l.notes = notes;
@@ -98,9 +108,59 @@ impl Layer<'_> {
                     on_host.extend(rest);
                     nodes.truncate(pos);
                 }
-                Err(Failure::Other(e)) => return Err(e),
+                Err(Failure::Memory(e) | Failure::Other(e)) => return Err(e),
             }
         }
+    }
+
+    /// [`Self::attempt`]; when `nodes` do not fit however placed and windowed, the two
+    /// halves of `nodes` in turn (recursively), summed.
+    fn fit(&self, nodes: &[usize], notes: &mut Vec<String>) -> Result<LayerResult, Failure> {
+        let mut mine = Vec::new();
+        match self.attempt(nodes, &mut mine) {
+            Err(Failure::Memory(e)) if nodes.len() > 1 => {
+                let mid = nodes.len() / 2;
+                let mut sub = Vec::new();
+                let a = self.fit(&nodes[..mid], &mut sub)?;
+                self.remember(&nodes[..mid])?;
+                let b = self.fit(&nodes[mid..], &mut sub)?;
+                let names = |ns: &[usize]| {
+                    let (f, l) = (ns[0], ns[ns.len() - 1]);
+                    if f == l {
+                        format!("`{}`", self.g.nodes[f].name)
+                    } else {
+                        format!("`{}`..`{}`", self.g.nodes[f].name, self.g.nodes[l].name)
+                    }
+                };
+                notes.push(format!(
+                    "{} and {} simulated one after the other (together they do not fit: {e})",
+                    names(&nodes[..mid]),
+                    names(&nodes[mid..])
+                ));
+                notes.extend(sub);
+                Ok(add(a, b))
+            }
+            r => {
+                notes.extend(mine);
+                r
+            }
+        }
+    }
+
+    /// The reference values `nodes` produce for the layer's other nodes, from the
+    /// interpreter run of `nodes` on their reference inputs.
+    fn remember(&self, nodes: &[usize]) -> Result<(), Failure> {
+        let g = self.g;
+        let ext = external_inputs(g, nodes);
+        let outs = self.outputs(nodes);
+        let shapes: Vec<Vec<usize>> = ext.iter().map(|&v| g.ty(v).shape.clone()).collect();
+        let sg = subgraph(g, self.name(), nodes, &ext, &shapes, &outs).map_err(|m| {
+            Failure::Other(RunError::Layer(format!("layer `{}`: {m}", self.name())))
+        })?;
+        let ins = self.inputs_for(&ext, &shapes, &sg);
+        let res = pimkit_interp::run(&sg, &ins).map_err(|e| RunError::Reference(e.to_string()))?;
+        self.inner.borrow_mut().extend(outs.into_iter().zip(res));
+        Ok(())
     }
 
     fn host_only(
@@ -129,23 +189,33 @@ impl Layer<'_> {
             tiles: 0,
             mvmus: 0,
             max_abs_error: None,
+            relative_error: None,
+            saturations: 0,
             wall_s: t0.elapsed().as_secs_f64(),
             notes,
         }
     }
 
-    /// Outputs of `nodes`: what later layers read, else its last node's outputs.
+    /// Outputs of `nodes`: what later layers and the layer's other nodes read, else
+    /// its last node's outputs.
     fn outputs(&self, nodes: &[usize]) -> Vec<ValueId> {
         let mine: Vec<ValueId> = nodes
             .iter()
             .flat_map(|&i| self.g.nodes[i].outputs.iter().copied())
             .collect();
-        let o: Vec<ValueId> = self
+        let mut o: Vec<ValueId> = self
             .outs
             .iter()
             .copied()
             .filter(|v| mine.contains(v))
             .collect();
+        for i in self.all.clone().filter(|i| !nodes.contains(i)) {
+            for &v in self.g.nodes[i].inputs.iter().flatten() {
+                if mine.contains(&v) && !o.contains(&v) {
+                    o.push(v);
+                }
+            }
+        }
         if o.is_empty() || nodes.last() != self.nodes.last() {
             let last = &self.g.nodes[*nodes.last().unwrap_or(&self.all.start)];
             let mut v = o;
@@ -171,7 +241,8 @@ impl Layer<'_> {
             .iter()
             .zip(shapes)
             .filter_map(|(&v, sh)| {
-                let t = self.vals.get(&v)?;
+                let inner = self.inner.borrow();
+                let t = self.vals.get(&v).or_else(|| inner.get(&v))?;
                 let t = if sh == &t.shape {
                     t.clone()
                 } else {
@@ -252,9 +323,7 @@ impl Layer<'_> {
                         .unwrap_or(nodes[0]);
                     return Err(Failure::Unsupported(ni, msg));
                 }
-                Err(CompileError::SharedMemory {
-                    tile, need, have, ..
-                }) => {
+                Err(e @ (CompileError::SharedMemory { .. } | CompileError::Registers { .. })) => {
                     if ci + 1 < placements.len() {
                         ci += 1;
                         continue;
@@ -263,12 +332,23 @@ impl Layer<'_> {
                     match smaller(&shapes, &|s| build(s).is_ok()) {
                         Some(s) => shapes = s,
                         None => {
-                            return Err(Failure::Other(RunError::Layer(format!(
-                                "layer `{}`: tile {tile} needs {need} words of shared memory but has {have} even with {} weight copies, {} MVMU(s) per tile and a {:?} input window; raise tile.shared_mem_words in the architecture file",
+                            let what = match e {
+                                CompileError::SharedMemory {
+                                    tile, need, have, ..
+                                } => format!(
+                                    "tile {tile} needs at least {need} words of shared memory but has {have}"
+                                ),
+                                other => other.to_string(),
+                            };
+                            return Err(Failure::Memory(RunError::Layer(format!(
+                                "layer `{}`: {what} even with {} weight copies, {} MVMU(s) per tile and a {:?} input window; raise tile.shared_mem_words or core.data_mem_words in the architecture file",
                                 self.name(),
                                 pl.0,
                                 pl.1,
-                                shapes.first().map(|s| &s[2..]).unwrap_or(&[])
+                                shapes
+                                    .first()
+                                    .map(|s| s.get(2..).unwrap_or(&[]))
+                                    .unwrap_or(&[])
                             ))));
                         }
                     }
@@ -297,12 +377,13 @@ impl Layer<'_> {
             ));
         }
         let out = simulate(&p, &seg_inputs, self.sopts).map_err(RunError::from)?;
-        let max_abs_error = if p.shape_only {
-            None
+        let (max_abs_error, relative_error) = if p.shape_only {
+            (None, None)
         } else {
             let reference = pimkit_interp::run(&sg, &seg_inputs)
                 .map_err(|e| RunError::Reference(e.to_string()))?;
-            Some(compare(&out.outputs, &reference))
+            let e = compare(&out.outputs, &reference);
+            (Some(e), Some(e / output_range(&reference)))
         };
         let st = &out.stats;
         // f64 -> u64 casts saturate: refuse a scaled count that does not fit (2^62
@@ -330,6 +411,8 @@ impl Layer<'_> {
             tiles: p.placement.tiles_used,
             mvmus: st.mvmus,
             max_abs_error,
+            relative_error,
+            saturations: st.saturations,
             wall_s: 0.0,
             notes: Vec::new(),
         })
@@ -362,4 +445,40 @@ fn smaller(
         }
     }
     None
+}
+
+/// Two parts of a layer simulated one after the other: cycles and energy add up (the
+/// scaled figures and the simulated ones separately), the tiles are reused (the larger
+/// count), the MVMUs add up, the error is the larger one.
+fn add(a: LayerResult, b: LayerResult) -> LayerResult {
+    let simulated_cycles = a.simulated_cycles + b.simulated_cycles;
+    let cycles = a.cycles + b.cycles;
+    LayerResult {
+        nodes: a.nodes.iter().chain(&b.nodes).cloned().collect(),
+        host_nodes: a.host_nodes.iter().chain(&b.host_nodes).cloned().collect(),
+        scale: if simulated_cycles == 0 {
+            a.scale.max(b.scale)
+        } else {
+            cycles as f64 / simulated_cycles as f64
+        },
+        memory_copies: a.memory_copies.max(b.memory_copies),
+        simulated_cycles,
+        simulated_energy_nj: a.simulated_energy_nj + b.simulated_energy_nj,
+        cycles,
+        energy_nj: a.energy_nj + b.energy_nj,
+        tiles: a.tiles.max(b.tiles),
+        mvmus: a.mvmus + b.mvmus,
+        max_abs_error: match (a.max_abs_error, b.max_abs_error) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        },
+        relative_error: match (a.relative_error, b.relative_error) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        },
+        saturations: a.saturations + b.saturations,
+        wall_s: a.wall_s + b.wall_s,
+        notes: Vec::new(),
+        ..a
+    }
 }

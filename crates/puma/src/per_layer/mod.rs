@@ -8,7 +8,8 @@
 //! outputs compared with the interpreter. It never fails for want of memory or of an
 //! operator after the weighted node (`layer.rs`): a layer that does not fit gets more
 //! weight copies (stripes on their own tiles), then is simulated on a smaller window
-//! (down to one output pixel) and scaled; nodes PUMA cannot compute run on the host
+//! (down to one output pixel) and scaled; a layer that still does not fit runs as two
+//! parts, recursively down to single nodes; nodes PUMA cannot compute run on the host
 //! with a note. Latency and energy of the layers are summed (no overlap between layers,
 //! as in the original's spreadsheet).
 
@@ -53,6 +54,12 @@ pub struct LayerResult {
     pub mvmus: usize,
     /// Against the interpreter on the same (possibly cropped) input.
     pub max_abs_error: Option<f64>,
+    /// `max_abs_error` relative to the range of the layer's reference outputs.
+    #[serde(default)]
+    pub relative_error: Option<f64>,
+    /// Results that did not fit their 16-bit word (saturated or wrapped).
+    #[serde(default)]
+    pub saturations: u64,
     pub wall_s: f64,
     /// Why nodes ran on the host, why the layer was scaled.
     #[serde(default)]
@@ -80,6 +87,10 @@ pub struct PerLayerResult {
     /// Notes for the whole run (nodes on the host).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Layers whose error exceeds the tolerance (`SimOptions::tolerance`, relative to
+    /// the layer's output range) or whose results saturated: never silent.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// Simulate `g` layer by layer (see the module doc). `inputs`: deterministic random
@@ -189,6 +200,7 @@ pub fn run_per_layer_with(
             ext: &ext[si],
             outs: &outs[si],
             vals: &vals,
+            inner: Default::default(),
         };
         if let Some(l) = lay.run()? {
             layers.push(l);
@@ -206,6 +218,26 @@ pub fn run_per_layer_with(
         .iter()
         .filter_map(|l| l.max_abs_error)
         .reduce(f64::max);
+    let mut warnings = Vec::new();
+    for l in &layers {
+        if let Some(rel) = l.relative_error
+            && (rel.is_nan() || rel > sopts.tolerance)
+        {
+            warnings.push(format!(
+                "layer `{}`: output error {:.4} is {:.2} % of its outputs' range, above the {:.2} % tolerance",
+                l.name,
+                l.max_abs_error.unwrap_or(f64::NAN),
+                100.0 * rel,
+                100.0 * sopts.tolerance
+            ));
+        }
+        if l.saturations > 0 {
+            warnings.push(format!(
+                "layer `{}`: {} result(s) did not fit their 16-bit word (values beyond the format's range)",
+                l.name, l.saturations
+            ));
+        }
+    }
     Ok(PerLayerResult {
         model: g.name.clone(),
         mode: sopts.mode,
@@ -215,6 +247,7 @@ pub fn run_per_layer_with(
         energy_nj: layers.iter().map(|l| l.energy_nj).sum(),
         max_abs_error,
         notes,
+        warnings,
         layers,
     })
 }
