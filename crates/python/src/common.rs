@@ -3,7 +3,7 @@
 use crate::errors::{bug, user};
 use pimkit_engine::{ArchSpec, EngineError};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The result as the JSON text the Python layer turns into a dict
 /// (`pimkit_engine::result_json`, the layout of every engine's `--json`).
@@ -37,11 +37,4 @@ pub fn out_dir(dir: &Path, what: &str) -> Result<(), EngineError> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| user(format!("{what} {}: cannot create it ({e})", dir.display())))
-}
-
-/// Write one output file.
-pub fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf, EngineError> {
-    let p = dir.join(name);
-    std::fs::write(&p, text).map_err(|e| user(format!("{}: {e}", p.display())))?;
-    Ok(p)
 }

@@ -1,8 +1,8 @@
 //! `pimkit.vpu.run`, `pimkit.vpu.roofline` and `pimkit.vpu.table3` (QUINN near-memory
 //! vector units). Mirrors crates/cli/src/cmd/vpu.rs.
 
-use crate::common::{arch_name, json, out_dir, result, write};
-use crate::errors::{bug, detached, user};
+use crate::common::{arch_name, json, out_dir};
+use crate::errors::{detached, user};
 use crate::model::ModelArg;
 use crate::progress::PyProgress;
 use crate::tensor::{from_numpy, to_numpy};
@@ -106,22 +106,23 @@ pub fn vpu_run<'py>(
         let full = Vpu::run(&g, &a, &vo, &mut |i: usize, _: usize, name: &str| {
             prog.step(i, n, name)
         })?;
-        let json_text = result("vpu", &m.name(), &arch_name::<Arch>(arch.as_deref()), &full)?;
+        let v = pimkit_engine::result_json(
+            "vpu",
+            &m.name(),
+            &arch_name::<Arch>(arch.as_deref()),
+            &full,
+        );
+        let json_text = crate::common::json(&v)?;
         let r = full.result;
         let names: Vec<String> = g.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
         if let Some(dir) = &out {
-            for (name, t) in names.iter().zip(&r.outputs) {
-                let p = dir.join(format!("{}.npy", pimkit_ir::fsio::sanitize(name)));
-                pimkit_ir::npy::write_npy(&p, t).map_err(user)?;
+            // The CLI's names: <sanitized output name>.npy, collisions made distinct.
+            let stems = pimkit_ir::fsio::output_file_stems(&names);
+            for (stem, t) in stems.iter().zip(&r.outputs) {
+                pimkit_ir::npy::write_npy(&dir.join(format!("{stem}.npy")), t).map_err(user)?;
             }
-            let j = serde_json::to_string_pretty(&r).map_err(bug)?;
-            write(dir, "result.json", &j)?;
-            write(
-                dir,
-                "layers.csv",
-                &pimkit_vpu::report::layer_table(&r).to_csv(),
-            )?;
-            write(dir, "layers.svg", &pimkit_vpu::report::layers_svg(&r))?;
+            pimkit_vpu::report::write_run_dir(dir, &v, &r)
+                .map_err(|e| user(format!("out {}: {e}", dir.display())))?;
         }
         Ok((json_text, names, r.outputs))
     });

@@ -85,6 +85,19 @@ pub fn write_file(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
     })
 }
 
+/// Write `vpu run --out DIR`'s files besides the output tensors into `dir` (existing):
+/// result.json (the given JSON, the command's `--json` layout), layers.csv and layers.svg.
+pub fn write_run_dir(
+    dir: &Path,
+    json: &serde_json::Value,
+    r: &NetworkResult,
+) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(json).map_err(std::io::Error::other)?;
+    write_file(&dir.join("result.json"), text)?;
+    write_file(&dir.join("layers.csv"), layer_table(r).to_csv())?;
+    write_file(&dir.join("layers.svg"), layers_svg(r))
+}
+
 /// Cycles per layer, split into compute, DMA stall and host control (stacked bars).
 pub fn layers_svg(r: &NetworkResult) -> String {
     let labels: Vec<String> = r.layers.iter().map(|l| l.name.clone()).collect();

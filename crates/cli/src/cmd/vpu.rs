@@ -138,9 +138,10 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             });
             pb.finish_and_clear();
             let full = r.map_err(crate::error::engine)?;
-            let arch_name = arch
-                .as_ref()
-                .map_or("arch/nm-carus.toml".into(), |p| p.display().to_string());
+            let arch_name = arch.as_ref().map_or(
+                <pimkit_vpu::Arch as pimkit_engine::ArchSpec>::DEFAULT_PATH.into(),
+                |p| p.display().to_string(),
+            );
             let json_out = pimkit_engine::result_json("vpu", &model, &arch_name, &full);
             let r = full.result;
             for note in &r.notes {
@@ -158,23 +159,11 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                 );
             }
             if let Some(dir) = &out {
-                use pimkit_vpu::report::write_file;
                 let names: Vec<String> =
                     g.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
                 crate::output::write_outputs(dir, &names, &r.outputs)?;
-                let out_err = |e: std::io::Error| user(format!("--out: {e}"));
-                write_file(
-                    &dir.join("result.json"),
-                    serde_json::to_string_pretty(&json_out)?,
-                )
-                .map_err(out_err)?;
-                write_file(
-                    &dir.join("layers.csv"),
-                    pimkit_vpu::report::layer_table(&r).to_csv(),
-                )
-                .map_err(out_err)?;
-                write_file(&dir.join("layers.svg"), pimkit_vpu::report::layers_svg(&r))
-                    .map_err(out_err)?;
+                pimkit_vpu::report::write_run_dir(dir, &json_out, &r)
+                    .map_err(|e| user(format!("--out: {e}")))?;
             }
             if json {
                 return print_json(&json_out);
