@@ -4,8 +4,8 @@
 //! has been emitted. The read plan (`plan.rs`), shared memory (`shm.rs`, `emit.rs`),
 //! registers (`regs.rs`) and the final program (`assemble.rs`) live in their own files.
 
+use super::Lowered;
 use super::emit::{self, Mem};
-use super::lower::Lowered;
 use super::plan::{Plan, plan, tile_of};
 use super::regs::{CoreState, Gen, Res};
 use super::shm::{Reuse, SlotId, TileShm};

@@ -15,7 +15,7 @@
 //! The generated code carries the shifts: each MVMU's output shift (weights' plus
 //! input's minus output's fraction bits) and each ALU instruction's `fmt=a.b.d`.
 
-use super::lower::Lowered;
+use super::Lowered;
 use super::{CompileError, Kind, VId};
 use crate::arch::Arch;
 use crate::isa::AluOp;

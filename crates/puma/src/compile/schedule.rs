@@ -7,7 +7,7 @@
 //! subsequence of this one order, which is what makes blocking communication
 //! deadlock-free (docs/puma.md "Deadlock freedom").
 
-use super::lower::Lowered;
+use super::Lowered;
 use super::{Kind, Loc, NO_ROW, Schedule, VId};
 use crate::arch::Arch;
 use std::collections::HashMap;
