@@ -24,7 +24,7 @@ use crate::encode::{FloatInputQuant, InputEnc, IntWeights};
 use crate::error::{AnalogError, Result};
 use crate::mvm::{Readout, mvm};
 use crate::rng::mix;
-use pimkit_ir::{Node, NodeId, Op, Tensor, TensorType};
+use pimkit_ir::{Node, NodeId, Op, Tensor, TensorType, operand};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
@@ -231,7 +231,7 @@ pub fn lower(
             )
         }
         Op::Lstm(_) | Op::Gru(_) => {
-            let r = input(node, ins, 2, "R")?;
+            let r = input(node, ins, operand::rnn::R, "R")?;
             (Arith::Float, rnn::weight_mats(node, w, r)?, vec![])
         }
         op => {
@@ -330,8 +330,9 @@ pub fn lower(
         }
     }
     let zp_at = match node.op {
-        Op::QLinearConv(_) | Op::QLinearMatMul => Some(7),
-        Op::QGemm { .. } => Some(8),
+        Op::QLinearConv(_) => Some(operand::qlinear_conv::Y_ZERO_POINT),
+        Op::QLinearMatMul => Some(operand::qlinear_matmul::Y_ZERO_POINT),
+        Op::QGemm { .. } => Some(operand::qgemm::Y_ZERO_POINT),
         _ => None,
     };
     if let Some(t) = zp_at.and_then(|i| ins.get(i).copied().flatten()) {
@@ -350,7 +351,7 @@ pub fn activation_operands<'t>(
 ) -> Vec<Option<&'t Tensor>> {
     let at = |i: usize| ins.get(i).copied().flatten();
     match node.op {
-        Op::Lstm(_) | Op::Gru(_) => vec![at(0), at(5)],
+        Op::Lstm(_) | Op::Gru(_) => vec![at(operand::rnn::X), at(operand::rnn::INITIAL_H)],
         Op::MatMul | Op::Gemm { .. } => vec![at(usize::from(left))],
         _ => vec![at(0)],
     }

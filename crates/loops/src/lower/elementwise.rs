@@ -3,6 +3,7 @@
 use super::Lowerer;
 use crate::error::Result;
 use crate::ir::{BFn, Expr, NestKind, TensorId, UFn};
+use pimkit_ir::operand::{binary, where_op};
 use pimkit_ir::{BinaryOp, DType, Graph, Node, Op, UnaryOp, ValueDef};
 use std::collections::{HashMap, HashSet};
 
@@ -255,8 +256,8 @@ pub(crate) fn binary_expr(b: BinaryOp, x: Expr, y: Expr, dt: DType) -> Expr {
 }
 
 pub(crate) fn binary(l: &mut Lowerer, node: &Node, b: BinaryOp) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let y = l.input(1)?;
+    let x = l.input(binary::A)?;
+    let y = l.input(binary::B)?;
     let dt = l.dtype(x);
     let (odt, _) = l.out_ty(0);
     // x^2 as x*x: Torch-MLIR's `pow.Tensor_Scalar` with exponent 2 (and `square`).
@@ -284,9 +285,9 @@ pub(crate) fn binary(l: &mut Lowerer, node: &Node, b: BinaryOp) -> Result<Tensor
 }
 
 pub(crate) fn where_(l: &mut Lowerer, _node: &Node) -> Result<TensorId> {
-    let c = l.input(0)?;
-    let x = l.input(1)?;
-    let y = l.input(2)?;
+    let c = l.input(where_op::CONDITION)?;
+    let x = l.input(where_op::X)?;
+    let y = l.input(where_op::Y)?;
     let (odt, _) = l.out_ty(0);
     l.map("where", NestKind::Elementwise, &[c, x, y], odt, |v| {
         Expr::select(v[0].clone(), v[1].clone(), v[2].clone())
