@@ -335,8 +335,6 @@ pub(crate) fn conv_integer(l: &mut Lowerer, _n: &Node, a: &ConvAttrs) -> Result<
     qconv_acc(l, x, xzp, w, wzp, None, a)
 }
 
-pub(crate) use super::qops::{qgemm, qlinear_binary, qlinear_concat, qlinear_gap, qlinear_unary};
-
 /// A constant tensor created by the lowering (a lookup table); shape-only when the
 /// values it derives from are unknown.
 pub(crate) fn new_const(
