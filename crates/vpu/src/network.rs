@@ -67,6 +67,7 @@ impl DataflowChoice {
             DataflowChoice::Fixed(d) => d,
             DataflowChoice::Auto | DataflowChoice::Family => match kernel {
                 KernelKind::Conv1d | KernelKind::Depthwise => Dataflow::Is,
+                // the other kernels (conv2d, matmul) default to output-stationary, the paper's choice (quinn §3.2)
                 _ => Dataflow::Os,
             },
         }
@@ -373,6 +374,7 @@ fn qdq_compute_node(g: &Graph) -> Option<String> {
             pimkit_ir::ValueDef::Node { node, .. } => {
                 matches!(g.node(node).op, Op::DequantizeLinear { .. })
             }
+            // graph inputs and constants are not DequantizeLinear outputs
             _ => false,
         });
         (compute && from_dq).then(|| n.name.clone())
@@ -641,6 +643,7 @@ impl Net<'_> {
                     n,
                     "QUINN has no VPU kernel for it (the paper's kernels are convolutions and matrix products)",
                 ),
+            // every other op runs on the host: QUINN's kernels are convolutions and matrix products
             _ => self.host_node(n),
         }
     }

@@ -144,6 +144,7 @@ fn is_weight(g: &Graph, v: ValueId) -> bool {
                         Some(i) => v = i,
                         None => return false,
                     },
+                    // any other producer computes the value: not a weight
                     _ => return false,
                 }
             }
@@ -416,6 +417,7 @@ pub fn extract_nodes(g: &Graph) -> Result<(Vec<NodeLayer>, Vec<Skipped>)> {
             ),
             Op::Lstm(_) => (rnn_layer(g, n, 4)?, false),
             Op::Gru(_) => (rnn_layer(g, n, 3)?, false),
+            // every other op stores no weights in crossbars: not a layer
             _ => continue,
         };
         match layer {

@@ -177,6 +177,7 @@ pub(super) fn eval(
             trans_b,
             alpha,
         } => (trans_a, trans_b, alpha),
+        // MatMul, MatMulInteger, QLinearMatMul: no attributes
         _ => (false, false, 1.0),
     };
     let trans = if left { tb } else { ta };
@@ -188,6 +189,7 @@ pub(super) fn eval(
                 (0, 2)
             }
         }
+        // MatMul, MatMulInteger, Gemm: activation and zero point as MatMulInteger orders them
         _ => {
             if left {
                 (1, 3)
@@ -227,6 +229,7 @@ pub(super) fn eval(
         }
         (Arith::Integer, _) => epilogue::integer(ty, &acc),
         (_, Op::QGemm { .. }) => epilogue::qgemm(node, ins, ty, &acc, alpha)?,
+        // QLinearMatMul (the only other op dense::eval is called with)
         _ => epilogue::qlinear_matmul(node, ins, ty, &acc, left, n, |i| {
             if left { (i / nb) % n } else { i % n }
         })?,

@@ -55,6 +55,7 @@ fn q_tensor(ty: &TensorType, v: Vec<i32>) -> Tensor {
     let data = match ty.dtype {
         DType::U8 => TensorData::U8(v.into_iter().map(|x| x as u8).collect()),
         DType::I8 => TensorData::I8(v.into_iter().map(|x| x as i8).collect()),
+        // the integer ops' i32 outputs
         _ => TensorData::I32(v),
     };
     Tensor {

@@ -168,17 +168,25 @@ fn per_out(node: &Node, t: Option<&Tensor>, m: usize, what: &str) -> Result<Vec<
 /// Index of the weight operand.
 fn weight_input(op: &Op, left: bool) -> Option<usize> {
     Some(match op {
-        Op::Conv(_) | Op::ConvInteger(_) => 1,
-        Op::QLinearConv(_) => 3,
-        Op::MatMul | Op::MatMulInteger | Op::Gemm { .. } => usize::from(!left),
-        Op::QLinearMatMul | Op::QGemm { .. } => {
+        // ConvInteger's and MatMulInteger's operands sit where Conv's and MatMul's do.
+        Op::Conv(_) | Op::ConvInteger(_) => operand::conv::W,
+        Op::QLinearConv(_) => operand::qlinear_conv::W,
+        Op::MatMul | Op::MatMulInteger | Op::Gemm { .. } => {
             if left {
-                0
+                operand::gemm::A
             } else {
-                3
+                operand::gemm::B
             }
         }
-        Op::Lstm(_) | Op::Gru(_) => 1,
+        Op::QLinearMatMul | Op::QGemm { .. } => {
+            if left {
+                operand::qlinear_matmul::A
+            } else {
+                operand::qlinear_matmul::B
+            }
+        }
+        Op::Lstm(_) | Op::Gru(_) => operand::rnn::W,
+        // every other op has no weight operand: not a crossbar layer
         _ => return None,
     })
 }
@@ -242,6 +250,7 @@ pub fn lower(
                 | Op::QGemm {
                     trans_a, trans_b, ..
                 } => (*trans_a, *trans_b),
+                // MatMul, MatMulInteger, QLinearMatMul: no transposes
                 _ => (false, false),
             };
             let trans = if map.weight_left { ta } else { tb };
@@ -251,10 +260,12 @@ pub fn lower(
                     vec![dense::weight_mat_f(node, w, map.weight_left, trans)?],
                     vec![],
                 ),
+                // the integer and quantized products
                 _ => {
                     let zp_idx = match op {
                         Op::MatMulInteger => usize::from(!map.weight_left) + 2,
                         _ if map.weight_left => 2,
+                        // QLinearMatMul, QGemm: the weight's zero point follows its operand (2 for A, 5 for B)
                         _ => 5,
                     };
                     let m = dense::weight_outputs(node, w, map.weight_left, trans)?;
@@ -333,6 +344,7 @@ pub fn lower(
         Op::QLinearConv(_) => Some(operand::qlinear_conv::Y_ZERO_POINT),
         Op::QLinearMatMul => Some(operand::qlinear_matmul::Y_ZERO_POINT),
         Op::QGemm { .. } => Some(operand::qgemm::Y_ZERO_POINT),
+        // the float and integer ops have no output zero point
         _ => None,
     };
     if let Some(t) = zp_at.and_then(|i| ins.get(i).copied().flatten()) {
@@ -353,6 +365,7 @@ pub fn activation_operands<'t>(
     match node.op {
         Op::Lstm(_) | Op::Gru(_) => vec![at(operand::rnn::X), at(operand::rnn::INITIAL_H)],
         Op::MatMul | Op::Gemm { .. } => vec![at(usize::from(left))],
+        // convolutions: their x
         _ => vec![at(0)],
     }
 }
@@ -384,6 +397,7 @@ pub fn eval(
             conv::eval(run, node, a, ins, out_tys)
         }
         Op::Lstm(a) | Op::Gru(a) => rnn::eval(run, node, a, ins, out_tys),
+        // the products (weight_input admits no other op)
         _ => dense::eval(run, node, ins, out_tys),
     }
 }

@@ -23,6 +23,7 @@ pub(crate) fn find_rsqrt_pairs(g: &Graph) -> Fused {
     let consumers = g.consumers();
     let producer = |v: pimkit_ir::ValueId| match g.value(v).def {
         ValueDef::Node { node, .. } => Some(node.idx()),
+        // graph inputs and constants have no producer
         _ => None,
     };
     for (ni, n) in g.nodes.iter().enumerate() {
@@ -35,6 +36,7 @@ pub(crate) fn find_rsqrt_pairs(g: &Graph) -> Fused {
                     && g.ty(*v).shape == g.ty(n.outputs[0]).shape;
                 is_one.then_some(*v)
             }
+            // every other node is not an identity
             _ => None,
         };
         let Some(v) = src else { continue };

@@ -162,6 +162,7 @@ pub(crate) fn scatter(l: &mut Lowerer, node: &Node) -> Result<TensorId> {
     let (reduction, axis) = match &node.op {
         pimkit_ir::Op::ScatterElements { axis, reduction } => (*reduction, Some(*axis)),
         pimkit_ir::Op::ScatterNd { reduction } => (*reduction, None),
+        // the dispatcher calls scatter only for the two scatter ops
         _ => return Err(l.err("not a scatter op")),
     };
     let copy = super::elementwise::copy(l, data, "scatter.copy")?;
@@ -210,7 +211,8 @@ pub(crate) fn scatter(l: &mut Lowerer, node: &Node) -> Result<TensorId> {
                 ScatterReduction::Add => BFn::Add,
                 ScatterReduction::Mul => BFn::Mul,
                 ScatterReduction::Max => BFn::Max,
-                _ => BFn::Min,
+                // None never reaches here: the outer arm takes it.
+                ScatterReduction::Min | ScatterReduction::None => BFn::Min,
             };
             Expr::bin(f, old, u)
         }

@@ -30,6 +30,7 @@ fn make_view(
     let dt = ti.dtype;
     let def = match ti.def {
         TensorDef::Scalar(v) => TensorDef::Scalar(v),
+        // every other tensor is viewed through its root
         _ => TensorDef::View { root: ti.root(t) },
     };
     let name = format!("{}.{}", l.node().name, label);
@@ -207,6 +208,7 @@ pub(crate) fn gather(l: &mut Lowerer, _node: &Node, axis: usize) -> Result<Tenso
         TensorDef::Const { data: Some(d) } => {
             d.to_f64_vec().into_iter().find(|v| !(-n..n).contains(v))
         }
+        // indices not known at compile time are not checked here
         _ => None,
     };
     if let Some(v) = bad {

@@ -328,6 +328,7 @@ pub fn assign(
             }
             Kind::Alui { a, .. } => unite(&mut parent, a, None),
             Kind::Gather(ps) => unite(&mut parent, ps, Some(class[i])),
+            // Const, Input and Output unite no operands (their formats are set below)
             _ => {}
         }
         for ps in op.operands() {
@@ -372,6 +373,7 @@ pub fn assign(
                 exact_frac(d.iter().fold(0f32, |a, x| a.max(x.abs()))) as u8
             }
             Kind::Output { .. } => arch.fixed.frac_bits as u8,
+            // every computed kind takes its class's calibrated format
             _ => {
                 let r = find(&mut parent, class[i]);
                 let limit = if feeds_mvm[r] {

@@ -266,6 +266,7 @@ impl<'a> Lb<'a> {
                 }
                 Some(data.clone())
             }
+            // dynamic values have no constant data
             _ => None,
         }
     }
@@ -311,6 +312,7 @@ impl<'a> Lb<'a> {
         let commutative = matches!(op, AluOp::Add | AluOp::Mul | AluOp::Max | AluOp::Min);
         let (a, b, swapped) = match (a, b) {
             (Val::Const { .. }, Val::Dyn(_)) if commutative => (b, a, true),
+            // only a constant left operand of a commutative op is swapped
             _ => (a, b, false),
         };
         let _ = swapped;
@@ -576,6 +578,7 @@ pub(super) fn const_f32(g: &Graph, v: ValueId, shape_only: &mut bool) -> Option<
             *shape_only = true;
             Some(vec![0.0; g.ty(v).numel()])
         }
+        // graph inputs and node outputs are not constants
         _ => None,
     }
 }

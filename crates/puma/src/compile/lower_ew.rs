@@ -17,6 +17,7 @@ fn unary_alu(u: &UnaryOp) -> Option<AluOp> {
         UnaryOp::Log => AluOp::Log,
         UnaryOp::Erf => AluOp::Erf,
         UnaryOp::Sqrt => AluOp::Sqrt,
+        // no single ALU op: `unary` composes it or reports it unsupported
         _ => return None,
     })
 }
@@ -29,6 +30,7 @@ fn binary_alu(b: &BinaryOp) -> Option<AluOp> {
         BinaryOp::Div => AluOp::Div,
         BinaryOp::Max => AluOp::Max,
         BinaryOp::Min => AluOp::Min,
+        // no single ALU op: `lower` reports it unsupported
         _ => return None,
     })
 }
@@ -106,6 +108,7 @@ fn unary(lb: &mut Lb, ni: usize, u: &UnaryOp) -> Result<LT, CompileError> {
             let d = lb.alui(AluOp::Min, Lb::whole(c, l), 1.0);
             lb.alu(AluOp::Mul, p, Some(Lb::whole(d, l)))
         }),
+        // every other unary op is named in the unsupported error
         _ => {
             return Err(unsupported(
                 lb.g,
@@ -150,6 +153,7 @@ fn pow(lb: &mut Lb, ni: usize, out_shape: &[usize]) -> Result<LT, CompileError> 
                 acc[0].v
             }
         }),
+        // other exponents are named in the unsupported error
         _ => {
             return Err(unsupported(
                 g,
@@ -236,6 +240,7 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<LT>, CompileError> 
                 &out_shape,
             )
         }
+        // not an elementwise op: lower_node tries the next pass, whose last arm names it
         _ => return Ok(None),
     }))
 }

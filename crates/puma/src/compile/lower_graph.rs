@@ -10,6 +10,7 @@
 use super::lower::{LT, Lb, Val, const_f32, runs, unsupported};
 use super::{CompileError, Kind, Loc, Lowered, VId};
 use crate::arch::Arch;
+use pimkit_ir::operand::gemm;
 use pimkit_ir::{Graph, Op, ValueDef, ValueId};
 use std::collections::HashMap;
 
@@ -180,13 +181,10 @@ fn lower_node(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
         match &node.op {
             Op::Gemm { .. } | Op::MatMul => {
                 let dynamic = |i: usize| {
-                    node.inputs
-                        .get(i)
-                        .copied()
-                        .flatten()
+                    node.input(i)
                         .is_some_and(|v| matches!(lb.vals[v.idx()], Some(Val::Dyn(_))))
                 };
-                if matches!(node.op, Op::MatMul) && dynamic(0) && dynamic(1) {
+                if matches!(node.op, Op::MatMul) && dynamic(gemm::A) && dynamic(gemm::B) {
                     super::lower_attn::dynamic_matmul(lb, ni)?
                 } else {
                     super::lower_nn::matmul(lb, ni)?
@@ -231,11 +229,13 @@ fn fold(lb: &mut Lb, ni: usize) -> Result<bool, CompileError> {
         let val = g.value(v);
         let t = match (&val.def, lb.folded.get(&v)) {
             (ValueDef::Const(Some(t)), _) | (_, Some(t)) => t.clone(),
+            // a node output that was not folded: its lowered constant
             _ => match &lb.vals[v.idx()] {
                 // Shape-only constants: zeros of their float type.
                 Some(Val::Const { shape, data }) => {
                     pimkit_ir::Tensor::from_f32(shape.clone(), data.clone())
                 }
+                // fold is only called when every input is constant
                 _ => unreachable!(),
             },
         };

@@ -124,6 +124,7 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             trans_a,
             trans_b,
         } => (alpha, beta, trans_a, trans_b),
+        // MatMul: no attributes
         _ => (1.0, 1.0, false, false),
     };
     let out_shape = g.ty(node.outputs[0]).shape.clone();
@@ -225,6 +226,7 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
                 }
             }
         }
+        // a constant A (weights on the left) or two dynamic operands are handled below
         _ => {
             return Err(unsupported(
                 g,
@@ -268,6 +270,7 @@ fn is_vector_bias(c: &Val, out_shape: &[usize], rows: usize) -> bool {
                 && (shape.len() <= 1
                     || (out_shape.len() == 2 && (shape == &[1, rows] || shape == &[rows, 1])))
         }
+        // a dynamic C is added by an ALU op
         _ => false,
     }
 }
@@ -324,6 +327,7 @@ pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             a.count_include_pad,
         ),
         Op::GlobalPool(kind) => (*kind, [h, w], [1, 1], [0, 0], [1, 1], false),
+        // lower_node calls pool only for Pool and GlobalPool
         _ => unreachable!(),
     };
     let xs = strides(&x.shape);
@@ -411,6 +415,7 @@ fn rnn_common(lb: &mut Lb, ni: usize, gates: usize) -> Result<Rnn, CompileError>
     let node = &g.nodes[ni];
     let attrs = match &node.op {
         Op::Lstm(a) | Op::Gru(a) => a.clone(),
+        // lower_node calls rnn_common only for Lstm and Gru
         _ => unreachable!(),
     };
     if opt_input(lb, ni, rnn::SEQUENCE_LENS).is_some() {
@@ -688,6 +693,7 @@ pub(super) fn gru(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
     let rn = rnn_common(lb, ni, 3)?;
     let lbr = match &lb.g.nodes[ni].op {
         Op::Gru(a) => a.linear_before_reset,
+        // lower_node calls gru only for Gru
         _ => unreachable!(),
     };
     let (hs, is) = (rn.hidden, rn.input_size);

@@ -325,6 +325,7 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<LT>, CompileError> 
         Op::LogSoftmax { axis } => softmax(lb, ni, *axis, true, &out_shape)?,
         Op::LayerNorm { axis, epsilon } => layer_norm(lb, ni, *axis, *epsilon, &out_shape)?,
         Op::Reduce { kind, axes, .. } => reduce(lb, ni, *kind, axes, &out_shape)?,
+        // not a normalization or reduction: lower_node tries the next pass, whose last arm names it
         _ => return Ok(None),
     }))
 }

@@ -155,6 +155,7 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<Option<LT>>, Compil
                 map,
             }
         }
+        // not data movement: lower_node tries the next pass, whose last arm names it
         _ => return Ok(None),
     };
     Ok(Some(Some(lt)))

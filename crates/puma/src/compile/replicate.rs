@@ -90,6 +90,7 @@ pub fn original_mvmus(g: &Graph, arch: &Arch) -> usize {
                     n += ws[0].div_ceil(s) * ws[1].div_ceil(s);
                 }
             }
+            // every other op holds no crossbar weights
             _ => {}
         }
     }

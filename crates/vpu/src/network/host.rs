@@ -75,6 +75,7 @@ impl Net<'_> {
                     in_bytes + out_bytes,
                 )
             }
+            // every other host op is costed as one elementwise pass over its output
             _ => (h.eltwise_cycles * out_el as f64, in_bytes + out_bytes),
         };
         self.m.host(cycles.ceil() as u64);
