@@ -215,7 +215,9 @@ pub fn lower(
         Op::ConvInteger(a) => {
             let zp = per_out(
                 node,
-                ins.get(3).copied().flatten(),
+                ins.get(operand::conv_integer::W_ZERO_POINT)
+                    .copied()
+                    .flatten(),
                 w.shape[0],
                 "w_zero_point",
             )?;
@@ -228,7 +230,9 @@ pub fn lower(
         Op::QLinearConv(a) => {
             let zp = per_out(
                 node,
-                ins.get(5).copied().flatten(),
+                ins.get(operand::qlinear_conv::W_ZERO_POINT)
+                    .copied()
+                    .flatten(),
                 w.shape[0],
                 "w_zero_point",
             )?;
@@ -263,10 +267,13 @@ pub fn lower(
                 // the integer and quantized products
                 _ => {
                     let zp_idx = match op {
-                        Op::MatMulInteger => usize::from(!map.weight_left) + 2,
-                        _ if map.weight_left => 2,
-                        // QLinearMatMul, QGemm: the weight's zero point follows its operand (2 for A, 5 for B)
-                        _ => 5,
+                        Op::MatMulInteger if map.weight_left => {
+                            operand::matmul_integer::A_ZERO_POINT
+                        }
+                        Op::MatMulInteger => operand::matmul_integer::B_ZERO_POINT,
+                        _ if map.weight_left => operand::qlinear_matmul::A_ZERO_POINT,
+                        // QLinearMatMul, QGemm: the weight's zero point follows its operand
+                        _ => operand::qlinear_matmul::B_ZERO_POINT,
                     };
                     let m = dense::weight_outputs(node, w, map.weight_left, trans)?;
                     let zp = per_out(
@@ -366,7 +373,7 @@ pub fn activation_operands<'t>(
         Op::Lstm(_) | Op::Gru(_) => vec![at(operand::rnn::X), at(operand::rnn::INITIAL_H)],
         Op::MatMul | Op::Gemm { .. } => vec![at(usize::from(left))],
         // convolutions: their x
-        _ => vec![at(0)],
+        _ => vec![at(operand::conv::X)],
     }
 }
 
