@@ -7,6 +7,7 @@ use super::elementwise::copy;
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
+use pimkit_ir::operand::gather;
 use pimkit_ir::{DType, Node, PadMode, SliceAxis};
 
 fn is_contiguous(t: &TensorInfo) -> bool {
@@ -196,8 +197,8 @@ pub(crate) fn norm_index(v: Expr, idt: DType, n: usize) -> Expr {
 }
 
 pub(crate) fn gather(l: &mut Lowerer, _node: &Node, axis: usize) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let idx = l.input(1)?;
+    let x = l.input(gather::DATA)?;
+    let idx = l.input(gather::INDICES)?;
     let (xdt, xs) = l.ty(x);
     let (idt, is) = l.ty(idx);
     // Constant indices are checked here (the native code clamps, so a bad index would
