@@ -323,6 +323,7 @@ fn remap_spares(
                 match fault[i * cols + c] {
                     1 => st.stuck_off += 1,
                     2 => st.stuck_on += 1,
+                    // 0: a healthy cell
                     _ => {}
                 }
             }

@@ -8,7 +8,6 @@
 //! The crossbar computes sum_i x_u w; the rest is digital and exact.
 
 use crate::config::Geometry;
-use crate::mvm::Coding;
 
 /// Integer weights of one crossbar matrix, `k` inputs (rows) x `n` outputs (columns),
 /// row-major, already fitted to the encodable range.
@@ -249,6 +248,20 @@ impl FloatInputQuant {
     pub fn pad_code(&self) -> u16 {
         0
     }
+}
+
+/// How the input codes stream through the DACs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Coding {
+    /// Unsigned codes, every plane added (offset inputs carry their correction digitally).
+    #[default]
+    Unsigned,
+    /// Two's complement `x_bits`-bit words streamed bit by bit (1-bit DACs): the top
+    /// plane is subtracted (PUMA's bit-serial inputs).
+    TwosComplement,
+    /// Bit 15 is the sign, the rest the magnitude; a signed DAC drives the magnitude's
+    /// planes with the sign's polarity (MNSIM's sign x magnitude inputs).
+    SignMagnitude,
 }
 
 #[cfg(test)]

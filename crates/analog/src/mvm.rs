@@ -13,6 +13,8 @@ use crate::adc::{Adc, Profile, round_fast};
 use crate::config::Config;
 use crate::device::Arrays;
 use crate::encode::IntWeights;
+// Defined in encode.rs (which chooses it); re-exported where it was.
+pub use crate::encode::Coding;
 use crate::rng::{Stream, mix};
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -58,20 +60,6 @@ pub(crate) fn sgemm(
     }
 }
 
-/// How the input codes stream through the DACs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Coding {
-    /// Unsigned codes, every plane added (offset inputs carry their correction digitally).
-    #[default]
-    Unsigned,
-    /// Two's complement `x_bits`-bit words streamed bit by bit (1-bit DACs): the top
-    /// plane is subtracted (PUMA's bit-serial inputs).
-    TwosComplement,
-    /// Bit 15 is the sign, the rest the magnitude; a signed DAC drives the magnitude's
-    /// planes with the sign's polarity (MNSIM's sign x magnitude inputs).
-    SignMagnitude,
-}
-
 impl Coding {
     /// The signed value of a code.
     #[inline]
@@ -98,7 +86,8 @@ impl Coding {
                 let p = (((v & 0x7fff) >> sh) & mask) as f32;
                 if v & 0x8000 != 0 { -p } else { p }
             }
-            _ => ((v >> sh) & mask) as f32,
+            // The top plane's sign (two's complement) is applied by the caller.
+            Coding::Unsigned | Coding::TwosComplement => ((v >> sh) & mask) as f32,
         }
     }
 

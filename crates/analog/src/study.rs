@@ -175,6 +175,7 @@ impl<'g> Study<'g> {
                         label_at += a.len();
                     }
                 }
+                // an output without a top-1 class
                 _ => classified = false,
             }
         }

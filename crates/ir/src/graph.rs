@@ -57,6 +57,12 @@ impl Node {
     pub fn operator(&self) -> &str {
         self.source.as_deref().unwrap_or(&self.name)
     }
+
+    /// Operand `i` (a position from [`crate::operand`]); `None` when the node has fewer
+    /// inputs or the optional input is omitted.
+    pub fn input(&self, i: usize) -> Option<ValueId> {
+        self.inputs.get(i).copied().flatten()
+    }
 }
 
 /// A dataflow graph with static shapes. Nodes are in topological order: every input of

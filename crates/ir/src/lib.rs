@@ -21,6 +21,7 @@ pub mod minifloat;
 pub mod npy;
 mod op;
 mod op_ext;
+pub mod operand;
 mod resize;
 mod stats;
 mod tensor;

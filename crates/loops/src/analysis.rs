@@ -93,6 +93,7 @@ fn expr_cost(e: &Expr, loads: &mut f64, arith: &mut f64, affine: &mut bool) {
                 UFn::Erf => cost::ERF,
                 f if f.is_trig() => cost::SINCOS,
                 UFn::Rsqrt => cost::RSQRT,
+                // every other unary function is one ALU operation
                 _ => cost::ALU,
             }
         }
@@ -100,6 +101,7 @@ fn expr_cost(e: &Expr, loads: &mut f64, arith: &mut f64, affine: &mut bool) {
             *arith += match f {
                 BFn::Pow => cost::POW,
                 BFn::Rem => cost::REM,
+                // every other binary function is one ALU operation
                 _ => cost::ALU,
             }
         }

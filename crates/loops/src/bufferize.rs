@@ -115,6 +115,7 @@ pub(crate) fn bufferize(p: &mut Program) {
                     }
                     None => new_alloc(p, r, AllocKind::Temp),
                 },
+                // every other tensor gets its own temporary
                 _ => new_alloc(p, r, AllocKind::Temp),
             };
             alloc_of[r] = Some(a);
@@ -127,6 +128,7 @@ pub(crate) fn bufferize(p: &mut Program) {
             let kind = match p.tensors[r].def {
                 TensorDef::Const { .. } => AllocKind::Const,
                 TensorDef::Input { .. } => AllocKind::Input,
+                // results, scalars and views of temporaries
                 _ => AllocKind::Temp,
             };
             alloc_of[r] = Some(new_alloc(p, r, kind));

@@ -167,6 +167,7 @@ impl Ctx<'_> {
                     let op = match f {
                         BFn::Add => "+",
                         BFn::Sub => "-",
+                        // BFn::Mul: the guard admits only Add, Sub and Mul
                         _ => "*",
                     };
                     return format!("((int32_t)((uint32_t)({x}) {op} (uint32_t)({y})))");

@@ -92,6 +92,7 @@ fn fmt_tensor(p: &Program, t: TensorId) -> String {
             )
             .unwrap()
         }
+        // only views print their strides
         _ => {}
     }
     if let Some(a) = ti.alloc {

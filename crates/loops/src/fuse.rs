@@ -40,6 +40,7 @@ fn find_dead(p: &Program) -> Option<TensorId> {
         let referenced = p.tensors.iter().enumerate().any(|(i, x)| match x.def {
             TensorDef::View { root } => root == t && i != t,
             TensorDef::Result { init: Some(s), .. } => s == t,
+            // no other definition refers to another tensor
             _ => false,
         });
         let read_elsewhere = p.nests.iter().any(|n| {
@@ -104,6 +105,7 @@ fn remove_nest(p: &mut Program, k: usize) {
         match &mut ti.def {
             TensorDef::Result { nest, .. } if *nest > k => *nest -= 1,
             TensorDef::Fused { into } if *into > k => *into -= 1,
+            // no other definition holds a nest index
             _ => {}
         }
     }
@@ -170,6 +172,7 @@ fn find_pair(p: &Program) -> Option<(usize, usize, TensorId)> {
                 nest,
                 init: Some(i),
             } => nest > prod.id && nest < ci && inputs.contains(&p.tensors[i].root(i)),
+            // no other definition writes a tensor
             _ => false,
         });
         if clobbered {

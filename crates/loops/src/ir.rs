@@ -418,6 +418,7 @@ impl TensorInfo {
     pub fn root(&self, me: TensorId) -> TensorId {
         match self.def {
             TensorDef::View { root } => root,
+            // only views have another root
             _ => me,
         }
     }

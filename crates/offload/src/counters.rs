@@ -10,7 +10,7 @@
 //!   divided by the nest's measured time. Used where the PMU is unavailable (KVM guests).
 
 use crate::cache::program_traffic;
-use crate::error::{OffloadError, Result};
+use crate::error::Result;
 use crate::host::HostCalib;
 use pimkit_loops::Program;
 use serde::Serialize;
@@ -98,8 +98,4 @@ pub fn resolve(mode: CounterMode, vendor: &str) -> Result<CounterSource> {
             Err(_) => CounterSource::Model,
         }),
     }
-}
-
-pub(crate) fn perf_unavailable(msg: impl Into<String>) -> OffloadError {
-    OffloadError::Perf(msg.into())
 }

@@ -110,6 +110,7 @@ pub(crate) fn analyze_run(
         Some(raw) if source == CounterSource::Perf => {
             timing::perf_counters(&host.vendor, raw, host.line_bytes)
         }
+        // no perf counters read, or the model was asked for
         _ => counters::model_counters(p, host, &run.t_cpu_ns),
     };
     let w = Workload::new(p, &run.t_cpu_ns, &ctr, &o.arch);

@@ -2,7 +2,13 @@
 //! Table 1 on Intel and the AMD Zen 4/5 equivalents of torch-pim.md §3.3; raw configs use
 //! the x86 layout (event bits 0-7 plus 32-35 on AMD, umask 8-15, cmask 24-31).
 
-use crate::error::Result;
+use crate::error::{OffloadError, Result};
+
+/// The counters cannot be read here; `counters::source` falls back to the model in auto
+/// mode. (Defined here, not in counters.rs, so perf.rs does not depend on its caller.)
+pub(crate) fn perf_unavailable(msg: impl Into<String>) -> OffloadError {
+    OffloadError::Perf(msg.into())
+}
 
 /// One raw event: (name, config).
 pub type RawEvent = (&'static str, u64);
@@ -55,14 +61,12 @@ pub fn store_bound(vendor: &str, v: &[u64; 5]) -> f64 {
 
 #[cfg(not(all(feature = "perf", target_os = "linux")))]
 pub fn probe(_vendor: &str) -> Result<()> {
-    Err(crate::counters::perf_unavailable(
-        if cfg!(target_os = "linux") {
-            "pimkit was built without the `perf` cargo feature (on by default: rebuild without \
+    Err(perf_unavailable(if cfg!(target_os = "linux") {
+        "pimkit was built without the `perf` cargo feature (on by default: rebuild without \
          `--no-default-features`, or with `--features pimkit-offload/perf`)"
-        } else {
-            "hardware counters use Linux's perf_event_open, which this system does not have"
-        },
-    ))
+    } else {
+        "hardware counters use Linux's perf_event_open, which this system does not have"
+    }))
 }
 
 #[cfg(all(feature = "perf", target_os = "linux"))]
@@ -71,7 +75,6 @@ pub use imp::{CounterGroup, probe};
 #[cfg(all(feature = "perf", target_os = "linux"))]
 mod imp {
     use super::*;
-    use crate::counters::perf_unavailable;
     use perf_event::events::Raw;
     use perf_event::{Builder, Counter, Group};
 

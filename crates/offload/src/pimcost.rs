@@ -99,6 +99,7 @@ pub fn vector_lanes(p: &Program, n: &Nest, a: &PimArch) -> f64 {
             Expr::Unary(f, _) if f.is_trig() => ok = false,
             Expr::Binary(BFn::Pow | BFn::Rem, ..) => ok = false,
             Expr::Binary(BFn::Div, x, _) if !x.dtype(&dts).is_float() => ok = false,
+            // every other expression runs on the PIM cores' integer/FP units
             _ => {}
         });
     }
@@ -175,6 +176,7 @@ fn expr_cycles(e: &Expr, cx: &Cx, a: &PimArch) -> f64 {
                 UFn::Rsqrt => cost::RSQRT * a.lat_fdiv,
                 UFn::Sqrt | UFn::Recip if fp => a.lat_fdiv,
                 UFn::Sqrt | UFn::Recip => a.lat_div,
+                // every other unary function is one integer-ALU operation
                 _ => a.lat_int,
             };
             own + expr_cycles(x, cx, a)
@@ -191,6 +193,7 @@ fn expr_cycles(e: &Expr, cx: &Cx, a: &PimArch) -> f64 {
                 // fmod / integer remainder: a division, a multiply and a subtraction.
                 (BFn::Rem, true) => a.lat_fdiv + a.lat_fmul + a.lat_fadd,
                 (BFn::Rem, false) => a.lat_div + a.lat_mul + a.lat_int,
+                // every other binary function is one integer-ALU operation
                 _ => a.lat_int,
             };
             own + expr_cycles(x, cx, a) + expr_cycles(y, cx, a)

@@ -107,6 +107,7 @@ impl R {
 pub fn encode_core(i: &CoreInstr) -> Result<Vec<u64>, EncodeError> {
     let fmt = match i {
         CoreInstr::Alu { fmt, .. } | CoreInstr::Alui { fmt, .. } => *fmt,
+        // only ALU instructions carry a format
         _ => None,
     };
     let w = encode_word(i)?;
@@ -220,6 +221,7 @@ pub fn decode_core(words: &[u64]) -> Result<(CoreInstr, usize), EncodeError> {
     let mut i = decode_word(w1)?;
     match &mut i {
         CoreInstr::Alu { fmt, .. } | CoreInstr::Alui { fmt, .. } => *fmt = Some(f),
+        // only ALU instructions carry a format
         _ => return Err(bad(w1, "format prefix before a non-ALU instruction")),
     }
     Ok((i, 2))
@@ -301,6 +303,7 @@ fn decode_word(word: u64) -> Result<CoreInstr, EncodeError> {
             target: r.u(PC_BITS),
         },
         11 => CoreInstr::Hlt,
+        // an integer opcode field: every value the encoder writes is listed above
         _ => return Err(bad(word, "unknown core opcode")),
     };
     Ok(i)
@@ -356,6 +359,7 @@ pub fn decode_tile(word: u64) -> Result<TileInstr, EncodeError> {
             vec: r.u(TILE_VEC_BITS),
         },
         14 => TileInstr::Halt,
+        // an integer opcode field: every value the encoder writes is listed above
         _ => return Err(bad(word, "unknown tile opcode")),
     })
 }

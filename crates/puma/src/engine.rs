@@ -55,11 +55,22 @@ pub enum PumaOutput {
 /// deadlock, a fault or an inconsistent program of a program pimkit compiled is a bug.
 pub fn engine_error(e: RunError) -> EngineError {
     use crate::sim::SimError as S;
+    // Every variant listed: a new one must be classified here.
     match &e {
         RunError::Sim(S::Deadlock { .. } | S::Fault { .. } | S::Program(_)) => {
             EngineError::internal(e)
         }
-        _ => EngineError::input(e),
+        RunError::Sim(
+            S::MissingInput(..)
+            | S::InputShape { .. }
+            | S::InputNaN { .. }
+            | S::Options(_)
+            | S::Timeout { .. },
+        )
+        | RunError::Compile(_)
+        | RunError::Reference(_)
+        | RunError::CycleOverflow(_)
+        | RunError::Layer(_) => EngineError::input(e),
     }
 }
 

@@ -163,6 +163,7 @@ impl AluOp {
         match self {
             AluOp::Div => 4,
             AluOp::LogSoftmax | AluOp::LogSoftmaxd => 3,
+            // every other ALU op takes one pass
             _ => 1,
         }
     }
@@ -178,6 +179,7 @@ impl AluOp {
             | AluOp::Sqrt
             | AluOp::LogSoftmax
             | AluOp::LogSoftmaxd => AluClass::Transcendental,
+            // every other ALU op is a simple (one-cycle-per-lane) operation
             _ => AluClass::Simple,
         }
     }

@@ -36,9 +36,17 @@ pub struct VpuOutput {
 /// user's; an out-of-range simulated memory access or a cycle count past 64 bits of a
 /// validated architecture is a simulator bug.
 pub fn engine_error(e: VpuError) -> EngineError {
+    // Every variant listed: a new one must be classified here.
     match e {
         VpuError::Memory { .. } | VpuError::Other(_) => EngineError::internal(e),
-        _ => EngineError::input(e),
+        // AtPoint is classified as the user's whatever its source (a sweep point).
+        VpuError::ArchFile(_)
+        | VpuError::BadArch { .. }
+        | VpuError::Kernel { .. }
+        | VpuError::VrfTooSmall { .. }
+        | VpuError::Node { .. }
+        | VpuError::CycleOverflow
+        | VpuError::AtPoint { .. } => EngineError::input(e),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod engine;
 pub mod error;
 pub mod kernels;
+pub mod layout;
 pub mod machine;
 pub mod network;
 pub mod ops;

@@ -67,6 +67,7 @@ impl DataflowChoice {
             DataflowChoice::Fixed(d) => d,
             DataflowChoice::Auto | DataflowChoice::Family => match kernel {
                 KernelKind::Conv1d | KernelKind::Depthwise => Dataflow::Is,
+                // the other kernels (conv2d, matmul) default to output-stationary, the paper's choice (quinn §3.2)
                 _ => Dataflow::Os,
             },
         }
@@ -373,6 +374,7 @@ fn qdq_compute_node(g: &Graph) -> Option<String> {
             pimkit_ir::ValueDef::Node { node, .. } => {
                 matches!(g.node(node).op, Op::DequantizeLinear { .. })
             }
+            // graph inputs and constants are not DequantizeLinear outputs
             _ => false,
         });
         (compute && from_dq).then(|| n.name.clone())
@@ -382,7 +384,7 @@ fn qdq_compute_node(g: &Graph) -> Option<String> {
 fn to_layout(t: &Tensor, l: Layout) -> Vec<i32> {
     let v = t.to_i32_vec();
     if l == Layout::Hwc && t.rank() == 4 && t.shape[0] == 1 {
-        crate::run::chw_to_hwc(&v, t.shape[1], t.shape[2], t.shape[3])
+        crate::layout::chw_to_hwc(&v, t.shape[1], t.shape[2], t.shape[3])
     } else {
         v
     }
@@ -390,7 +392,7 @@ fn to_layout(t: &Tensor, l: Layout) -> Vec<i32> {
 
 fn from_layout(v: Vec<i32>, shape: &[usize], l: Layout) -> Vec<i32> {
     if l == Layout::Hwc && shape.len() == 4 && shape[0] == 1 {
-        crate::run::hwc_to_chw(&v, shape[1], shape[2], shape[3])
+        crate::layout::hwc_to_chw(&v, shape[1], shape[2], shape[3])
     } else {
         v
     }
@@ -516,17 +518,14 @@ impl Net<'_> {
         })
     }
     fn input(&self, n: &Node, i: usize) -> Result<ValueId> {
-        n.inputs
-            .get(i)
-            .copied()
-            .flatten()
+        n.input(i)
             .ok_or_else(|| nerr(n, format!("missing input {i}")))
     }
     fn f32s(&self, n: &Node, i: usize) -> Result<Vec<f32>> {
         Ok(self.val(n, self.input(n, i)?)?.to_f32_vec())
     }
     fn zps(&self, n: &Node, i: usize) -> Result<Vec<i32>> {
-        match n.inputs.get(i).copied().flatten() {
+        match n.input(i) {
             Some(v) => Ok(self.val(n, v)?.to_i32_vec()),
             None => Ok(vec![0]),
         }
@@ -629,7 +628,7 @@ impl Net<'_> {
                 alpha,
                 trans_a: false,
                 trans_b,
-            } if n.inputs.get(7).copied().flatten().is_some() => {
+            } if n.input(pimkit_ir::operand::qgemm::Y_SCALE).is_some() => {
                 self.qmatmul(n, Some((*alpha, *trans_b)))
             }
             Op::QGemm { trans_a: true, .. } => {
@@ -644,6 +643,7 @@ impl Net<'_> {
                     n,
                     "QUINN has no VPU kernel for it (the paper's kernels are convolutions and matrix products)",
                 ),
+            // every other op runs on the host: QUINN's kernels are convolutions and matrix products
             _ => self.host_node(n),
         }
     }

@@ -4,6 +4,8 @@
 use crate::arch::Arch;
 use crate::error::Result;
 use crate::kernels::{Dataflow, conv1d, conv2d, depthwise, matmul};
+// Re-exported: the conversions lived here before `layout.rs`.
+pub use crate::layout::{chw_to_hwc, hwc_to_chw};
 use crate::machine::{Elem, Machine, Stats};
 use crate::problem::{QConv, QMatMul, out_quant};
 
@@ -102,24 +104,4 @@ pub fn run_conv(arch: &Arch, p: &QConv, kind: ConvKind, df: Dataflow) -> Result<
     }
     let st = m.checked_stats_since(&s0)?;
     Ok((y, st))
-}
-
-pub fn chw_to_hwc(v: &[i32], c: usize, h: usize, w: usize) -> Vec<i32> {
-    let mut o = vec![0; v.len()];
-    for ci in 0..c {
-        for i in 0..h * w {
-            o[i * c + ci] = v[ci * h * w + i];
-        }
-    }
-    o
-}
-
-pub fn hwc_to_chw(v: &[i32], c: usize, h: usize, w: usize) -> Vec<i32> {
-    let mut o = vec![0; v.len()];
-    for ci in 0..c {
-        for i in 0..h * w {
-            o[ci * h * w + i] = v[i * c + ci];
-        }
-    }
-    o
 }

@@ -102,9 +102,16 @@ impl XbarOutput {
 
 /// Whose fault an xbar error is: I/O failures are the system's, the rest the input's.
 pub fn engine_error(e: XbarError) -> EngineError {
+    // Every variant listed: a new one must be classified here.
     match e {
         XbarError::Io(_) => EngineError::internal(e),
-        _ => EngineError::input(e),
+        XbarError::ArchFile(_)
+        | XbarError::Arch { .. }
+        | XbarError::Option { .. }
+        | XbarError::Layer { .. }
+        | XbarError::NoLayers
+        | XbarError::BudgetTooSmall { .. }
+        | XbarError::Analog(_) => EngineError::input(e),
     }
 }
 

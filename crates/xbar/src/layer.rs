@@ -2,6 +2,9 @@
 //! graph (or built directly, e.g. by a NAS loop that skips graph construction).
 
 use crate::error::{Result, XbarError};
+use pimkit_ir::operand::{
+    conv, conv_integer, gemm, qgemm, qlinear_conv as qc, qlinear_matmul as qmm, rnn,
+};
 use pimkit_ir::{Graph, Node, NodeId, Op, ValueDef, ValueId};
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +144,7 @@ fn is_weight(g: &Graph, v: ValueId) -> bool {
                         Some(i) => v = i,
                         None => return false,
                     },
+                    // any other producer computes the value: not a weight
                     _ => return false,
                 }
             }
@@ -150,7 +154,7 @@ fn is_weight(g: &Graph, v: ValueId) -> bool {
 }
 
 fn shape<'g>(g: &'g Graph, n: &Node, input: usize) -> Result<&'g [usize]> {
-    match n.inputs.get(input).copied().flatten() {
+    match n.input(input) {
         Some(v) => Ok(&g.ty(v).shape),
         None => Err(XbarError::Layer {
             node: n.name.clone(),
@@ -167,7 +171,7 @@ fn conv_layer(
     w_idx: usize,
     group: usize,
 ) -> Result<Option<Layer>> {
-    let w_id = n.inputs.get(w_idx).copied().flatten();
+    let w_id = n.input(w_idx);
     let Some(w_id) = w_id else { return Ok(None) };
     if !is_weight(g, w_id) {
         return Ok(None);
@@ -210,7 +214,7 @@ fn conv_layer(
 /// outputs of overlapping kernel windows are added outside the crossbar. (The gather form,
 /// a conv over the zero-stuffed input, would need stride² times more reads, most of zeros.)
 fn conv_transpose_layer(g: &Graph, n: &Node, group: usize) -> Result<Option<Layer>> {
-    let Some(w_id) = n.inputs.get(1).copied().flatten() else {
+    let Some(w_id) = n.input(conv::W) else {
         return Ok(None);
     };
     if !is_weight(g, w_id) {
@@ -251,10 +255,7 @@ fn matmul_layer(
     trans_a: bool,
     trans_b: bool,
 ) -> Result<Option<Layer>> {
-    let (Some(a), Some(b)) = (
-        n.inputs.get(a_idx).copied().flatten(),
-        n.inputs.get(b_idx).copied().flatten(),
-    ) else {
+    let (Some(a), Some(b)) = (n.input(a_idx), n.input(b_idx)) else {
         return Ok(None);
     };
     let (sa, sb) = (&g.ty(a).shape, &g.ty(b).shape);
@@ -307,10 +308,7 @@ fn matmul_layer(
 }
 
 fn rnn_layer(g: &Graph, n: &Node, gates: usize) -> Result<Option<Layer>> {
-    let (Some(w), Some(r)) = (
-        n.inputs.get(1).copied().flatten(),
-        n.inputs.get(2).copied().flatten(),
-    ) else {
+    let (Some(w), Some(r)) = (n.input(rnn::W), n.input(rnn::R)) else {
         return Ok(None);
     };
     if !is_weight(g, w) || !is_weight(g, r) {
@@ -385,35 +383,41 @@ pub fn extract_nodes(g: &Graph) -> Result<(Vec<NodeLayer>, Vec<Skipped>)> {
         }
         // The second operand of a product holds the weight unless only the first is one.
         let right_weight = |b: usize| {
-            n.inputs
-                .get(b)
-                .copied()
-                .flatten()
+            n.input(b)
                 .is_some_and(|v| is_weight(g, v) && g.ty(v).shape.len() == 2)
         };
         let (layer, left) = match &n.op {
-            Op::Conv(a) => (conv_layer(g, n, 0, 1, a.group)?, false),
-            Op::ConvInteger(a) => (conv_layer(g, n, 0, 1, a.group)?, false),
-            Op::QLinearConv(a) => (conv_layer(g, n, 0, 3, a.group)?, false),
+            Op::Conv(a) => (conv_layer(g, n, conv::X, conv::W, a.group)?, false),
+            Op::ConvInteger(a) => (
+                conv_layer(g, n, conv_integer::X, conv_integer::W, a.group)?,
+                false,
+            ),
+            Op::QLinearConv(a) => (conv_layer(g, n, qc::X, qc::W, a.group)?, false),
             Op::ConvTranspose(a) => (conv_transpose_layer(g, n, a.group)?, false),
             Op::Gemm {
                 trans_a, trans_b, ..
             } => (
-                matmul_layer(g, n, 0, 1, *trans_a, *trans_b)?,
-                !right_weight(1),
+                matmul_layer(g, n, gemm::A, gemm::B, *trans_a, *trans_b)?,
+                !right_weight(gemm::B),
             ),
             Op::QGemm {
                 trans_a, trans_b, ..
             } => (
-                matmul_layer(g, n, 0, 3, *trans_a, *trans_b)?,
-                !right_weight(3),
+                matmul_layer(g, n, qgemm::A, qgemm::B, *trans_a, *trans_b)?,
+                !right_weight(qgemm::B),
             ),
-            Op::MatMul | Op::MatMulInteger => {
-                (matmul_layer(g, n, 0, 1, false, false)?, !right_weight(1))
-            }
-            Op::QLinearMatMul => (matmul_layer(g, n, 0, 3, false, false)?, !right_weight(3)),
+            // MatMulInteger's A and B sit where MatMul's do.
+            Op::MatMul | Op::MatMulInteger => (
+                matmul_layer(g, n, gemm::A, gemm::B, false, false)?,
+                !right_weight(gemm::B),
+            ),
+            Op::QLinearMatMul => (
+                matmul_layer(g, n, qmm::A, qmm::B, false, false)?,
+                !right_weight(qmm::B),
+            ),
             Op::Lstm(_) => (rnn_layer(g, n, 4)?, false),
             Op::Gru(_) => (rnn_layer(g, n, 3)?, false),
+            // every other op stores no weights in crossbars: not a layer
             _ => continue,
         };
         match layer {

@@ -72,6 +72,7 @@ impl MapOptions {
                 option: "crossbars",
                 msg: "must be at least 1".into(),
             }),
+            // every other budget is valid
             _ => Ok(()),
         }
     }
@@ -403,6 +404,7 @@ pub fn sim_layers(m: &Mapping, layers: &[Layer]) -> Vec<SimLayer> {
                 Mode::RncCompat => {
                     let cap = match l.kind {
                         LayerKind::Dense | LayerKind::Recurrent => l.mats[0].1 as u64,
+                        // convolutions: one read per output position and group
                         _ => l.positions * l.groups as u64,
                     };
                     let used = x.min(cap.max(1));

@@ -6,7 +6,7 @@ use super::im2col::{ConvShape, Offsets, im2col};
 use super::{Arith, LayerRun, input, layer_err};
 use crate::encode::{encode_quantized, shr_round};
 use crate::error::Result;
-use pimkit_ir::{ConvAttrs, DType, Node, Tensor, TensorType};
+use pimkit_ir::{ConvAttrs, DType, Node, Tensor, TensorType, operand};
 use rayon::prelude::*;
 
 /// Per group: rows = C/g x kernel (weight order), columns = M/g.
@@ -91,8 +91,13 @@ pub(super) fn eval(
     out_tys: &[&TensorType],
 ) -> Result<Vec<Tensor>> {
     let lw = run.lowered;
-    let x = input(node, ins, 0, "X")?;
-    let wi = if lw.arith == Arith::Qlinear { 3 } else { 1 };
+    let x = input(node, ins, operand::conv::X, "X")?;
+    // ConvInteger's W sits where Conv's does.
+    let wi = if lw.arith == Arith::Qlinear {
+        operand::qlinear_conv::W
+    } else {
+        operand::conv::W
+    };
     let w = input(node, ins, wi, "W")?;
     let ty = out_tys[0];
     let r = w.rank();
@@ -127,7 +132,11 @@ pub(super) fn eval(
         let (c, e) = q.encode(&xf);
         (c, e, q.pad_code(), Some(xf))
     } else {
-        let zp_in = ins.get(2).copied().flatten();
+        // X_ZERO_POINT is operand 2 of both ConvInteger and QLinearConv.
+        let zp_in = ins
+            .get(operand::qlinear_conv::X_ZERO_POINT)
+            .copied()
+            .flatten();
         let (qmin, bits, zp) = qparams(node, x, zp_in)?;
         let (c, e) = encode_quantized(&x.to_i32_vec(), bits, qmin, zp, geom);
         let pad = shr_round((zp - qmin) as i64, e.shift).clamp(0, (1 << e.bits) - 1) as u16;

@@ -7,6 +7,7 @@ use super::epilogue;
 use super::{Arith, LayerRun, input, layer_err};
 use crate::encode::encode_quantized;
 use crate::error::Result;
+use pimkit_ir::operand::{matmul_integer as mmi, qlinear_matmul as qmm};
 use pimkit_ir::{Node, Op, Tensor, TensorType};
 
 /// Outputs of the crossbar (columns of the stored matrix).
@@ -177,22 +178,24 @@ pub(super) fn eval(
             trans_b,
             alpha,
         } => (trans_a, trans_b, alpha),
+        // MatMul, MatMulInteger, QLinearMatMul: no attributes
         _ => (false, false, 1.0),
     };
     let trans = if left { tb } else { ta };
     let (act_i, zp_i) = match node.op {
         Op::QLinearMatMul | Op::QGemm { .. } => {
             if left {
-                (3, 5)
+                (qmm::B, qmm::B_ZERO_POINT)
             } else {
-                (0, 2)
+                (qmm::A, qmm::A_ZERO_POINT)
             }
         }
+        // MatMul, MatMulInteger, Gemm: activation and zero point as MatMulInteger orders them
         _ => {
             if left {
-                (1, 3)
+                (mmi::B, mmi::B_ZERO_POINT)
             } else {
-                (0, 2)
+                (mmi::A, mmi::A_ZERO_POINT)
             }
         }
     };
@@ -227,6 +230,7 @@ pub(super) fn eval(
         }
         (Arith::Integer, _) => epilogue::integer(ty, &acc),
         (_, Op::QGemm { .. }) => epilogue::qgemm(node, ins, ty, &acc, alpha)?,
+        // QLinearMatMul (the only other op dense::eval is called with)
         _ => epilogue::qlinear_matmul(node, ins, ty, &acc, left, n, |i| {
             if left { (i / nb) % n } else { i % n }
         })?,

@@ -5,6 +5,7 @@
 use super::layer_err;
 use crate::error::Result;
 use pimkit_interp::quant::{output_scale, requant_f32};
+use pimkit_ir::operand::{qgemm as qg, qlinear_conv as qc, qlinear_matmul as qmm};
 use pimkit_ir::{DType, Node, Tensor, TensorData, TensorType};
 
 /// The digital accumulator: the crossbar's sum rounded to an integer, wrapped to int32 like
@@ -55,6 +56,7 @@ fn q_tensor(ty: &TensorType, v: Vec<i32>) -> Tensor {
     let data = match ty.dtype {
         DType::U8 => TensorData::U8(v.into_iter().map(|x| x as u8).collect()),
         DType::I8 => TensorData::I8(v.into_iter().map(|x| x as i8).collect()),
+        // the integer ops' i32 outputs
         _ => TensorData::I32(v),
     };
     Tensor {
@@ -98,11 +100,15 @@ pub fn qlinear_conv(
 ) -> Result<Tensor> {
     let m = ty.shape[1];
     let inner: usize = ty.shape[2..].iter().product();
-    let x_s = scalar_f32(node, ins[1], "x_scale")?;
-    let w_s = per_f32(node, ins.get(4).copied().flatten(), m, "w_scale")?;
-    let y_s = scalar_f32(node, ins.get(6).copied().flatten(), "y_scale")?;
-    let y_zp = scalar_i32(node, ins.get(7).copied().flatten(), "y_zero_point")?;
-    let bias: Vec<i32> = match ins.get(8).copied().flatten() {
+    let x_s = scalar_f32(node, ins[qc::X_SCALE], "x_scale")?;
+    let w_s = per_f32(node, ins.get(qc::W_SCALE).copied().flatten(), m, "w_scale")?;
+    let y_s = scalar_f32(node, ins.get(qc::Y_SCALE).copied().flatten(), "y_scale")?;
+    let y_zp = scalar_i32(
+        node,
+        ins.get(qc::Y_ZERO_POINT).copied().flatten(),
+        "y_zero_point",
+    )?;
+    let bias: Vec<i32> = match ins.get(qc::B).copied().flatten() {
         Some(b) if b.numel() == m => b.to_i32_vec(),
         Some(b) if b.numel() == 1 => vec![b.to_i32_vec()[0]; m],
         Some(b) => {
@@ -137,11 +143,19 @@ pub fn qlinear_matmul(
     outs: usize,
     per_out: impl Fn(usize) -> usize,
 ) -> Result<Tensor> {
-    let (act_s, w_s) = if weight_left { (4, 1) } else { (1, 4) };
+    let (act_s, w_s) = if weight_left {
+        (qmm::B_SCALE, qmm::A_SCALE)
+    } else {
+        (qmm::A_SCALE, qmm::B_SCALE)
+    };
     let a_s = scalar_f32(node, ins.get(act_s).copied().flatten(), "activation scale")?;
     let w_s = per_f32(node, ins.get(w_s).copied().flatten(), outs, "weight scale")?;
-    let y_s = scalar_f32(node, ins.get(6).copied().flatten(), "y_scale")?;
-    let y_zp = scalar_i32(node, ins.get(7).copied().flatten(), "y_zero_point")?;
+    let y_s = scalar_f32(node, ins.get(qmm::Y_SCALE).copied().flatten(), "y_scale")?;
+    let y_zp = scalar_i32(
+        node,
+        ins.get(qmm::Y_ZERO_POINT).copied().flatten(),
+        "y_zero_point",
+    )?;
     let (lo, hi) = qrange(node, ty.dtype)?;
     let out = acc
         .iter()
@@ -170,10 +184,10 @@ pub fn qgemm(
     alpha: f32,
 ) -> Result<Tensor> {
     let (m, n) = (ty.shape[0], ty.shape[1]);
-    let a_s = scalar_f32(node, ins[1], "a_scale")?;
-    let b_s = per_f32(node, ins.get(4).copied().flatten(), n, "b_scale")?;
+    let a_s = scalar_f32(node, ins[qg::A_SCALE], "a_scale")?;
+    let b_s = per_f32(node, ins.get(qg::B_SCALE).copied().flatten(), n, "b_scale")?;
     let mut v: Vec<i32> = acc.iter().map(|&a| acc_i32(a)).collect();
-    if let Some(cb) = ins.get(6).copied().flatten() {
+    if let Some(cb) = ins.get(qg::C).copied().flatten() {
         let cv = cb.to_i32_vec();
         // C broadcasts to [m, n] from [], [n], [1, n], [m, 1] or [m, n].
         let (cr, cc) = match cb.shape.as_slice() {
@@ -200,10 +214,14 @@ pub fn qgemm(
         }
     }
     let col = |j: usize| (alpha * a_s) * b_s[j];
-    match ins.get(7).copied().flatten() {
+    match ins.get(qg::Y_SCALE).copied().flatten() {
         Some(ys) => {
             let y_s = scalar_f32(node, Some(ys), "y_scale")?;
-            let y_zp = scalar_i32(node, ins.get(8).copied().flatten(), "y_zero_point")?;
+            let y_zp = scalar_i32(
+                node,
+                ins.get(qg::Y_ZERO_POINT).copied().flatten(),
+                "y_zero_point",
+            )?;
             let (lo, hi) = qrange(node, ty.dtype)?;
             let out = v
                 .iter()

@@ -66,6 +66,7 @@ impl Offsets {
                 for d in 0..r {
                     lin = match (lin, tables[d][o_idx[d] * s.kernel[d] + t_idx[d]]) {
                         (Some(l), Some(p)) => Some(l * s.input[d] + p),
+                        // a padding position
                         _ => None,
                     };
                 }

@@ -24,7 +24,7 @@ use crate::encode::{FloatInputQuant, InputEnc, IntWeights};
 use crate::error::{AnalogError, Result};
 use crate::mvm::{Readout, mvm};
 use crate::rng::mix;
-use pimkit_ir::{Node, NodeId, Op, Tensor, TensorType};
+use pimkit_ir::{Node, NodeId, Op, Tensor, TensorType, operand};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
@@ -168,17 +168,25 @@ fn per_out(node: &Node, t: Option<&Tensor>, m: usize, what: &str) -> Result<Vec<
 /// Index of the weight operand.
 fn weight_input(op: &Op, left: bool) -> Option<usize> {
     Some(match op {
-        Op::Conv(_) | Op::ConvInteger(_) => 1,
-        Op::QLinearConv(_) => 3,
-        Op::MatMul | Op::MatMulInteger | Op::Gemm { .. } => usize::from(!left),
-        Op::QLinearMatMul | Op::QGemm { .. } => {
+        // ConvInteger's and MatMulInteger's operands sit where Conv's and MatMul's do.
+        Op::Conv(_) | Op::ConvInteger(_) => operand::conv::W,
+        Op::QLinearConv(_) => operand::qlinear_conv::W,
+        Op::MatMul | Op::MatMulInteger | Op::Gemm { .. } => {
             if left {
-                0
+                operand::gemm::A
             } else {
-                3
+                operand::gemm::B
             }
         }
-        Op::Lstm(_) | Op::Gru(_) => 1,
+        Op::QLinearMatMul | Op::QGemm { .. } => {
+            if left {
+                operand::qlinear_matmul::A
+            } else {
+                operand::qlinear_matmul::B
+            }
+        }
+        Op::Lstm(_) | Op::Gru(_) => operand::rnn::W,
+        // every other op has no weight operand: not a crossbar layer
         _ => return None,
     })
 }
@@ -207,7 +215,9 @@ pub fn lower(
         Op::ConvInteger(a) => {
             let zp = per_out(
                 node,
-                ins.get(3).copied().flatten(),
+                ins.get(operand::conv_integer::W_ZERO_POINT)
+                    .copied()
+                    .flatten(),
                 w.shape[0],
                 "w_zero_point",
             )?;
@@ -220,7 +230,9 @@ pub fn lower(
         Op::QLinearConv(a) => {
             let zp = per_out(
                 node,
-                ins.get(5).copied().flatten(),
+                ins.get(operand::qlinear_conv::W_ZERO_POINT)
+                    .copied()
+                    .flatten(),
                 w.shape[0],
                 "w_zero_point",
             )?;
@@ -231,7 +243,7 @@ pub fn lower(
             )
         }
         Op::Lstm(_) | Op::Gru(_) => {
-            let r = input(node, ins, 2, "R")?;
+            let r = input(node, ins, operand::rnn::R, "R")?;
             (Arith::Float, rnn::weight_mats(node, w, r)?, vec![])
         }
         op => {
@@ -242,6 +254,7 @@ pub fn lower(
                 | Op::QGemm {
                     trans_a, trans_b, ..
                 } => (*trans_a, *trans_b),
+                // MatMul, MatMulInteger, QLinearMatMul: no transposes
                 _ => (false, false),
             };
             let trans = if map.weight_left { ta } else { tb };
@@ -251,11 +264,16 @@ pub fn lower(
                     vec![dense::weight_mat_f(node, w, map.weight_left, trans)?],
                     vec![],
                 ),
+                // the integer and quantized products
                 _ => {
                     let zp_idx = match op {
-                        Op::MatMulInteger => usize::from(!map.weight_left) + 2,
-                        _ if map.weight_left => 2,
-                        _ => 5,
+                        Op::MatMulInteger if map.weight_left => {
+                            operand::matmul_integer::A_ZERO_POINT
+                        }
+                        Op::MatMulInteger => operand::matmul_integer::B_ZERO_POINT,
+                        _ if map.weight_left => operand::qlinear_matmul::A_ZERO_POINT,
+                        // QLinearMatMul, QGemm: the weight's zero point follows its operand
+                        _ => operand::qlinear_matmul::B_ZERO_POINT,
                     };
                     let m = dense::weight_outputs(node, w, map.weight_left, trans)?;
                     let zp = per_out(
@@ -330,8 +348,10 @@ pub fn lower(
         }
     }
     let zp_at = match node.op {
-        Op::QLinearConv(_) | Op::QLinearMatMul => Some(7),
-        Op::QGemm { .. } => Some(8),
+        Op::QLinearConv(_) => Some(operand::qlinear_conv::Y_ZERO_POINT),
+        Op::QLinearMatMul => Some(operand::qlinear_matmul::Y_ZERO_POINT),
+        Op::QGemm { .. } => Some(operand::qgemm::Y_ZERO_POINT),
+        // the float and integer ops have no output zero point
         _ => None,
     };
     if let Some(t) = zp_at.and_then(|i| ins.get(i).copied().flatten()) {
@@ -350,9 +370,10 @@ pub fn activation_operands<'t>(
 ) -> Vec<Option<&'t Tensor>> {
     let at = |i: usize| ins.get(i).copied().flatten();
     match node.op {
-        Op::Lstm(_) | Op::Gru(_) => vec![at(0), at(5)],
+        Op::Lstm(_) | Op::Gru(_) => vec![at(operand::rnn::X), at(operand::rnn::INITIAL_H)],
         Op::MatMul | Op::Gemm { .. } => vec![at(usize::from(left))],
-        _ => vec![at(0)],
+        // convolutions: their x
+        _ => vec![at(operand::conv::X)],
     }
 }
 
@@ -383,6 +404,7 @@ pub fn eval(
             conv::eval(run, node, a, ins, out_tys)
         }
         Op::Lstm(a) | Op::Gru(a) => rnn::eval(run, node, a, ins, out_tys),
+        // the products (weight_input admits no other op)
         _ => dense::eval(run, node, ins, out_tys),
     }
 }

@@ -10,6 +10,7 @@
 
 use super::{LayerRun, input, layer_err};
 use crate::error::Result;
+use pimkit_ir::operand::rnn as opd;
 use pimkit_ir::{Node, Op, RnnAttrs, RnnDirection, Tensor, TensorType};
 
 /// Per direction: W^T (I x G*H) and R^T (H x G*H).
@@ -72,9 +73,12 @@ pub(super) fn eval(
     out_tys: &[&TensorType],
 ) -> Result<Vec<Tensor>> {
     let lstm = matches!(node.op, Op::Lstm(_));
-    let x = input(node, ins, 0, "X")?;
-    let (w, r) = (input(node, ins, 1, "W")?, input(node, ins, 2, "R")?);
-    if ins.get(4).copied().flatten().is_some() {
+    let x = input(node, ins, opd::X, "X")?;
+    let (w, r) = (
+        input(node, ins, opd::W, "W")?,
+        input(node, ins, opd::R, "R")?,
+    );
+    if ins.get(opd::SEQUENCE_LENS).copied().flatten().is_some() {
         return Err(layer_err(node, "sequence_lens is not supported"));
     }
     if x.rank() != 3 {
@@ -101,9 +105,21 @@ pub(super) fn eval(
             xs[(t * batch + b) * feat..][..feat].copy_from_slice(&xv[src..src + feat]);
         }
     }
-    let bias = ins.get(3).copied().flatten().map(|t| t.to_f32_vec());
-    let mut hs = states(ins.get(5).copied().flatten(), dirs, batch, h, bf);
-    let mut cs = states(ins.get(6).copied().flatten(), dirs, batch, h, bf);
+    let bias = ins.get(opd::B).copied().flatten().map(|t| t.to_f32_vec());
+    let mut hs = states(
+        ins.get(opd::INITIAL_H).copied().flatten(),
+        dirs,
+        batch,
+        h,
+        bf,
+    );
+    let mut cs = states(
+        ins.get(opd::INITIAL_C).copied().flatten(),
+        dirs,
+        batch,
+        h,
+        bf,
+    );
     let (wv, rv) = (w.to_f32_vec(), r.to_f32_vec());
     let one = RnnAttrs {
         hidden_size: h,

@@ -215,6 +215,7 @@ impl<'g> Lowerer<'g> {
     pub fn scalar(&self, t: TensorId) -> Option<f64> {
         match self.p.tensors[t].def {
             TensorDef::Scalar(v) => Some(v),
+            // only folded scalars have a value here
             _ => None,
         }
     }
@@ -236,6 +237,7 @@ impl<'g> Lowerer<'g> {
                 };
                 self.new_tensor(&val.name, val.ty.dtype, &val.ty.shape, def)
             }
+            // a node output not yet lowered
             _ => {
                 return Err(self.err(format!(
                     "value '{}' is used before it is defined (graph not in topological order?)",

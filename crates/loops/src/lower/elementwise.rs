@@ -3,6 +3,7 @@
 use super::Lowerer;
 use crate::error::Result;
 use crate::ir::{BFn, Expr, NestKind, TensorId, UFn};
+use pimkit_ir::operand::{binary, where_op};
 use pimkit_ir::{BinaryOp, DType, Graph, Node, Op, UnaryOp, ValueDef};
 use std::collections::{HashMap, HashSet};
 
@@ -22,6 +23,7 @@ pub(crate) fn find_rsqrt_pairs(g: &Graph) -> Fused {
     let consumers = g.consumers();
     let producer = |v: pimkit_ir::ValueId| match g.value(v).def {
         ValueDef::Node { node, .. } => Some(node.idx()),
+        // graph inputs and constants have no producer
         _ => None,
     };
     for (ni, n) in g.nodes.iter().enumerate() {
@@ -34,6 +36,7 @@ pub(crate) fn find_rsqrt_pairs(g: &Graph) -> Fused {
                     && g.ty(*v).shape == g.ty(n.outputs[0]).shape;
                 is_one.then_some(*v)
             }
+            // every other node is not an identity
             _ => None,
         };
         let Some(v) = src else { continue };
@@ -255,8 +258,8 @@ pub(crate) fn binary_expr(b: BinaryOp, x: Expr, y: Expr, dt: DType) -> Expr {
 }
 
 pub(crate) fn binary(l: &mut Lowerer, node: &Node, b: BinaryOp) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let y = l.input(1)?;
+    let x = l.input(binary::A)?;
+    let y = l.input(binary::B)?;
     let dt = l.dtype(x);
     let (odt, _) = l.out_ty(0);
     // x^2 as x*x: Torch-MLIR's `pow.Tensor_Scalar` with exponent 2 (and `square`).
@@ -284,9 +287,9 @@ pub(crate) fn binary(l: &mut Lowerer, node: &Node, b: BinaryOp) -> Result<Tensor
 }
 
 pub(crate) fn where_(l: &mut Lowerer, _node: &Node) -> Result<TensorId> {
-    let c = l.input(0)?;
-    let x = l.input(1)?;
-    let y = l.input(2)?;
+    let c = l.input(where_op::CONDITION)?;
+    let x = l.input(where_op::X)?;
+    let y = l.input(where_op::Y)?;
     let (odt, _) = l.out_ty(0);
     l.map("where", NestKind::Elementwise, &[c, x, y], odt, |v| {
         Expr::select(v[0].clone(), v[1].clone(), v[2].clone())

@@ -9,12 +9,13 @@ use super::shape::norm_index;
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::{BFn, Expr, Index, NestKind, TensorId};
+use pimkit_ir::operand::{gather, scatter};
 use pimkit_ir::{DType, Node, ScatterReduction};
 
 /// `gather` along `axis` with per-element indices (`torch.gather`): one copy nest.
 pub(crate) fn gather_elements(l: &mut Lowerer, _node: &Node, axis: usize) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let idx = l.input(1)?;
+    let x = l.input(gather::DATA)?;
+    let idx = l.input(gather::INDICES)?;
     let (xdt, xs) = l.ty(x);
     let (idt, is) = l.ty(idx);
     let out = l.result("gather_elements", xdt, &is);
@@ -41,8 +42,8 @@ pub(crate) fn gather_elements(l: &mut Lowerer, _node: &Node, axis: usize) -> Res
 /// GatherND: every output element reads the data at (batch dims, the k index values of
 /// its tuple, the remaining output dims).
 pub(crate) fn gather_nd(l: &mut Lowerer, _node: &Node, batch_dims: usize) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let idx = l.input(1)?;
+    let x = l.input(gather::DATA)?;
+    let idx = l.input(gather::INDICES)?;
     let (xdt, xs) = l.ty(x);
     let (idt, is) = l.ty(idx);
     let q = is.len();
@@ -152,15 +153,16 @@ pub(crate) fn cumulative(
 /// dims are reduction dims so that repeated indices apply in index order, as the
 /// interpreter does.
 pub(crate) fn scatter(l: &mut Lowerer, node: &Node) -> Result<TensorId> {
-    let data = l.input(0)?;
-    let idx = l.input(1)?;
-    let upd = l.input(2)?;
+    let data = l.input(scatter::DATA)?;
+    let idx = l.input(scatter::INDICES)?;
+    let upd = l.input(scatter::UPDATES)?;
     let (dt, ds) = l.ty(data);
     let (idt, is) = l.ty(idx);
     let (_, us) = l.ty(upd);
     let (reduction, axis) = match &node.op {
         pimkit_ir::Op::ScatterElements { axis, reduction } => (*reduction, Some(*axis)),
         pimkit_ir::Op::ScatterNd { reduction } => (*reduction, None),
+        // the dispatcher calls scatter only for the two scatter ops
         _ => return Err(l.err("not a scatter op")),
     };
     let copy = super::elementwise::copy(l, data, "scatter.copy")?;
@@ -209,7 +211,8 @@ pub(crate) fn scatter(l: &mut Lowerer, node: &Node) -> Result<TensorId> {
                 ScatterReduction::Add => BFn::Add,
                 ScatterReduction::Mul => BFn::Mul,
                 ScatterReduction::Max => BFn::Max,
-                _ => BFn::Min,
+                // None never reaches here: the outer arm takes it.
+                ScatterReduction::Min | ScatterReduction::None => BFn::Min,
             };
             Expr::bin(f, old, u)
         }

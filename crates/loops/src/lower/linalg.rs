@@ -7,6 +7,7 @@ use super::shape::{pad, view_reshape};
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
+use pimkit_ir::operand::{conv, gemm};
 use pimkit_ir::{ConvAttrs, DType, Node, PadMode, PoolAttrs, PoolKind};
 
 /// Indices of a numpy matmul's operands over out dims `d` (batch.., m?, n?) and `k`.
@@ -68,8 +69,8 @@ pub(crate) fn contraction(
 }
 
 pub(crate) fn matmul(l: &mut Lowerer, _node: &Node) -> Result<TensorId> {
-    let a = l.input(0)?;
-    let b = l.input(1)?;
+    let a = l.input(gemm::A)?;
+    let b = l.input(gemm::B)?;
     let (dt, out) = l.out_ty(0);
     let (sa, sb) = (l.shape(a), l.shape(b));
     let kx = *sa.last().ok_or_else(|| l.err("rank-0 operand"))?;
@@ -94,9 +95,9 @@ pub(crate) fn gemm(
     ta: bool,
     tb: bool,
 ) -> Result<TensorId> {
-    let a = l.input(0)?;
-    let b = l.input(1)?;
-    let c = l.opt_input(2)?;
+    let a = l.input(gemm::A)?;
+    let b = l.input(gemm::B)?;
+    let c = l.opt_input(gemm::C)?;
     let (dt, out) = l.out_ty(0);
     let sa = l.shape(a);
     let kx = if ta { sa[0] } else { sa[1] };
@@ -254,9 +255,9 @@ pub(crate) fn conv_nest_with(
 }
 
 pub(crate) fn conv(l: &mut Lowerer, _node: &Node, a: &ConvAttrs) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let w = l.input(1)?;
-    let b = l.opt_input(2)?;
+    let x = l.input(conv::X)?;
+    let w = l.input(conv::W)?;
+    let b = l.opt_input(conv::B)?;
     let (dt, out) = l.out_ty(0);
     let xp = pad(l, x, &full_pads(&a.pads), PadMode::Constant, 0.0)?;
     let init = match b {

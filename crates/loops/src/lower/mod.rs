@@ -130,22 +130,22 @@ fn lower_node(l: &mut Lowerer, node: &pimkit_ir::Node) -> Result<Vec<usize>> {
         QLinearConv(a) => one(quant::qlinear_conv(l, node, a)?),
         MatMulInteger => one(quant::matmul_integer(l, node)?),
         ConvInteger(a) => one(quant::conv_integer(l, node, a)?),
-        QLinearAdd => one(quant::qlinear_binary(l, node, false)?),
-        QLinearMul => one(quant::qlinear_binary(l, node, true)?),
-        QLinearConcat { axis } => one(quant::qlinear_concat(l, node, *axis)?),
+        QLinearAdd => one(qops::qlinear_binary(l, node, false)?),
+        QLinearMul => one(qops::qlinear_binary(l, node, true)?),
+        QLinearConcat { axis } => one(qops::qlinear_concat(l, node, *axis)?),
         QLinearGlobalAveragePool { channels_last } => {
-            one(quant::qlinear_gap(l, node, *channels_last)?)
+            one(qops::qlinear_gap(l, node, *channels_last)?)
         }
         QGemm {
             alpha,
             trans_a,
             trans_b,
-        } => one(quant::qgemm(l, node, *alpha, *trans_a, *trans_b)?),
-        QLinearSigmoid => one(quant::qlinear_unary(l, node, None)?),
+        } => one(qops::qgemm(l, node, *alpha, *trans_a, *trans_b)?),
+        QLinearSigmoid => one(qops::qlinear_unary(l, node, None)?),
         QLinearAveragePool(p) => one(qpool::qlinear_avg_pool(l, node, p)?),
         QLinearSoftmax { axis, flatten } => one(qpool::qlinear_softmax(l, node, *axis, *flatten)?),
         QLinearWhere => one(qpool::qlinear_where(l, node)?),
-        QLinearLeakyRelu { alpha } => one(quant::qlinear_unary(l, node, Some(*alpha))?),
+        QLinearLeakyRelu { alpha } => one(qops::qlinear_unary(l, node, Some(*alpha))?),
         Lstm(a) => rnn::lstm(l, node, a),
         Gru(a) => rnn::gru(l, node, a),
         // ---- ONNX node-suite coverage (issue #16 item 4) ----

@@ -6,6 +6,7 @@ use super::shape::view_reshape;
 use crate::error::Result;
 use crate::ir::{Expr, NestKind, TensorId, UFn};
 use pimkit_ir::Node;
+use pimkit_ir::operand::{batch_norm as bn, layer_norm};
 
 /// softmax = max.dim (3) + sub (1) + exp (1) + sum (2) + div (1) = 8 nests; log-softmax
 /// replaces the divide with log (1) + sub (1).
@@ -36,9 +37,9 @@ pub(crate) fn softmax(l: &mut Lowerer, _node: &Node, axis: usize, log: bool) -> 
 /// +bias are one nest here (Torch-MLIR emits two), which gives the paper's count of 12
 /// for a LayerNorm with weight and bias. See docs/loops.md.
 pub(crate) fn layer_norm(l: &mut Lowerer, _node: &Node, axis: usize, eps: f32) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let scale = l.opt_input(1)?;
-    let bias = l.opt_input(2)?;
+    let x = l.input(layer_norm::X)?;
+    let scale = l.opt_input(layer_norm::SCALE)?;
+    let bias = l.opt_input(layer_norm::B)?;
     let (dt, xs) = l.ty(x);
     let axes: Vec<usize> = (axis..xs.len()).collect();
     let ew = NestKind::Elementwise;
@@ -83,13 +84,13 @@ pub(crate) fn layer_norm(l: &mut Lowerer, _node: &Node, axis: usize, eps: f32) -
 /// Inference batch norm as DecomposeAtenNativeBatchNormOp: sub mean, + eps, rsqrt, mul,
 /// × weight, + bias (6 nests; the [C] statistics are viewed as [C,1,...]).
 pub(crate) fn batch_norm(l: &mut Lowerer, _node: &Node, eps: f32) -> Result<TensorId> {
-    let x = l.input(0)?;
+    let x = l.input(bn::X)?;
     let (dt, xs) = l.ty(x);
     let c = xs[1];
     let mut stat_shape = vec![c];
     stat_shape.extend(std::iter::repeat_n(1, xs.len() - 2));
     let mut st = vec![];
-    for i in 1..5 {
+    for i in [bn::SCALE, bn::B, bn::INPUT_MEAN, bn::INPUT_VAR] {
         let t = l.input(i)?;
         st.push(view_reshape(l, t, &stat_shape)?);
     }

@@ -10,6 +10,9 @@ use super::shape::concat_list;
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
+use pimkit_ir::operand::{
+    qgemm as qg, qlinear_binary as qb, qlinear_concat as qcat, qlinear_unary as qu,
+};
 use pimkit_ir::{DType, Node};
 
 fn zp_or_zero(e: Option<&Expr>) -> Expr {
@@ -25,9 +28,21 @@ pub(crate) fn qgemm(
     ta: bool,
     tb: bool,
 ) -> Result<TensorId> {
-    let (a, a_s, azp) = (l.input(0)?, l.input(1)?, l.opt_input(2)?);
-    let (b, b_s, bzp) = (l.input(3)?, l.input(4)?, l.opt_input(5)?);
-    let (c, y_s, yzp) = (l.opt_input(6)?, l.opt_input(7)?, l.opt_input(8)?);
+    let (a, a_s, azp) = (
+        l.input(qg::A)?,
+        l.input(qg::A_SCALE)?,
+        l.opt_input(qg::A_ZERO_POINT)?,
+    );
+    let (b, b_s, bzp) = (
+        l.input(qg::B)?,
+        l.input(qg::B_SCALE)?,
+        l.opt_input(qg::B_ZERO_POINT)?,
+    );
+    let (c, y_s, yzp) = (
+        l.opt_input(qg::C)?,
+        l.opt_input(qg::Y_SCALE)?,
+        l.opt_input(qg::Y_ZERO_POINT)?,
+    );
     let (dt, out) = l.out_ty(0);
     let sa = l.shape(a);
     if sa.len() != 2 || l.shape(b).len() != 2 {
@@ -141,9 +156,17 @@ fn scalar_spans(ash: &[usize], bsh: &[usize], out: &[usize]) -> (bool, bool) {
 
 /// QLinearAdd / QLinearMul: one elementwise nest.
 pub(crate) fn qlinear_binary(l: &mut Lowerer, _n: &Node, mul: bool) -> Result<TensorId> {
-    let (a, a_s, azp) = (l.input(0)?, l.input(1)?, l.opt_input(2)?);
-    let (b, b_s, bzp) = (l.input(3)?, l.input(4)?, l.opt_input(5)?);
-    let (y_s, yzp) = (l.input(6)?, l.opt_input(7)?);
+    let (a, a_s, azp) = (
+        l.input(qb::A)?,
+        l.input(qb::A_SCALE)?,
+        l.opt_input(qb::A_ZERO_POINT)?,
+    );
+    let (b, b_s, bzp) = (
+        l.input(qb::B)?,
+        l.input(qb::B_SCALE)?,
+        l.opt_input(qb::B_ZERO_POINT)?,
+    );
+    let (y_s, yzp) = (l.input(qb::Y_SCALE)?, l.opt_input(qb::Y_ZERO_POINT)?);
     let (dt, out) = l.out_ty(0);
     let (lo, hi) = qrange(l, dt)?;
     for (t, w) in [(a_s, "A_scale"), (b_s, "B_scale"), (y_s, "C_scale")] {
@@ -222,8 +245,12 @@ pub(crate) fn qlinear_binary(l: &mut Lowerer, _n: &Node, mul: bool) -> Result<Te
 /// QLinearGlobalAveragePool: fill + int32 sum over the image + requantize of
 /// (sum - x_zp * image) with x_s / (y_s * image): 3 nests.
 pub(crate) fn qlinear_gap(l: &mut Lowerer, _n: &Node, cl: bool) -> Result<TensorId> {
-    let (x, x_s, xzp) = (l.input(0)?, l.input(1)?, l.opt_input(2)?);
-    let (y_s, yzp) = (l.input(3)?, l.opt_input(4)?);
+    let (x, x_s, xzp) = (
+        l.input(qu::X)?,
+        l.input(qu::X_SCALE)?,
+        l.opt_input(qu::X_ZERO_POINT)?,
+    );
+    let (y_s, yzp) = (l.input(qu::Y_SCALE)?, l.opt_input(qu::Y_ZERO_POINT)?);
     let (dt, out) = l.out_ty(0);
     let (lo, hi) = qrange(l, dt)?;
     let xs = l.shape(x);
@@ -316,8 +343,12 @@ fn table_nest(l: &mut Lowerer, x: TensorId, table: TensorId, label: &str) -> Res
 /// QLinearSigmoid / QLinearLeakyRelu: onnxruntime's 256-entry lookup table, computed
 /// at lowering time (shape-only when a parameter is unknown), and one gather nest.
 pub(crate) fn qlinear_unary(l: &mut Lowerer, _n: &Node, alpha: Option<f32>) -> Result<TensorId> {
-    let (x, x_s, xzp) = (l.input(0)?, l.input(1)?, l.opt_input(2)?);
-    let (y_s, yzp) = (l.input(3)?, l.opt_input(4)?);
+    let (x, x_s, xzp) = (
+        l.input(qu::X)?,
+        l.input(qu::X_SCALE)?,
+        l.opt_input(qu::X_ZERO_POINT)?,
+    );
+    let (y_s, yzp) = (l.input(qu::Y_SCALE)?, l.opt_input(qu::Y_ZERO_POINT)?);
     let (dt, _) = l.out_ty(0);
     let (lo, hi) = qrange(l, dt)?;
     for (t, w) in [(x_s, "X_scale"), (y_s, "Y_scale")] {
@@ -347,13 +378,15 @@ pub(crate) fn qlinear_unary(l: &mut Lowerer, _n: &Node, alpha: Option<f32>) -> R
 /// (QuantizeLinear(x_s * f32(x - x_zp)), the identity table onnxruntime uses). Then one
 /// copy nest per input into the output (as Concat).
 pub(crate) fn qlinear_concat(l: &mut Lowerer, n: &Node, axis: usize) -> Result<TensorId> {
-    let (y_s, yzp) = (l.input(0)?, l.opt_input(1)?);
+    let (y_s, yzp) = (l.input(qcat::Y_SCALE)?, l.opt_input(qcat::Y_ZERO_POINT)?);
     let (dt, shape) = l.out_ty(0);
     let (lo, hi) = qrange(l, dt)?;
     check_scalar(l, y_s, "Y_scale")?;
     let mut parts = vec![];
-    for i in (2..n.inputs.len()).step_by(3) {
-        let (x, x_s, xzp) = (l.input(i)?, l.input(i + 1)?, l.opt_input(i + 2)?);
+    for i in (qcat::FIRST..n.inputs.len()).step_by(qcat::STRIDE) {
+        let x = l.input(i)?;
+        let x_s = l.input(i + qcat::SCALE_OFFSET)?;
+        let xzp = l.opt_input(i + qcat::ZERO_POINT_OFFSET)?;
         check_scalar(l, x_s, "X_scale")?;
         let same_s =
             x_s == y_s || matches!((l.scalar(x_s), l.scalar(y_s)), (Some(a), Some(b)) if a == b);

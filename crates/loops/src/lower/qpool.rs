@@ -11,6 +11,7 @@ use super::shape::view_reshape;
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
+use pimkit_ir::operand::{qlinear_unary as qu, qlinear_where as qw};
 use pimkit_ir::{DType, Node, PoolAttrs, Tensor, TensorData};
 use std::sync::Arc;
 
@@ -40,8 +41,12 @@ fn dequantize(l: &mut Lowerer, x: TensorId, s: TensorId, zp: Option<TensorId>) -
 /// `RNE(f32(y / y_s) + f32(y_zp))` saturated. A window covering the whole image without
 /// padding is QLinearGlobalAveragePool (integer sums), as in onnxruntime.
 pub(crate) fn qlinear_avg_pool(l: &mut Lowerer, n: &Node, p: &PoolAttrs) -> Result<TensorId> {
-    let (x, x_s, xzp) = (l.input(0)?, l.input(1)?, l.opt_input(2)?);
-    let (y_s, yzp) = (l.input(3)?, l.opt_input(4)?);
+    let (x, x_s, xzp) = (
+        l.input(qu::X)?,
+        l.input(qu::X_SCALE)?,
+        l.opt_input(qu::X_ZERO_POINT)?,
+    );
+    let (y_s, yzp) = (l.input(qu::Y_SCALE)?, l.opt_input(qu::Y_ZERO_POINT)?);
     let (dt, out) = l.out_ty(0);
     let (lo, hi) = qrange(l, dt)?;
     let xs = l.shape(x);
@@ -81,8 +86,8 @@ pub(crate) fn qlinear_softmax(
     axis: usize,
     flatten: bool,
 ) -> Result<TensorId> {
-    let (x, x_s) = (l.input(0)?, l.input(1)?);
-    let (y_s, yzp) = (l.input(3)?, l.opt_input(4)?);
+    let (x, x_s) = (l.input(qu::X)?, l.input(qu::X_SCALE)?);
+    let (y_s, yzp) = (l.input(qu::Y_SCALE)?, l.opt_input(qu::Y_ZERO_POINT)?);
     let (dt, shape) = l.out_ty(0);
     let r = shape.len();
     let outer: usize = shape[..axis].iter().product();
@@ -164,16 +169,19 @@ pub(crate) fn qlinear_softmax(
 /// QLinearWhere: x and y through requantizing tables (one elementwise nest each, as
 /// QLinearConcat's identity table), then one select nest.
 pub(crate) fn qlinear_where(l: &mut Lowerer, _n: &Node) -> Result<TensorId> {
-    let cond = l.input(0)?;
+    let cond = l.input(qw::CONDITION)?;
     let (dt, shape) = l.out_ty(0);
     let (lo, hi) = qrange(l, dt)?;
-    let (zs_t, zz_t) = (l.input(7)?, l.opt_input(8)?);
+    let (zs_t, zz_t) = (l.input(qw::Z_SCALE)?, l.opt_input(qw::Z_ZERO_POINT)?);
     let zs = value(l, Some(zs_t), "z_scale")? as f32;
     let zz = value(l, zz_t, "z_zero_point")? as i32;
     let mut req = vec![];
-    for (xi, what) in [(1, "x"), (4, "y")] {
+    for (xi, si, zi, what) in [
+        (qw::X, qw::X_SCALE, qw::X_ZERO_POINT, "x"),
+        (qw::Y, qw::Y_SCALE, qw::Y_ZERO_POINT, "y"),
+    ] {
         let x = l.input(xi)?;
-        let (s_t, z_t) = (l.input(xi + 1)?, l.opt_input(xi + 2)?);
+        let (s_t, z_t) = (l.input(si)?, l.opt_input(zi)?);
         let s = value(l, Some(s_t), &format!("{what}_scale"))? as f32;
         let z = value(l, z_t, &format!("{what}_zero_point"))? as i32;
         let ilo = l

@@ -11,6 +11,10 @@ use super::shape::{pad, view_reshape};
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
+use pimkit_ir::operand::{
+    conv_integer as ci, matmul_integer as mmi, qlinear_conv as qc, qlinear_matmul as qmm,
+    quantize_linear as ql,
+};
 use pimkit_ir::{ConvAttrs, DType, Node, PadMode, Tensor, TensorData};
 use std::sync::Arc;
 
@@ -49,17 +53,17 @@ fn require_f32(l: &Lowerer, t: TensorId, what: &str) -> Result<()> {
 
 /// QuantizeLinear: one elementwise nest, `clamp_round(x / scale, zp)`.
 pub(crate) fn quantize(l: &mut Lowerer, _n: &Node, axis: usize, to: DType) -> Result<TensorId> {
-    let x = l.input(0)?;
+    let x = l.input(ql::X)?;
     require_f32(l, x, "x")?;
     let (dt, shape) = l.out_ty(0);
     let (lo, hi) = qrange(l, to)?;
     let r = shape.len();
     let len = shape.get(axis).copied().unwrap_or(1);
-    let s = l.input(1)?;
+    let s = l.input(ql::SCALE)?;
     require_f32(l, s, "y_scale")?;
     let s = axis_param(l, s, axis, r, len, "y_scale")?;
     let mut ins = vec![x, s];
-    if let Some(z) = l.opt_input(2)? {
+    if let Some(z) = l.opt_input(ql::ZERO_POINT)? {
         ins.push(axis_param(l, z, axis, r, len, "y_zero_point")?);
     }
     l.map_to("quantize", NestKind::Elementwise, &ins, dt, &shape, |v| {
@@ -72,18 +76,18 @@ pub(crate) fn quantize(l: &mut Lowerer, _n: &Node, axis: usize, to: DType) -> Re
 
 /// DequantizeLinear: one elementwise nest, `f32(x - zp) * scale`.
 pub(crate) fn dequantize(l: &mut Lowerer, _n: &Node, axis: usize) -> Result<TensorId> {
-    let x = l.input(0)?;
+    let x = l.input(ql::X)?;
     let (dt, shape) = l.out_ty(0);
     if dt != DType::F32 {
         return Err(l.unsupported(format!("output is {dt}; only f32 is supported")));
     }
     let r = shape.len();
     let len = shape.get(axis).copied().unwrap_or(1);
-    let s = l.input(1)?;
+    let s = l.input(ql::SCALE)?;
     require_f32(l, s, "x_scale")?;
     let s = axis_param(l, s, axis, r, len, "x_scale")?;
     let mut ins = vec![x, s];
-    if let Some(z) = l.opt_input(2)? {
+    if let Some(z) = l.opt_input(ql::ZERO_POINT)? {
         ins.push(axis_param(l, z, axis, r, len, "x_zero_point")?);
     }
     l.map_to("dequantize", NestKind::Elementwise, &ins, dt, &shape, |v| {
@@ -155,9 +159,17 @@ fn qmatmul_acc(
 /// QLinearMatMul: fill + int32 contraction + requantize (3 nests); per-row a and
 /// per-column b scales / zero points are supported.
 pub(crate) fn qlinear_matmul(l: &mut Lowerer, _n: &Node) -> Result<TensorId> {
-    let (a, a_s, azp) = (l.input(0)?, l.input(1)?, l.opt_input(2)?);
-    let (b, b_s, bzp) = (l.input(3)?, l.input(4)?, l.opt_input(5)?);
-    let (y_s, yzp) = (l.input(6)?, l.opt_input(7)?);
+    let (a, a_s, azp) = (
+        l.input(qmm::A)?,
+        l.input(qmm::A_SCALE)?,
+        l.opt_input(qmm::A_ZERO_POINT)?,
+    );
+    let (b, b_s, bzp) = (
+        l.input(qmm::B)?,
+        l.input(qmm::B_SCALE)?,
+        l.opt_input(qmm::B_ZERO_POINT)?,
+    );
+    let (y_s, yzp) = (l.input(qmm::Y_SCALE)?, l.opt_input(qmm::Y_ZERO_POINT)?);
     let (dt, out) = l.out_ty(0);
     let (lo, hi) = qrange(l, dt)?;
     let ar = l.shape(a).len();
@@ -187,8 +199,11 @@ pub(crate) fn qlinear_matmul(l: &mut Lowerer, _n: &Node) -> Result<TensorId> {
 
 /// MatMulInteger: fill + int32 contraction (2 nests).
 pub(crate) fn matmul_integer(l: &mut Lowerer, _n: &Node) -> Result<TensorId> {
-    let (a, b) = (l.input(0)?, l.input(1)?);
-    let (azp, bzp) = (l.opt_input(2)?, l.opt_input(3)?);
+    let (a, b) = (l.input(mmi::A)?, l.input(mmi::B)?);
+    let (azp, bzp) = (
+        l.opt_input(mmi::A_ZERO_POINT)?,
+        l.opt_input(mmi::B_ZERO_POINT)?,
+    );
     let (_, out) = l.out_ty(0);
     let ar = l.shape(a).len();
     let azp = azp.map(|z| per_row_1d(l, z, ar)).transpose()?;
@@ -273,9 +288,21 @@ fn qconv_acc(
 /// QLinearConv (grouped, depthwise, per-channel weights): [pad] + init (fill or bias
 /// copy) + int32 conv + requantize with (x_s * w_s[m]) / y_s (3 or 4 nests).
 pub(crate) fn qlinear_conv(l: &mut Lowerer, _n: &Node, a: &ConvAttrs) -> Result<TensorId> {
-    let (x, x_s, xzp) = (l.input(0)?, l.input(1)?, l.opt_input(2)?);
-    let (w, w_s, wzp) = (l.input(3)?, l.input(4)?, l.opt_input(5)?);
-    let (y_s, yzp, bias) = (l.input(6)?, l.opt_input(7)?, l.opt_input(8)?);
+    let (x, x_s, xzp) = (
+        l.input(qc::X)?,
+        l.input(qc::X_SCALE)?,
+        l.opt_input(qc::X_ZERO_POINT)?,
+    );
+    let (w, w_s, wzp) = (
+        l.input(qc::W)?,
+        l.input(qc::W_SCALE)?,
+        l.opt_input(qc::W_ZERO_POINT)?,
+    );
+    let (y_s, yzp, bias) = (
+        l.input(qc::Y_SCALE)?,
+        l.opt_input(qc::Y_ZERO_POINT)?,
+        l.opt_input(qc::B)?,
+    );
     let (dt, out) = l.out_ty(0);
     let (lo, hi) = qrange(l, dt)?;
     check_scalar(l, x_s, "x_scale")?;
@@ -300,12 +327,13 @@ pub(crate) fn qlinear_conv(l: &mut Lowerer, _n: &Node, a: &ConvAttrs) -> Result<
 
 /// ConvInteger: [pad] + fill + int32 conv (2 or 3 nests).
 pub(crate) fn conv_integer(l: &mut Lowerer, _n: &Node, a: &ConvAttrs) -> Result<TensorId> {
-    let (x, w) = (l.input(0)?, l.input(1)?);
-    let (xzp, wzp) = (l.opt_input(2)?, l.opt_input(3)?);
+    let (x, w) = (l.input(ci::X)?, l.input(ci::W)?);
+    let (xzp, wzp) = (
+        l.opt_input(ci::X_ZERO_POINT)?,
+        l.opt_input(ci::W_ZERO_POINT)?,
+    );
     qconv_acc(l, x, xzp, w, wzp, None, a)
 }
-
-pub(crate) use super::qops::{qgemm, qlinear_binary, qlinear_concat, qlinear_gap, qlinear_unary};
 
 /// A constant tensor created by the lowering (a lookup table); shape-only when the
 /// values it derives from are unknown.

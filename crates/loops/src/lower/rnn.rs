@@ -9,6 +9,7 @@ use super::elementwise::sigmoid;
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
+use pimkit_ir::operand::rnn;
 use pimkit_ir::{DType, Node, RnnAttrs, RnnDirection};
 
 const F: DType = DType::F32;
@@ -51,12 +52,12 @@ impl Rnn {
 }
 
 fn setup(l: &mut Lowerer, a: &RnnAttrs) -> Result<Rnn> {
-    let x = l.input(0)?;
+    let x = l.input(rnn::X)?;
     let (dt, xs) = l.ty(x);
     if dt != F || xs.len() != 3 {
         return Err(l.unsupported(format!("input must be 3-D f32, got {dt}{xs:?}")));
     }
-    if l.opt_input(4)?.is_some() {
+    if l.opt_input(rnn::SEQUENCE_LENS)?.is_some() {
         return Err(l.unsupported("sequence_lens is not supported (full-length sequences only)"));
     }
     let (seq, batch) = if a.batch_first {
@@ -260,8 +261,13 @@ pub(crate) fn lstm(l: &mut Lowerer, _n: &Node, a: &RnnAttrs) -> Result<Vec<Tenso
     if r.seq == 0 {
         return Err(l.unsupported("empty sequence"));
     }
-    let (x, w, rw, b) = (l.input(0)?, l.input(1)?, l.input(2)?, l.opt_input(3)?);
-    let (h0, c0) = (l.opt_input(5)?, l.opt_input(6)?);
+    let (x, w, rw, b) = (
+        l.input(rnn::X)?,
+        l.input(rnn::W)?,
+        l.input(rnn::R)?,
+        l.opt_input(rnn::B)?,
+    );
+    let (h0, c0) = (l.opt_input(rnn::INITIAL_H)?, l.opt_input(rnn::INITIAL_C)?);
     let (h, gh) = (r.hid, 4 * r.hid);
     let mut order = vec![];
     let (mut fh, mut fc) = (vec![], vec![]);
@@ -320,8 +326,13 @@ pub(crate) fn gru(l: &mut Lowerer, _n: &Node, a: &RnnAttrs) -> Result<Vec<Tensor
     if r.seq == 0 {
         return Err(l.unsupported("empty sequence"));
     }
-    let (x, w, rw, b) = (l.input(0)?, l.input(1)?, l.input(2)?, l.opt_input(3)?);
-    let h0 = l.opt_input(5)?;
+    let (x, w, rw, b) = (
+        l.input(rnn::X)?,
+        l.input(rnn::W)?,
+        l.input(rnn::R)?,
+        l.opt_input(rnn::B)?,
+    );
+    let h0 = l.opt_input(rnn::INITIAL_H)?;
     let (h, gh) = (r.hid, 3 * r.hid);
     let mut order = vec![];
     let mut fh = vec![];

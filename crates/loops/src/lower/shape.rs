@@ -7,6 +7,7 @@ use super::elementwise::copy;
 use super::{Lowerer, NB};
 use crate::error::Result;
 use crate::ir::*;
+use pimkit_ir::operand::gather;
 use pimkit_ir::{DType, Node, PadMode, SliceAxis};
 
 fn is_contiguous(t: &TensorInfo) -> bool {
@@ -30,6 +31,7 @@ fn make_view(
     let dt = ti.dtype;
     let def = match ti.def {
         TensorDef::Scalar(v) => TensorDef::Scalar(v),
+        // every other tensor is viewed through its root
         _ => TensorDef::View { root: ti.root(t) },
     };
     let name = format!("{}.{}", l.node().name, label);
@@ -195,8 +197,8 @@ pub(crate) fn norm_index(v: Expr, idt: DType, n: usize) -> Expr {
 }
 
 pub(crate) fn gather(l: &mut Lowerer, _node: &Node, axis: usize) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let idx = l.input(1)?;
+    let x = l.input(gather::DATA)?;
+    let idx = l.input(gather::INDICES)?;
     let (xdt, xs) = l.ty(x);
     let (idt, is) = l.ty(idx);
     // Constant indices are checked here (the native code clamps, so a bad index would
@@ -207,6 +209,7 @@ pub(crate) fn gather(l: &mut Lowerer, _node: &Node, axis: usize) -> Result<Tenso
         TensorDef::Const { data: Some(d) } => {
             d.to_f64_vec().into_iter().find(|v| !(-n..n).contains(v))
         }
+        // indices not known at compile time are not checked here
         _ => None,
     };
     if let Some(v) = bad {

@@ -14,12 +14,13 @@ use crate::error::Result;
 use crate::ir::*;
 use crate::lower::builder::dims_index;
 use crate::lower::linalg::{GroupedConvDims, grouped_conv_dims};
+use pimkit_ir::operand::{conv, prelu};
 use pimkit_ir::{AxisTaps, ConvTransposeAttrs, DType, Node, ResizeAttrs, ResizeMode, Tensor};
 use std::sync::Arc;
 
 pub(crate) fn prelu(l: &mut Lowerer, _node: &Node) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let slope = l.input(1)?;
+    let x = l.input(prelu::X)?;
+    let slope = l.input(prelu::SLOPE)?;
     let (dt, shape) = l.out_ty(0);
     l.map_to(
         "prelu",
@@ -215,9 +216,9 @@ pub(crate) fn conv_transpose(
     _node: &Node,
     a: &ConvTransposeAttrs,
 ) -> Result<TensorId> {
-    let x = l.input(0)?;
-    let w = l.input(1)?;
-    let b = l.opt_input(2)?;
+    let x = l.input(conv::X)?;
+    let w = l.input(conv::W)?;
+    let b = l.opt_input(conv::B)?;
     let (dt, out) = l.out_ty(0);
     let xs = l.shape(x);
     let init = match b {

@@ -1,8 +1,8 @@
 //! Last step of code generation: per-core code into tiles (with `hlt`/`halt`), output
 //! address maps, MVMU weights and the placement summary.
 
+use super::Lowered;
 use super::emit::Mem;
-use super::lower::Lowered;
 use super::{CompileError, Kind, Schedule};
 use crate::arch::Arch;
 use crate::isa::{CoreInstr, TileInstr};

@@ -4,8 +4,8 @@
 //! has been emitted. The read plan (`plan.rs`), shared memory (`shm.rs`, `emit.rs`),
 //! registers (`regs.rs`) and the final program (`assemble.rs`) live in their own files.
 
+use super::Lowered;
 use super::emit::{self, Mem};
-use super::lower::Lowered;
 use super::plan::{Plan, plan, tile_of};
 use super::regs::{CoreState, Gen, Res};
 use super::shm::{Reuse, SlotId, TileShm};
@@ -40,6 +40,7 @@ fn layer_name(l: &Lowered, op: &VOp) -> String {
     match op.kind {
         Kind::Const(_) => "constants".into(),
         Kind::Input => "inputs".into(),
+        // every computing kind belongs to the graph node that produced it
         _ => l
             .node_names
             .get(op.node as usize)
@@ -320,6 +321,7 @@ impl Cg<'_> {
                 Kind::Alu { .. } | Kind::Alui { .. } | Kind::Gather(_) => {
                     self.vector_op(&mut cs, i, tile, core, &mut produced)
                 }
+                // Input, Const and Output emit no instructions here (placed by the memory layout)
                 _ => Ok(()),
             }
             .and_then(|_| self.publish(&mut cs, i, tile, core, &produced));
@@ -470,6 +472,7 @@ impl Cg<'_> {
                 temps.clear();
                 a
             }
+            // every other kind gets a fresh register range
             _ => gx.alloc(cs, op.len, &pinned, &mut self.mem, &mut self.spills)?,
         };
         match &op.kind {
@@ -505,6 +508,7 @@ impl Cg<'_> {
                     fmt: self.alu_fmt(fa, fb, op.frac),
                 })
             }
+            // Gather: a copy (vector_op is called only for Alu, Alui and Gather)
             _ => {
                 if srcs[0] != d1 {
                     cs.code.push(CoreInstr::Copy {

@@ -15,7 +15,7 @@
 //! The generated code carries the shifts: each MVMU's output shift (weights' plus
 //! input's minus output's fraction bits) and each ALU instruction's `fmt=a.b.d`.
 
-use super::lower::Lowered;
+use super::Lowered;
 use super::{CompileError, Kind, VId};
 use crate::arch::Arch;
 use crate::isa::AluOp;
@@ -352,6 +352,7 @@ pub fn assign(
             }
             Kind::Alui { a, .. } => unite(&mut parent, a, None),
             Kind::Gather(ps) => unite(&mut parent, ps, Some(class[i])),
+            // Const, Input and Output unite no operands (their formats are set below)
             _ => {}
         }
         for ps in op.operands() {
@@ -396,6 +397,7 @@ pub fn assign(
                 exact_frac(d.iter().fold(0f32, |a, x| a.max(x.abs()))) as u8
             }
             Kind::Output { .. } => arch.fixed.frac_bits as u8,
+            // every computed kind takes its class's calibrated format
             _ => {
                 let r = find(&mut parent, class[i]);
                 let limit = if feeds_mvm[r] {

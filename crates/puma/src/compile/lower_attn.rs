@@ -9,20 +9,11 @@
 //! contiguous vectors once per batch when they are not contiguous already (P·V reads V
 //! by column).
 
-use super::lower::{LT, Lb, bcast_index, runs, unsupported};
+use super::lower::{LT, Lb, bcast_index, input, runs, unsupported};
 use super::lower_nn::{Dense, Locs};
 use super::{CompileError, Kind};
 use crate::isa::AluOp;
-use pimkit_ir::ValueId;
-
-fn arg(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {
-    lb.g.nodes[ni]
-        .inputs
-        .get(i)
-        .copied()
-        .flatten()
-        .ok_or_else(|| unsupported(lb.g, ni as u32, format!("input {i} is missing")))
-}
+use pimkit_ir::operand::gemm;
 
 /// Column `n` of every (batch) matrix of B as contiguous vectors: gathered in chunks of
 /// up to S elements (whole columns when K ≤ S).
@@ -59,8 +50,8 @@ fn columns(lb: &mut Lb, b: &[(u32, u32)], k: usize, n: usize) -> Vec<Locs> {
 pub(super) fn dynamic_matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let g = lb.g;
     let out_shape = g.ty(g.nodes[ni].outputs[0]).shape.clone();
-    let a = lb.dyn_val(arg(lb, ni, 0)?, "A")?;
-    let b = lb.dyn_val(arg(lb, ni, 1)?, "B")?;
+    let a = lb.dyn_val(input(lb, ni, gemm::A)?, "A")?;
+    let b = lb.dyn_val(input(lb, ni, gemm::B)?, "B")?;
     // numpy matmul: a 1-D operand is a row (A) or a column (B).
     let ash = if a.shape.len() == 1 {
         vec![1, a.shape[0]]

@@ -11,9 +11,9 @@
 //! replication plan (`--replicate`) asks for.
 
 use super::CompileError;
-use super::lower::{LT, Lb, const_f32, strides, unsupported};
-use super::lower_nn::{Dense, input, opt_input};
-use pimkit_ir::Op;
+use super::lower::{LT, Lb, const_f32, input, opt_input, strides, unsupported};
+use super::lower_nn::Dense;
+use pimkit_ir::{Op, operand};
 
 pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let g = lb.g;
@@ -28,12 +28,12 @@ pub(super) fn conv(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             "only 2-D convolutions are supported",
         ));
     }
-    let x = lb.dyn_val(input(lb, ni, 0)?, "the input")?;
+    let x = lb.dyn_val(input(lb, ni, operand::conv::X)?, "the input")?;
     let mut so = false;
-    let wv = input(lb, ni, 1)?;
+    let wv = input(lb, ni, operand::conv::W)?;
     let w = const_f32(g, wv, &mut so)
         .ok_or_else(|| unsupported(g, ni as u32, "weights must be constant"))?;
-    let bias = match opt_input(lb, ni, 2) {
+    let bias = match opt_input(lb, ni, operand::conv::B) {
         Some(b) => Some(
             const_f32(g, b, &mut so)
                 .ok_or_else(|| unsupported(g, ni as u32, "bias must be constant"))?,

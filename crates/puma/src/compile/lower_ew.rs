@@ -3,18 +3,10 @@
 //! (folded into a per-channel multiply and add).
 
 use super::CompileError;
-use super::lower::{LT, Lb, Val, const_f32, unsupported};
+use super::lower::{LT, Lb, Val, const_f32, input, unsupported};
 use crate::isa::AluOp;
-use pimkit_ir::{BinaryOp, Op, UnaryOp, ValueId};
-
-fn arg(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {
-    lb.g.nodes[ni]
-        .inputs
-        .get(i)
-        .copied()
-        .flatten()
-        .ok_or_else(|| unsupported(lb.g, ni as u32, format!("input {i} is missing")))
-}
+use pimkit_ir::operand::{batch_norm, binary, unary};
+use pimkit_ir::{BinaryOp, Op, UnaryOp};
 
 fn unary_alu(u: &UnaryOp) -> Option<AluOp> {
     Some(match u {
@@ -25,6 +17,7 @@ fn unary_alu(u: &UnaryOp) -> Option<AluOp> {
         UnaryOp::Log => AluOp::Log,
         UnaryOp::Erf => AluOp::Erf,
         UnaryOp::Sqrt => AluOp::Sqrt,
+        // no single ALU op: `unary` composes it or reports it unsupported
         _ => return None,
     })
 }
@@ -37,6 +30,7 @@ fn binary_alu(b: &BinaryOp) -> Option<AluOp> {
         BinaryOp::Div => AluOp::Div,
         BinaryOp::Max => AluOp::Max,
         BinaryOp::Min => AluOp::Min,
+        // no single ALU op: `lower` reports it unsupported
         _ => return None,
     })
 }
@@ -70,7 +64,7 @@ fn gelu(lb: &mut Lb, p: Vec<super::Piece>, tanh: bool) -> super::VId {
 }
 
 fn unary(lb: &mut Lb, ni: usize, u: &UnaryOp) -> Result<LT, CompileError> {
-    let x = lb.dyn_val(arg(lb, ni, 0)?, "the input")?;
+    let x = lb.dyn_val(input(lb, ni, unary::X)?, "the input")?;
     if let Some(op) = unary_alu(u) {
         return Ok(lb.map_unary(&x, |lb, p| lb.alu(op, p, None)));
     }
@@ -114,6 +108,7 @@ fn unary(lb: &mut Lb, ni: usize, u: &UnaryOp) -> Result<LT, CompileError> {
             let d = lb.alui(AluOp::Min, Lb::whole(c, l), 1.0);
             lb.alu(AluOp::Mul, p, Some(Lb::whole(d, l)))
         }),
+        // every other unary op is named in the unsupported error
         _ => {
             return Err(unsupported(
                 lb.g,
@@ -131,12 +126,12 @@ fn unary(lb: &mut Lb, ni: usize, u: &UnaryOp) -> Result<LT, CompileError> {
 /// sqrt, -1 by reciprocal.
 fn pow(lb: &mut Lb, ni: usize, out_shape: &[usize]) -> Result<LT, CompileError> {
     let g = lb.g;
-    let ev = arg(lb, ni, 1)?;
+    let ev = input(lb, ni, binary::B)?;
     let e = lb
         .const_data(ev)
         .filter(|v| !v.is_empty() && v.iter().all(|&x| x == v[0]))
         .ok_or_else(|| unsupported(g, ni as u32, "Pow needs one constant exponent"))?[0];
-    let x = lb.dyn_val(arg(lb, ni, 0)?, "the base")?;
+    let x = lb.dyn_val(input(lb, ni, binary::A)?, "the base")?;
     if x.shape != out_shape {
         return Err(unsupported(g, ni as u32, "Pow broadcasting its base"));
     }
@@ -158,6 +153,7 @@ fn pow(lb: &mut Lb, ni: usize, out_shape: &[usize]) -> Result<LT, CompileError> 
                 acc[0].v
             }
         }),
+        // other exponents are named in the unsupported error
         _ => {
             return Err(unsupported(
                 g,
@@ -184,12 +180,12 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<LT>, CompileError> 
                     "supported binary ops: Add Sub Mul Div Max Min Pow",
                 )
             })?;
-            let a = lb.val(arg(lb, ni, 0)?)?;
-            let bv = lb.val(arg(lb, ni, 1)?)?;
+            let a = lb.val(input(lb, ni, binary::A)?)?;
+            let bv = lb.val(input(lb, ni, binary::B)?)?;
             lb.binary(op, &a, &bv, &out_shape)
         }
         Op::Clip { min, max } => {
-            let x = lb.dyn_val(arg(lb, ni, 0)?, "the input")?;
+            let x = lb.dyn_val(input(lb, ni, unary::X)?, "the input")?;
             let (mn, mx) = (*min, *max);
             lb.map_unary(&x, |lb, p| {
                 let l = len(&p);
@@ -207,14 +203,19 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<LT>, CompileError> 
             })
         }
         Op::BatchNorm { epsilon } => {
-            let x = lb.dyn_val(arg(lb, ni, 0)?, "the input")?;
+            let x = lb.dyn_val(input(lb, ni, unary::X)?, "the input")?;
             let get = |lb: &mut Lb, i: usize| -> Result<Vec<f32>, CompileError> {
-                let v = arg(lb, ni, i)?;
+                let v = input(lb, ni, i)?;
                 const_f32(g, v, &mut lb.shape_only).ok_or_else(|| {
                     unsupported(g, ni as u32, "scale/bias/mean/var must be constants")
                 })
             };
-            let (s, b, m, var) = (get(lb, 1)?, get(lb, 2)?, get(lb, 3)?, get(lb, 4)?);
+            let (s, b, m, var) = (
+                get(lb, batch_norm::SCALE)?,
+                get(lb, batch_norm::B)?,
+                get(lb, batch_norm::INPUT_MEAN)?,
+                get(lb, batch_norm::INPUT_VAR)?,
+            );
             let c = x.shape[1];
             let mut cshape = vec![1; x.shape.len() - 1];
             cshape[0] = c;
@@ -239,6 +240,7 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<LT>, CompileError> 
                 &out_shape,
             )
         }
+        // not an elementwise op: lower_node tries the next pass, whose last arm names it
         _ => return Ok(None),
     }))
 }

@@ -1,9 +1,12 @@
 //! Lowering of the weight-carrying and window ops: Gemm/MatMul, Conv, pooling, LSTM, GRU.
 
-use super::lower::{LT, Lb, Val, bcast_index, const_f32, runs, strides, unsupported};
+use super::lower::{
+    LT, Lb, Val, bcast_index, const_f32, input, opt_input, runs, strides, unsupported,
+};
 use super::{CompileError, Kind, Piece, VId};
 use crate::isa::AluOp;
-use pimkit_ir::{Op, PoolKind, RnnDirection, ValueId};
+use pimkit_ir::operand::{gemm, rnn, unary};
+use pimkit_ir::{Op, PoolKind, RnnDirection};
 
 pub(super) type Locs = Vec<(VId, u32)>;
 
@@ -111,19 +114,6 @@ fn dense(
     d.apply(lb, &mvmus, nvec, &|i| i % copies, vecs)
 }
 
-pub(super) fn input(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {
-    lb.g.nodes[ni]
-        .inputs
-        .get(i)
-        .copied()
-        .flatten()
-        .ok_or_else(|| unsupported(lb.g, ni as u32, format!("input {i} is missing")))
-}
-
-pub(super) fn opt_input(lb: &Lb, ni: usize, i: usize) -> Option<ValueId> {
-    lb.g.nodes[ni].inputs.get(i).copied().flatten()
-}
-
 pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let g = lb.g;
     let node = &g.nodes[ni];
@@ -134,11 +124,12 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             trans_a,
             trans_b,
         } => (alpha, beta, trans_a, trans_b),
+        // MatMul: no attributes
         _ => (1.0, 1.0, false, false),
     };
     let out_shape = g.ty(node.outputs[0]).shape.clone();
-    let av = lb.val(input(lb, ni, 0)?)?;
-    let bv = lb.val(input(lb, ni, 1)?)?;
+    let av = lb.val(input(lb, ni, gemm::A)?)?;
+    let bv = lb.val(input(lb, ni, gemm::B)?)?;
     let a_shape = av.shape().to_vec();
     let b_shape = bv.shape().to_vec();
     let n_out: usize = out_shape.iter().product();
@@ -235,6 +226,7 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
                 }
             }
         }
+        // a constant A (weights on the left) or two dynamic operands are handled below
         _ => {
             return Err(unsupported(
                 g,
@@ -248,7 +240,7 @@ pub(super) fn matmul(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
         map: locs_out,
     };
     // A dynamic C (or one that is not a per-output vector) is added separately.
-    if let Some(cv) = opt_input(lb, ni, 2)
+    if let Some(cv) = opt_input(lb, ni, gemm::C)
         && !matches!(node.op, Op::MatMul)
     {
         let c = lb.val(cv)?;
@@ -278,6 +270,7 @@ fn is_vector_bias(c: &Val, out_shape: &[usize], rows: usize) -> bool {
                 && (shape.len() <= 1
                     || (out_shape.len() == 2 && (shape == &[1, rows] || shape == &[rows, 1])))
         }
+        // a dynamic C is added by an ALU op
         _ => false,
     }
 }
@@ -295,7 +288,7 @@ fn gemm_bias(
     if matches!(node.op, Op::MatMul) {
         return Ok(None);
     }
-    let Some(cv) = opt_input(lb, ni, 2) else {
+    let Some(cv) = opt_input(lb, ni, gemm::C) else {
         return Ok(None);
     };
     let Val::Const { shape, data } = lb.val(cv)? else {
@@ -313,7 +306,7 @@ fn gemm_bias(
 pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
     let g = lb.g;
     let node = &g.nodes[ni];
-    let x = lb.dyn_val(input(lb, ni, 0)?, "the input")?;
+    let x = lb.dyn_val(input(lb, ni, unary::X)?, "the input")?;
     if x.shape.len() != 4 {
         return Err(unsupported(
             g,
@@ -334,6 +327,7 @@ pub(super) fn pool(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
             a.count_include_pad,
         ),
         Op::GlobalPool(kind) => (*kind, [h, w], [1, 1], [0, 0], [1, 1], false),
+        // lower_node calls pool only for Pool and GlobalPool
         _ => unreachable!(),
     };
     let xs = strides(&x.shape);
@@ -421,22 +415,23 @@ fn rnn_common(lb: &mut Lb, ni: usize, gates: usize) -> Result<Rnn, CompileError>
     let node = &g.nodes[ni];
     let attrs = match &node.op {
         Op::Lstm(a) | Op::Gru(a) => a.clone(),
+        // lower_node calls rnn_common only for Lstm and Gru
         _ => unreachable!(),
     };
-    if opt_input(lb, ni, 4).is_some() {
+    if opt_input(lb, ni, rnn::SEQUENCE_LENS).is_some() {
         return Err(unsupported(
             g,
             ni as u32,
             "sequence_lens is not supported (all sequences run to full length)",
         ));
     }
-    let x = lb.dyn_val(input(lb, ni, 0)?, "X")?;
+    let x = lb.dyn_val(input(lb, ni, rnn::X)?, "X")?;
     let mut so = false;
-    let w = const_f32(g, input(lb, ni, 1)?, &mut so)
+    let w = const_f32(g, input(lb, ni, rnn::W)?, &mut so)
         .ok_or_else(|| unsupported(g, ni as u32, "W must be constant"))?;
-    let r = const_f32(g, input(lb, ni, 2)?, &mut so)
+    let r = const_f32(g, input(lb, ni, rnn::R)?, &mut so)
         .ok_or_else(|| unsupported(g, ni as u32, "R must be constant"))?;
-    let b = match opt_input(lb, ni, 3) {
+    let b = match opt_input(lb, ni, rnn::B) {
         Some(v) => Some(
             const_f32(g, v, &mut so)
                 .ok_or_else(|| unsupported(g, ni as u32, "B must be constant"))?,
@@ -444,9 +439,13 @@ fn rnn_common(lb: &mut Lb, ni: usize, gates: usize) -> Result<Rnn, CompileError>
         None => None,
     };
     lb.shape_only |= so;
-    let h0 = opt_input(lb, ni, 5).map(|v| lb.val(v)).transpose()?;
+    let h0 = opt_input(lb, ni, rnn::INITIAL_H)
+        .map(|v| lb.val(v))
+        .transpose()?;
     let c0 = if gates == 4 {
-        opt_input(lb, ni, 6).map(|v| lb.val(v)).transpose()?
+        opt_input(lb, ni, rnn::INITIAL_C)
+            .map(|v| lb.val(v))
+            .transpose()?
     } else {
         None
     };
@@ -694,6 +693,7 @@ pub(super) fn gru(lb: &mut Lb, ni: usize) -> Result<(), CompileError> {
     let rn = rnn_common(lb, ni, 3)?;
     let lbr = match &lb.g.nodes[ni].op {
         Op::Gru(a) => a.linear_before_reset,
+        // lower_node calls gru only for Gru
         _ => unreachable!(),
     };
     let (hs, is) = (rn.hidden, rn.input_size);

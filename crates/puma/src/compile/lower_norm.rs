@@ -7,20 +7,12 @@
 //! matrix I − J/n (x − mean(x) in one MVM) and J/n (the variance broadcast to every
 //! element). Max/Min reduce on the VFU, one element position at a time.
 
-use super::lower::{LT, Lb, const_f32, runs, strides, unsupported};
+use super::lower::{LT, Lb, const_f32, input, opt_input, runs, strides, unsupported};
 use super::lower_nn::{Dense, Locs};
 use super::{CompileError, VId};
 use crate::isa::AluOp;
-use pimkit_ir::{Op, ReduceKind, ValueId};
-
-fn arg(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {
-    lb.g.nodes[ni]
-        .inputs
-        .get(i)
-        .copied()
-        .flatten()
-        .ok_or_else(|| unsupported(lb.g, ni as u32, format!("input {i} is missing")))
-}
+use pimkit_ir::operand::{layer_norm, unary};
+use pimkit_ir::{Op, ReduceKind};
 
 /// The elements of `x` grouped along the axes in `red` (reduced), one group per
 /// position of the other axes (row-major): `(kept shape, groups of element locations)`.
@@ -127,7 +119,7 @@ fn reduce(
     axes: &[usize],
     out_shape: &[usize],
 ) -> Result<LT, CompileError> {
-    let x = lb.dyn_val(arg(lb, ni, 0)?, "the input")?;
+    let x = lb.dyn_val(input(lb, ni, unary::X)?, "the input")?;
     let axes: Vec<usize> = if axes.is_empty() {
         (0..x.shape.len()).collect()
     } else {
@@ -228,7 +220,7 @@ fn softmax(
     log: bool,
     out_shape: &[usize],
 ) -> Result<LT, CompileError> {
-    let x = lb.dyn_val(arg(lb, ni, 0)?, "the input")?;
+    let x = lb.dyn_val(input(lb, ni, unary::X)?, "the input")?;
     let n = x.shape[axis];
     let chunked = n > softmax_chunk_limit(lb);
     if chunked && n.div_ceil(lb.seg.max(1)) > softmax_chunk_limit(lb) {
@@ -292,13 +284,13 @@ fn layer_norm(
     out_shape: &[usize],
 ) -> Result<LT, CompileError> {
     let g = lb.g;
-    let x = lb.dyn_val(arg(lb, ni, 0)?, "the input")?;
+    let x = lb.dyn_val(input(lb, ni, unary::X)?, "the input")?;
     let n: usize = x.shape[axis..].iter().product();
     let rows = x.map.len() / n.max(1);
     let mut so = false;
-    let scale = const_f32(g, arg(lb, ni, 1)?, &mut so)
+    let scale = const_f32(g, input(lb, ni, layer_norm::SCALE)?, &mut so)
         .ok_or_else(|| unsupported(g, ni as u32, "scale must be constant"))?;
-    let bias = match lb.g.nodes[ni].inputs.get(2).copied().flatten() {
+    let bias = match opt_input(lb, ni, layer_norm::B) {
         Some(b) => Some(
             const_f32(g, b, &mut so)
                 .ok_or_else(|| unsupported(g, ni as u32, "bias must be constant"))?,
@@ -388,6 +380,7 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<LT>, CompileError> 
         Op::LogSoftmax { axis } => softmax(lb, ni, *axis, true, &out_shape)?,
         Op::LayerNorm { axis, epsilon } => layer_norm(lb, ni, *axis, *epsilon, &out_shape)?,
         Op::Reduce { kind, axes, .. } => reduce(lb, ni, *kind, axes, &out_shape)?,
+        // not a normalization or reduction: lower_node tries the next pass, whose last arm names it
         _ => return Ok(None),
     }))
 }

@@ -3,21 +3,13 @@
 //! offset), so these only rearrange the map: no instruction until an op reads them.
 
 use super::CompileError;
-use super::lower::{LT, Lb, Val, strides, unsupported};
-use pimkit_ir::{Op, ValueId};
-
-fn arg(lb: &Lb, ni: usize, i: usize) -> Result<ValueId, CompileError> {
-    lb.g.nodes[ni]
-        .inputs
-        .get(i)
-        .copied()
-        .flatten()
-        .ok_or_else(|| unsupported(lb.g, ni as u32, format!("input {i} is missing")))
-}
+use super::lower::{LT, Lb, Val, input, strides, unsupported};
+use pimkit_ir::Op;
+use pimkit_ir::operand::{gather, unary};
 
 /// The node's first input as a lowered tensor (constants become constant vectors).
 fn x_of(lb: &mut Lb, ni: usize) -> Result<LT, CompileError> {
-    let x = lb.val(arg(lb, ni, 0)?)?;
+    let x = lb.val(input(lb, ni, unary::X)?)?;
     Ok(lb.as_lt(&x))
 }
 
@@ -118,7 +110,7 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<Option<LT>>, Compil
         Op::Gather { axis } => {
             // Constant indices select slices of a dynamic tensor (a multi-head split,
             // an embedding row by a constant id): data movement.
-            let iv = arg(lb, ni, 1)?;
+            let iv = input(lb, ni, gather::INDICES)?;
             let idx = lb.const_data(iv).ok_or_else(|| {
                 unsupported(
                     g,
@@ -163,6 +155,7 @@ pub(super) fn lower(lb: &mut Lb, ni: usize) -> Result<Option<Option<LT>>, Compil
                 map,
             }
         }
+        // not data movement: lower_node tries the next pass, whose last arm names it
         _ => return Ok(None),
     };
     Ok(Some(Some(lt)))

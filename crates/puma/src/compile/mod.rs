@@ -21,6 +21,7 @@ mod lower;
 mod lower_attn;
 mod lower_conv;
 mod lower_ew;
+mod lower_graph;
 mod lower_nn;
 mod lower_norm;
 mod lower_shape;
@@ -37,8 +38,22 @@ use crate::isa::AluOp;
 use crate::program::{MatrixInfo, Program};
 use pimkit_ir::Graph;
 
-pub use lower::Lowered;
 pub use shm::Reuse;
+
+/// Result of lowering.
+pub struct Lowered {
+    pub ops: Vec<VOp>,
+    /// Weights of each used MVMU: (global MVMU index, `xbar²` raw values, their
+    /// fraction bits).
+    pub weights: Vec<(u32, Vec<i16>, u8)>,
+    pub matrices: Vec<MatrixInfo>,
+    /// Graph inputs: name, shape, logical element → (value, offset).
+    pub inputs: Vec<(String, Vec<usize>, Vec<(VId, u32)>)>,
+    /// Graph outputs: name, shape.
+    pub outputs: Vec<(String, Vec<usize>)>,
+    pub shape_only: bool,
+    pub node_names: Vec<String>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
@@ -353,7 +368,7 @@ pub fn schedule(
     arch: &Arch,
     opts: &CompileOptions,
 ) -> Result<(Schedule, Lowered), CompileError> {
-    let mut lowered = timed("lower", || lower::lower(g, arch, opts))?;
+    let mut lowered = timed("lower", || lower_graph::lower(g, arch, opts))?;
     if opts.fixed == Fixed::PerTensor {
         timed("fixed_point", || {
             fixed_point::assign(&mut lowered, g, arch, &opts.calibration)

@@ -57,6 +57,7 @@ pub fn plan(s: &Schedule, cores: usize, graph: &str) -> Result<Plan, CompileErro
         let rt = tile_of(op.loc).unwrap_or(0);
         let agent = match op.loc {
             Loc::Core { core, .. } => core as usize,
+            // InputTile, Const, OutputTile: tile memory, scheduled by the tile's own agent
             _ => cores,
         };
         for ps in op.operands() {

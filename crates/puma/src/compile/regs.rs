@@ -111,6 +111,7 @@ impl Gen<'_> {
                         .iter()
                         .filter_map(|(v, r)| match r {
                             Res::Gen(a) => Some((*v, *a, self.s.ops[*v as usize].len)),
+                            // only general registers are counted here
                             _ => None,
                         })
                         .collect();

@@ -10,7 +10,7 @@
 //! The original maps one MVMU per kernel position and channel tile (ref §4.2), which
 //! `Budget::Original` takes as the budget.
 
-use super::lower::Lowered;
+use super::Lowered;
 use super::{CompileError, CompileOptions, Kind};
 use crate::arch::Arch;
 use pimkit_ir::{Graph, Op};
@@ -74,7 +74,8 @@ pub fn original_mvmus(g: &Graph, arch: &Arch) -> usize {
     let s = arch.mvmu.xbar_size;
     let mut n = 0;
     for node in &g.nodes {
-        let w = node.inputs.get(1).copied().flatten();
+        // Conv's W and Gemm/MatMul's B share operand position 1.
+        let w = node.input(pimkit_ir::operand::conv::W);
         match (&node.op, w) {
             (Op::Conv(a), Some(w)) => {
                 let ws = &g.ty(w).shape;
@@ -89,6 +90,7 @@ pub fn original_mvmus(g: &Graph, arch: &Arch) -> usize {
                     n += ws[0].div_ceil(s) * ws[1].div_ceil(s);
                 }
             }
+            // every other op holds no crossbar weights
             _ => {}
         }
     }
@@ -142,7 +144,7 @@ pub fn plan(
         fixed: super::Fixed::Uniform,
         ..opts.clone()
     };
-    let dry = super::lower::lower(g, arch, &dry_opts)?;
+    let dry = super::lower_graph::lower(g, arch, &dry_opts)?;
     let stats = layer_stats(&dry);
     let mv = arch.mvm_cycles();
     let mut layers: Vec<LayerPlan> = stats

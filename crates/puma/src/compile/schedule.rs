@@ -7,7 +7,7 @@
 //! subsequence of this one order, which is what makes blocking communication
 //! deadlock-free (docs/puma.md "Deadlock freedom").
 
-use super::lower::Lowered;
+use super::Lowered;
 use super::{Kind, Loc, NO_ROW, Schedule, VId};
 use crate::arch::Arch;
 use std::collections::HashMap;
@@ -91,6 +91,7 @@ fn row_order(l: &Lowered) -> Option<Vec<VId>> {
         let key = match op.kind {
             Kind::Const(_) | Kind::Output { .. } => (u32::MAX, i as u32, 0),
             Kind::Input => (u32::MAX - 1, op.row, i as u32),
+            // computed ops keep graph order, row by row
             _ => (op.node, op.row, 0),
         };
         let next = members.len() as u32;
@@ -140,6 +141,7 @@ fn row_order(l: &Lowered) -> Option<Vec<VId>> {
                         stack.push((d, 0));
                     }
                     1 => return None,
+                    // 2: already finished
                     _ => {}
                 }
             } else {

@@ -26,6 +26,7 @@ pub fn apply(fmt: Fmt, mode: NumMode, op: AluOp, a: &[i32], b: &[i32], out: &mut
             }
             return;
         }
+        // the other ops are computed lane by lane below
         _ => {}
     }
     // The most frequent ops as tight loops (same arithmetic as the general loop below).
@@ -55,6 +56,7 @@ pub fn apply(fmt: Fmt, mode: NumMode, op: AluOp, a: &[i32], b: &[i32], out: &mut
             }
             return;
         }
+        // the other ops are computed lane by lane below
         _ => {}
     }
     for i in 0..out.len() {
@@ -306,6 +308,7 @@ fn fast_fmt(
                     AluOp::Add => x + y,
                     AluOp::Sub => x - y,
                     AluOp::Max => x.max(y),
+                    // AluOp::Min: the outer arm admits only Add, Sub, Max and Min
                     _ => x.min(y),
                 };
                 put(o, conv(v, fa));
@@ -321,6 +324,7 @@ fn fast_fmt(
                 put(o, conv(r(x) * r(y), fa + fb));
             }
         }
+        // ops without an exact wide-accumulator path (the caller falls back to the lane loop)
         _ => return None,
     }
     Some(sat)
@@ -341,6 +345,7 @@ pub fn count_unfit(fmt: Fmt, op: AluOp, a: &[i32], b: &[i32]) -> u64 {
             .iter()
             .map(|&x| unfit((fmt.to_f64(r(x) as i32).exp() * fmt.one() as f64).round() as i64))
             .sum(),
+        // the other ops cannot overflow their 16-bit result
         _ => 0,
     }
 }

@@ -215,6 +215,7 @@ pub(crate) fn check_input(io: &crate::program::IoMap, t: &Tensor) -> Result<(), 
 fn ins_fmt(i: &CoreInstr) -> Option<crate::isa::AluFmt> {
     match i {
         CoreInstr::Alu { fmt, .. } | CoreInstr::Alui { fmt, .. } => *fmt,
+        // only ALU instructions carry a format
         _ => None,
     }
 }
@@ -896,6 +897,7 @@ impl<'a> Machine<'a> {
                     let (is_imm, r2v) = match *ins {
                         CoreInstr::Alu { r2, .. } => (false, r2 as i32),
                         CoreInstr::Alui { imm, .. } => (true, imm),
+                        // the outer arm admits only Alu and Alui
                         _ => unreachable!(),
                     };
                     let unary = op.is_unary();

@@ -60,7 +60,7 @@ pub fn stage_weights(w: &[i32], c: usize, kk: usize) -> Vec<i32> {
 
 /// Place a depthwise problem given in NCHW: input and weights are staged to HWC.
 pub fn place(m: &mut Machine, p: &QConv) -> DwJob {
-    let hwc = crate::run::chw_to_hwc(&p.x, p.c_in, p.h, p.w);
+    let hwc = crate::layout::chw_to_hwc(&p.x, p.c_in, p.h, p.w);
     let x = m.put(p.x_elem, &hwc);
     let wt = m.put(p.w_elem, &stage_weights(&p.w_data, p.c_out, p.kh * p.kw));
     let bias = p.bias.as_ref().map(|b| m.put(Elem::I32, b));

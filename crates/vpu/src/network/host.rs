@@ -49,7 +49,10 @@ impl Net<'_> {
         });
         let (cycles, bytes) = match &n.op {
             Op::Reshape { .. } | Op::Identity => {
-                let src = n.inputs[0].map(|v| spatial(self.g.ty(v))).unwrap_or(1);
+                let src = n
+                    .input(pimkit_ir::operand::unary::X)
+                    .map(|v| spatial(self.g.ty(v)))
+                    .unwrap_or(1);
                 if first_layout == Some(Layout::Hwc) && src > 1 {
                     (h.copy_cycles * in_el as f64, in_bytes + out_bytes)
                 } else {
@@ -72,6 +75,7 @@ impl Net<'_> {
                     in_bytes + out_bytes,
                 )
             }
+            // every other host op is costed as one elementwise pass over its output
             _ => (h.eltwise_cycles * out_el as f64, in_bytes + out_bytes),
         };
         self.m.host(cycles.ceil() as u64);

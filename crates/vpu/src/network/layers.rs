@@ -1,6 +1,7 @@
 //! QLinearConv, QLinearMatMul and QGemm nodes mapped onto the VPU kernels.
 
 use super::*;
+use pimkit_ir::operand::{qgemm, qlinear_conv as qc, qlinear_matmul as qmm};
 
 impl Net<'_> {
     pub(super) fn qconv(
@@ -8,8 +9,8 @@ impl Net<'_> {
         n: &Node,
         a: &pimkit_ir::ConvAttrs,
     ) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
-        let x = self.input(n, 0)?;
-        let w = self.input(n, 3)?;
+        let x = self.input(n, qc::X)?;
+        let w = self.input(n, qc::W)?;
         let y = n.outputs[0];
         let xt = self.g.ty(x).clone();
         let wt = self.g.ty(w).clone();
@@ -28,9 +29,9 @@ impl Net<'_> {
         }
         let c_in = xt.shape[1];
         let c_out = wt.shape[0];
-        let x_s = self.f32s(n, 1)?;
-        let w_s = self.f32s(n, 4)?;
-        let y_s = self.f32s(n, 6)?;
+        let x_s = self.f32s(n, qc::X_SCALE)?;
+        let w_s = self.f32s(n, qc::W_SCALE)?;
+        let y_s = self.f32s(n, qc::Y_SCALE)?;
         if x_s.len() != 1 || y_s.len() != 1 {
             return Err(nerr(n, "x_scale and y_scale must be per-tensor"));
         }
@@ -38,12 +39,12 @@ impl Net<'_> {
             .iter()
             .map(|&s| output_scale(x_s[0], s, y_s[0]))
             .collect();
-        let out = self.out_quant(n, y, 7, scales)?;
+        let out = self.out_quant(n, y, qc::Y_ZERO_POINT, scales)?;
         // The output's bytes: allocated below, and what `auto`'s trials restore.
         let y_bytes = yt.numel() * out.elem.size();
-        let x_zp = self.scalar_zp(n, 2)?;
-        let w_zp = self.zps(n, 5)?;
-        let bias = match n.inputs.get(8).copied().flatten() {
+        let x_zp = self.scalar_zp(n, qc::X_ZERO_POINT)?;
+        let w_zp = self.zps(n, qc::W_ZERO_POINT)?;
+        let bias = match n.input(qc::B) {
             Some(b) => Some(self.val(n, b)?.to_i32_vec()),
             None => None,
         };
@@ -241,8 +242,8 @@ impl Net<'_> {
         n: &Node,
         gemm: Option<(f32, bool)>,
     ) -> Result<(KernelKind, Option<Dataflow>, Work, String)> {
-        let a = self.input(n, 0)?;
-        let b = self.input(n, 3)?;
+        let a = self.input(n, qmm::A)?;
+        let b = self.input(n, qmm::B)?;
         let y = n.outputs[0];
         let (at, bt, yt) = (
             self.g.ty(a).clone(),
@@ -270,9 +271,16 @@ impl Net<'_> {
         } else {
             bt.shape[br - 1]
         };
-        let a_s = self.f32s(n, 1)?;
-        let b_s = self.f32s(n, 4)?;
-        let y_s = self.f32s(n, if gemm.is_some() { 7 } else { 6 })?;
+        let a_s = self.f32s(n, qmm::A_SCALE)?;
+        let b_s = self.f32s(n, qmm::B_SCALE)?;
+        let y_s = self.f32s(
+            n,
+            if gemm.is_some() {
+                qgemm::Y_SCALE
+            } else {
+                qmm::Y_SCALE
+            },
+        )?;
         if a_s.len() != 1 || y_s.len() != 1 || (b_s.len() != 1 && b_s.len() != nn) {
             return self.host_with_note(
                 n,
@@ -289,9 +297,18 @@ impl Net<'_> {
                 .map(|&s| output_scale(a_s[0], s, y_s[0]))
                 .collect(),
         };
-        let out = self.out_quant(n, y, if gemm.is_some() { 8 } else { 7 }, scales)?;
-        let a_zp = self.scalar_zp(n, 2)?;
-        let b_zp = self.zps(n, 5)?;
+        let out = self.out_quant(
+            n,
+            y,
+            if gemm.is_some() {
+                qgemm::Y_ZERO_POINT
+            } else {
+                qmm::Y_ZERO_POINT
+            },
+            scales,
+        )?;
+        let a_zp = self.scalar_zp(n, qmm::A_ZERO_POINT)?;
+        let b_zp = self.zps(n, qmm::B_ZERO_POINT)?;
         if b_zp.len() != 1 && b_zp.len() != nn {
             return self.host_with_note(
                 n,
@@ -300,7 +317,7 @@ impl Net<'_> {
         }
         let a_elem = elem_of(at.dtype).ok_or_else(|| nerr(n, "A must be u8/i8"))?;
         let b_elem = elem_of(bt.dtype).ok_or_else(|| nerr(n, "B must be u8/i8"))?;
-        let bias = match gemm.and(n.inputs.get(6).copied().flatten()) {
+        let bias = match gemm.and(n.input(qgemm::C)) {
             Some(c) => {
                 let cv = self.val(n, c)?.to_i32_vec();
                 if cv.len() == nn {
