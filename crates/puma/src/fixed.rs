@@ -8,6 +8,10 @@
 //!   16-bit word, and every op wraps on overflow.
 
 pub use crate::dot::Split;
+
+/// Default relative-error tolerance of a fixed-point result: 2 % of the reference
+/// outputs' range (docs/puma.md "Fixed point per tensor").
+pub const DEFAULT_TOLERANCE: f64 = 0.02;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -99,7 +99,7 @@ pub struct Placement {
     pub loops_rolled: usize,
     /// The weight-replication plan, when one was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replication: Option<crate::compile::replicate::Plan>,
+    pub replication: Option<crate::plan::Plan>,
     /// Syncs inserted for shared-memory reuse (flag store + load pairs).
     #[serde(default)]
     pub syncs: usize,

@@ -1,10 +1,10 @@
 //! One-call compile + simulate + compare, and the serializable result.
 
 use crate::arch::Arch;
-use crate::compile::{CompileError, CompileOptions, compile};
+use crate::compile::{CompileOptions, compile};
 use crate::fixed::NumMode;
 use crate::program::Program;
-use crate::sim::{SimError, SimOptions, SimStats, simulate};
+use crate::sim::{SimOptions, SimStats, simulate};
 use pimkit_ir::{Graph, Tensor};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -36,7 +36,7 @@ pub struct PumaResult {
     pub notes: Vec<String>,
     /// The weight-replication plan (`--replicate`), with its MVMU budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replication: Option<crate::compile::replicate::Plan>,
+    pub replication: Option<crate::plan::Plan>,
     /// Nodes of the system the program uses (chip-to-chip network).
     #[serde(default)]
     pub nodes: usize,
@@ -45,41 +45,9 @@ pub struct PumaResult {
     pub wall_s: f64,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Compile(#[from] CompileError),
-    #[error(transparent)]
-    Sim(#[from] SimError),
-    #[error("reference interpreter: {0}")]
-    Reference(String),
-    /// A scaled or summed cycle count beyond u64 (`run_per_layer`).
-    #[error("{0}")]
-    CycleOverflow(String),
-    /// A layer of a per-layer run that cannot be simulated at any window size.
-    #[error("{0}")]
-    Layer(String),
-}
-
-/// Default relative-error tolerance: 2 % of the reference outputs' range
-/// (docs/puma.md "Fixed point per tensor").
-pub const DEFAULT_TOLERANCE: f64 = 0.02;
-
-/// Range (max − min) of the reference outputs.
-pub(crate) fn output_range(r: &[Tensor]) -> f64 {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for t in r {
-        for x in t.to_f32_vec() {
-            lo = lo.min(x as f64);
-            hi = hi.max(x as f64);
-        }
-    }
-    if hi > lo {
-        hi - lo
-    } else {
-        hi.abs().max(1e-30)
-    }
-}
+pub use crate::fixed::DEFAULT_TOLERANCE;
+pub(crate) use crate::outcome::output_range;
+pub use crate::outcome::{RunError, compare};
 
 /// Whether the arg-max over the last axis agrees in every row of every output.
 pub fn top1_agree(a: &[Tensor], r: &[Tensor]) -> Option<bool> {
@@ -147,21 +115,6 @@ impl PumaResult {
         }
         self.accuracy_warning = !self.warnings.is_empty();
     }
-}
-
-/// Largest absolute difference between two output lists.
-pub fn compare(a: &[Tensor], b: &[Tensor]) -> f64 {
-    let mut m = 0f64;
-    for (x, y) in a.iter().zip(b) {
-        for (p, q) in x.to_f32_vec().iter().zip(y.to_f32_vec()) {
-            let d = (*p as f64 - q as f64).abs();
-            if d.is_nan() {
-                return f64::INFINITY;
-            }
-            m = m.max(d);
-        }
-    }
-    m
 }
 
 /// Simulate a compiled program; `reference` outputs (if any) give `max_abs_error`.

@@ -152,7 +152,7 @@ fn errors_name_the_problem() {
     let s = e.to_string();
     assert!(matches!(e, ZooError::UnknownEntry { .. }));
     assert!(
-        s.contains("resnet19") && s.contains("resnet18") && s.contains("gemv"),
+        s.contains("resnet19") && s.contains("resnet18") && s.contains("pimkit zoo list"),
         "{s}"
     );
 

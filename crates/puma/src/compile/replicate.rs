@@ -39,33 +39,7 @@ pub enum Replicate {
     Auto(Budget),
 }
 
-/// One weighted layer of the plan.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LayerPlan {
-    pub node: String,
-    /// Matrix-vector products per inference.
-    pub vectors: usize,
-    pub mvmus_per_copy: usize,
-    pub copies: usize,
-    /// Estimated MVM cycles of the layer's stage: ⌈vectors / copies⌉ · MVM latency.
-    pub stage_cycles: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    pub budget_mvmus: usize,
-    pub mvmus: usize,
-    pub layers: Vec<LayerPlan>,
-}
-
-impl Plan {
-    pub fn replicas(&self) -> HashMap<String, usize> {
-        self.layers
-            .iter()
-            .map(|l| (l.node.clone(), l.copies))
-            .collect()
-    }
-}
+pub use crate::plan::{LayerPlan, Plan};
 
 /// MVMUs of the original compiler's mapping (ref §4.2): a convolution takes one
 /// crossbar tile per (kernel position, input-channel tile, output-channel tile), a

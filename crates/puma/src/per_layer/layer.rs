@@ -17,7 +17,7 @@ use super::LayerResult;
 use super::graph::{crop, external_inputs, subgraph};
 use crate::arch::Arch;
 use crate::compile::{CompileError, CompileOptions, compile};
-use crate::result::{RunError, compare, output_range};
+use crate::outcome::{RunError, compare, output_range};
 use crate::sim::{SimOptions, simulate};
 use pimkit_ir::{Graph, Op, Tensor, ValueId};
 use std::cell::RefCell;
@@ -293,6 +293,7 @@ impl Layer<'_> {
             .iter()
             .find_map(|&i| match &g.nodes[i].op {
                 Op::Conv(c) => c.pads.first().copied(),
+                // Only a convolution's padding shapes the window; other ops have none.
                 _ => None,
             })
             .unwrap_or(0);

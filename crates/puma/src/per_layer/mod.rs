@@ -21,7 +21,7 @@ pub use graph::{HostSplit, crop, external_inputs, host_nodes, segments, split_ho
 use crate::arch::Arch;
 use crate::compile::CompileOptions;
 use crate::fixed::NumMode;
-use crate::result::RunError;
+use crate::outcome::RunError;
 use crate::sim::SimOptions;
 use pimkit_ir::{Graph, Tensor, ValueId};
 use serde::{Deserialize, Serialize};

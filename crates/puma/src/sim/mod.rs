@@ -64,7 +64,7 @@ impl Default for SimOptions {
             max_cycles: DEFAULT_MAX_CYCLES,
             dump_core: None,
             nonideal: None,
-            tolerance: crate::result::DEFAULT_TOLERANCE,
+            tolerance: crate::fixed::DEFAULT_TOLERANCE,
             jitter: None,
         }
     }
