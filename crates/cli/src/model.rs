@@ -114,7 +114,7 @@ pub fn load_model_full(
             // The data's fault: name the .npy file it came from (by name, or a lone file).
             let files = input_files().lock().ok();
             let file = files.and_then(|m| m.get(&input).or_else(|| m.get("")).cloned());
-            let at = file.map_or_else(|| format!("--shape {input}"), |f| f);
+            let at = file.unwrap_or_else(|| format!("--shape {input}"));
             user(format!(
                 "{at}: {msg}; give data of the declared shape (or a model exported with dynamic dims)"
             ))
