@@ -79,12 +79,8 @@ pub fn xbar_accuracy(
     let source = input_source(inputs, random)?;
     let mut prog = PyProgress::new(progress);
     let r = detached(py, || {
-        let mut a: Arch = pimkit_engine::arch::load(arch.as_deref())?;
-        if let Some(n) = xbar {
-            a.crossbar.rows = n;
-            a.crossbar.cols = n;
-            a.validate().map_err(user)?;
-        }
+        let a =
+            Arch::load_sized(arch.as_deref(), xbar).map_err(pimkit_xbar::engine::engine_error)?;
         let settings = AccuracySettings {
             trials,
             seed: seed.unwrap_or(a.defaults.seed),

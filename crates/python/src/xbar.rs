@@ -8,7 +8,7 @@ use crate::progress::PyProgress;
 use pimkit_engine::Engine;
 use pimkit_engine::EngineError;
 use pimkit_xbar::sweep::{SweepSpec, sweep_graph};
-use pimkit_xbar::{Arch, Budget, DepthwiseMapping, MapOptions, Mode, Xbar, XbarError, XbarOptions};
+use pimkit_xbar::{Arch, Budget, MapOptions, Xbar, XbarError, XbarOptions};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
@@ -28,28 +28,24 @@ pub struct Common {
 
 impl Common {
     fn arch(&self) -> Result<Arch, EngineError> {
-        let mut arch: Arch = pimkit_engine::arch::load(self.arch.as_deref())?;
-        if let Some(n) = self.xbar {
-            arch.crossbar.rows = n;
-            arch.crossbar.cols = n;
-            arch.validate().map_err(user)?;
+        Arch::load_sized(self.arch.as_deref(), self.xbar).map_err(xerr)
+    }
+
+    /// The engine options these settings give (the CLI's `xbar` common flags).
+    fn options(&self, label: String) -> Result<XbarOptions, EngineError> {
+        XbarOptions {
+            label,
+            seed: self.seed,
+            no_dup: self.no_dup,
+            ..Default::default()
         }
-        Ok(arch)
+        .with_names(self.mode.as_deref(), self.depthwise.as_deref())
+        .map_err(xerr)
     }
 
     fn setup(&self) -> Result<(Arch, MapOptions), EngineError> {
         let arch = self.arch()?;
-        let mut opts = MapOptions::from_arch(&arch);
-        if let Some(m) = &self.mode {
-            opts.mode = m.parse::<Mode>().map_err(user)?;
-        }
-        if let Some(d) = &self.depthwise {
-            opts.depthwise = d.parse::<DepthwiseMapping>().map_err(user)?;
-        }
-        if let Some(s) = self.seed {
-            opts.seed = s;
-        }
-        opts.duplicate = !self.no_dup;
+        let opts = self.options(String::new())?.resolve(&arch);
         Ok((arch, opts))
     }
 
@@ -97,7 +93,6 @@ pub fn xbar_map(
         }
         let arch = c.arch()?;
         let opts = XbarOptions {
-            label: m.label(),
             budget: match (budget, crossbars) {
                 (_, Some(n)) => Some(Budget::Crossbars(n)),
                 (Some(b), None) => Some(Budget::Relative(b)),
@@ -105,22 +100,8 @@ pub fn xbar_map(
             },
             sdw,
             samples,
-            mode: c
-                .mode
-                .as_deref()
-                .map(str::parse::<Mode>)
-                .transpose()
-                .map_err(user)?,
-            depthwise: c
-                .depthwise
-                .as_deref()
-                .map(str::parse::<DepthwiseMapping>)
-                .transpose()
-                .map_err(user)?,
-            seed: c.seed,
-            no_dup: c.no_dup,
             packing_svg: out.is_some().then_some(2000),
-            sweep: None,
+            ..c.options(m.label())?
         };
         let g = m.static_graph(SHAPES_ONLY)?;
         let o = Xbar::run(&g, &arch, &opts, &mut |i: usize, n: usize, w: &str| {

@@ -167,6 +167,18 @@ impl Arch {
         pimkit_engine::arch::load(Some(path)).map_err(XbarError::ArchFile)
     }
 
+    /// The built-in file overlaid by `file` when given, with square crossbars of `size`
+    /// rows and columns when given (the front ends' `--xbar N`), checked.
+    pub fn load_sized(file: Option<&Path>, size: Option<usize>) -> Result<Arch> {
+        let mut arch: Arch = pimkit_engine::arch::load(file).map_err(XbarError::ArchFile)?;
+        if let Some(n) = size {
+            arch.crossbar.rows = n;
+            arch.crossbar.cols = n;
+            arch.validate()?;
+        }
+        Ok(arch)
+    }
+
     /// Check every field; the first problem is returned with the field's name.
     pub fn validate(&self) -> Result<()> {
         let c = &self.crossbar;

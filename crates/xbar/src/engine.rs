@@ -33,6 +33,18 @@ pub struct XbarOptions {
 }
 
 impl XbarOptions {
+    /// Set the mapping mode and depthwise mapping from their names (`None` keeps the
+    /// architecture file's defaults): the front ends' `--mode` and `--depthwise`.
+    pub fn with_names(
+        mut self,
+        mode: Option<&str>,
+        depthwise: Option<&str>,
+    ) -> Result<Self, XbarError> {
+        self.mode = mode.map(str::parse::<Mode>).transpose()?;
+        self.depthwise = depthwise.map(str::parse::<DepthwiseMapping>).transpose()?;
+        Ok(self)
+    }
+
     /// The mapping options: the arch's defaults with these overrides.
     pub fn resolve(&self, arch: &Arch) -> MapOptions {
         let mut o = MapOptions::from_arch(arch);

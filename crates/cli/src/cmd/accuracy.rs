@@ -121,15 +121,7 @@ fn options(a: &AccuracyArgs, seed: u64) -> anyhow::Result<AccuracyOptions> {
 }
 
 pub fn run(a: AccuracyArgs) -> anyhow::Result<()> {
-    let mut arch = match &a.arch {
-        Some(p) => Arch::from_file(p).map_err(user)?,
-        None => Arch::default(),
-    };
-    if let Some(n) = a.xbar {
-        arch.crossbar.rows = n;
-        arch.crossbar.cols = n;
-        arch.validate().map_err(user)?;
-    }
+    let arch = Arch::load_sized(a.arch.as_deref(), a.xbar).map_err(user)?;
     let opts = options(&a, a.seed.unwrap_or(arch.defaults.seed))?;
     // Settings are checked before the model is built and run (and again by the engine).
     accuracy::base_config(&arch, &opts).map_err(xerr)?;

@@ -4,7 +4,7 @@ use crate::error::user;
 use crate::model::model_label;
 use pimkit_engine::{ArchSpec, Engine};
 use pimkit_xbar::sweep::{SweepSpec, sweep_graph};
-use pimkit_xbar::{Arch, Budget, DepthwiseMapping, Mode, Xbar, XbarError, XbarOptions};
+use pimkit_xbar::{Arch, Budget, Xbar, XbarError, XbarOptions};
 use std::path::PathBuf;
 
 #[derive(clap::Subcommand, Debug)]
@@ -102,30 +102,15 @@ fn xerr(e: XbarError) -> anyhow::Error {
 
 /// The model, architecture and engine options of the shared arguments.
 fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, XbarOptions)> {
-    let mut arch: Arch = pimkit_engine::arch::load(c.arch.as_deref()).map_err(user)?;
-    if let Some(n) = c.xbar {
-        arch.crossbar.rows = n;
-        arch.crossbar.cols = n;
-        arch.validate().map_err(user)?;
-    }
+    let arch = Arch::load_sized(c.arch.as_deref(), c.xbar).map_err(user)?;
     let opts = XbarOptions {
         label: model_label(&c.model),
-        mode: c
-            .mode
-            .as_deref()
-            .map(str::parse::<Mode>)
-            .transpose()
-            .map_err(user)?,
-        depthwise: c
-            .depthwise
-            .as_deref()
-            .map(str::parse::<DepthwiseMapping>)
-            .transpose()
-            .map_err(user)?,
         seed: c.seed,
         no_dup: c.no_dup,
         ..Default::default()
-    };
+    }
+    .with_names(c.mode.as_deref(), c.depthwise.as_deref())
+    .map_err(user)?;
     // Shape-only weights suffice for mapping (ignored for .onnx files).
     let g =
         crate::model::load_static(&c.model, &[("weights".into(), "none".into())], &c.load, &[])?;
