@@ -100,7 +100,7 @@ pub fn qlinear_conv(
 ) -> Result<Tensor> {
     let m = ty.shape[1];
     let inner: usize = ty.shape[2..].iter().product();
-    let x_s = scalar_f32(node, ins[qc::X_SCALE], "x_scale")?;
+    let x_s = scalar_f32(node, ins.get(qc::X_SCALE).copied().flatten(), "x_scale")?;
     let w_s = per_f32(node, ins.get(qc::W_SCALE).copied().flatten(), m, "w_scale")?;
     let y_s = scalar_f32(node, ins.get(qc::Y_SCALE).copied().flatten(), "y_scale")?;
     let y_zp = scalar_i32(
@@ -184,7 +184,7 @@ pub fn qgemm(
     alpha: f32,
 ) -> Result<Tensor> {
     let (m, n) = (ty.shape[0], ty.shape[1]);
-    let a_s = scalar_f32(node, ins[qg::A_SCALE], "a_scale")?;
+    let a_s = scalar_f32(node, ins.get(qg::A_SCALE).copied().flatten(), "a_scale")?;
     let b_s = per_f32(node, ins.get(qg::B_SCALE).copied().flatten(), n, "b_scale")?;
     let mut v: Vec<i32> = acc.iter().map(|&a| acc_i32(a)).collect();
     if let Some(cb) = ins.get(qg::C).copied().flatten() {
