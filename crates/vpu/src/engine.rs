@@ -33,20 +33,29 @@ pub struct VpuOutput {
 }
 
 /// Whose fault a VPU error is: the architecture, the model and the settings are the
-/// user's; an out-of-range simulated memory access or a cycle count past 64 bits of a
-/// validated architecture is a simulator bug.
+/// user's (exit 2); an out-of-range simulated memory access is a simulator bug (exit 1).
 pub fn engine_error(e: VpuError) -> EngineError {
-    // Every variant listed: a new one must be classified here.
+    if is_internal(&e) {
+        EngineError::internal(e)
+    } else {
+        EngineError::input(e)
+    }
+}
+
+/// A simulator fault (exit 1) rather than the user's model or architecture (exit 2).
+/// Every variant listed: a new one must be classified here. A cycle overflow comes from
+/// an architecture whose costs or bandwidths leave the documented ranges; a sweep
+/// point's error is classified by what went wrong at that point.
+fn is_internal(e: &VpuError) -> bool {
     match e {
-        VpuError::Memory { .. } | VpuError::Other(_) => EngineError::internal(e),
-        // AtPoint is classified as the user's whatever its source (a sweep point).
+        VpuError::Memory { .. } | VpuError::Other(_) => true,
+        VpuError::AtPoint { source, .. } => is_internal(source),
         VpuError::ArchFile(_)
         | VpuError::BadArch { .. }
         | VpuError::Kernel { .. }
         | VpuError::VrfTooSmall { .. }
         | VpuError::Node { .. }
-        | VpuError::CycleOverflow
-        | VpuError::AtPoint { .. } => EngineError::input(e),
+        | VpuError::CycleOverflow => false,
     }
 }
 
@@ -153,5 +162,30 @@ mod tests {
             msg: "0".into(),
         });
         assert_eq!(e.exit_code(), 2);
+        assert_eq!(engine_error(VpuError::CycleOverflow).exit_code(), 2);
+    }
+
+    #[test]
+    fn a_sweep_point_keeps_the_kind_of_its_cause() {
+        let at = |source| VpuError::AtPoint {
+            point: "conv sweep, point L1".into(),
+            source: Box::new(source),
+        };
+        let bug = at(VpuError::Memory {
+            addr: 8,
+            len: 4,
+            size: 8,
+        });
+        assert_eq!(engine_error(bug).exit_code(), 1);
+        let user = at(VpuError::VrfTooSmall {
+            kernel: "conv",
+            msg: "tile".into(),
+        });
+        let e = engine_error(user);
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .starts_with("conv sweep, point L1: kernel conv")
+        );
     }
 }
