@@ -225,12 +225,10 @@ pub fn bind_inputs(
             )));
         };
         let want = g.ty(id).dtype;
-        let t = if t.dtype() == pimkit_ir::DType::F64 && want.is_float() && want != t.dtype() {
+        let (t, converted) = t.float64_as(want);
+        if converted {
             eprintln!("note: input '{name}': float64 data converted to {want}");
-            Tensor::from_f64_as(want, t.shape.clone(), &t.to_f64_vec())
-        } else {
-            t
-        };
+        }
         let ty = g.ty(id);
         if t.dtype() != ty.dtype || t.shape != ty.shape {
             let at = file.map(|f| format!("{f}: ")).unwrap_or_default();

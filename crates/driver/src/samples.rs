@@ -3,7 +3,7 @@
 //! subdirectory per sample holding `<input name>.npy` files (names sanitized as output
 //! files are). Files and subdirectories are taken in name order.
 
-use pimkit_ir::{DType, Graph, Tensor};
+use pimkit_ir::{Graph, Tensor};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -47,15 +47,13 @@ pub fn read_sample_dir(dir: &Path, g: &Graph) -> Result<Vec<Sample>, String> {
     Ok(sets)
 }
 
-/// numpy's default float64 data for an input of another type, converted to that type.
+/// numpy's default float64 data for a narrower float input, converted to its dtype
+/// ([`Tensor::float64_as`], the rule every front end uses).
 pub fn conform_f64(g: &Graph, mut set: Sample) -> Sample {
     for &id in &g.inputs {
         let want = g.ty(id).dtype;
-        if let Some(t) = set.get_mut(&g.value(id).name)
-            && t.dtype() == DType::F64
-            && want != DType::F64
-        {
-            *t = Tensor::from_f64_as(want, t.shape.clone(), &t.to_f64_vec());
+        if let Some(t) = set.remove(&g.value(id).name) {
+            set.insert(g.value(id).name.clone(), t.float64_as(want).0);
         }
     }
     set

@@ -323,6 +323,19 @@ impl Tensor {
         }
     }
 
+    /// numpy's default float64 array given for a narrower float input is converted to
+    /// that input's dtype (every front end accepts it: CLI files, sample folders, Python
+    /// arrays); any other tensor comes back unchanged, so a wrong dtype is still reported.
+    /// True when converted.
+    pub fn float64_as(self, want: DType) -> (Tensor, bool) {
+        if self.dtype() == DType::F64 && want.is_float() && want != DType::F64 {
+            let t = Tensor::from_f64_as(want, self.shape.clone(), &self.to_f64_vec());
+            (t, true)
+        } else {
+            (self, false)
+        }
+    }
+
     /// Build a tensor of `dtype` from f64 values (rounding toward zero for integers,
     /// saturating; minifloats round to nearest even and saturate). Used by constant
     /// folding and casts.
@@ -377,5 +390,25 @@ pub fn f64_to_code(d: DType, x: f64) -> u8 {
             (v as u8) & ((1u16 << bits) - 1) as u8
         }
         _ => crate::minifloat::from_f32(d, x as f32, true, "up"),
+    }
+}
+
+#[cfg(test)]
+mod float64_tests {
+    use super::*;
+
+    #[test]
+    fn float64_is_converted_only_for_narrower_float_inputs() {
+        let t = Tensor::from_f64(vec![2], vec![0.5, -1.25]);
+        let (f, converted) = t.clone().float64_as(DType::F32);
+        assert!(converted);
+        assert_eq!(f.dtype(), DType::F32);
+        assert_eq!(f.to_f64_vec(), vec![0.5, -1.25]);
+        // An integer input keeps the float64 array, so the caller reports the mismatch
+        // instead of truncating 0.5 to 0.
+        let (i, converted) = t.clone().float64_as(DType::I64);
+        assert!(!converted);
+        assert_eq!(i.dtype(), DType::F64);
+        assert!(!t.float64_as(DType::F64).1);
     }
 }

@@ -6,7 +6,7 @@ use crate::errors::{detached, input_err, user};
 use crate::tensor::{from_numpy, to_numpy};
 use pimkit_driver::info::info;
 use pimkit_engine::EngineError;
-use pimkit_ir::{DType, Graph, Tensor};
+use pimkit_ir::{Graph, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::collections::HashMap;
@@ -179,11 +179,7 @@ impl Model {
             let t = from_numpy(&v)?;
             let want = g.ty(id).dtype;
             // numpy's default float64 for a float input: converted, as the CLI does.
-            let t = if t.dtype() == DType::F64 && want.is_float() && want != DType::F64 {
-                Tensor::from_f64_as(want, t.shape.clone(), &t.to_f64_vec())
-            } else {
-                t
-            };
+            let (t, _) = t.float64_as(want);
             given.insert(name, t);
         }
         let missing: Vec<String> = g

@@ -8,7 +8,7 @@ use crate::progress::PyProgress;
 use crate::tensor::{from_numpy, to_numpy};
 use pimkit_engine::Engine;
 use pimkit_engine::EngineError;
-use pimkit_ir::{DType, Tensor};
+use pimkit_ir::Tensor;
 use pimkit_vpu::Arch;
 use pimkit_vpu::network::{DataflowChoice, Method, NetOptions};
 use pimkit_vpu::roofline::{Point, Scale, Sweep, run_sweep_with, table3};
@@ -82,11 +82,7 @@ pub fn vpu_run<'py>(
                 return Err(user(format!("inputs: the model has no input '{name}'")));
             };
             let want = g.ty(id).dtype;
-            let t = if t.dtype() == DType::F64 && want.is_float() && want != DType::F64 {
-                Tensor::from_f64_as(want, t.shape.clone(), &t.to_f64_vec())
-            } else {
-                t
-            };
+            let (t, _) = t.float64_as(want);
             ins.insert(name, t);
         }
         pimkit_interp::check_memory(&g).map_err(user)?;

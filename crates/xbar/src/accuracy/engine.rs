@@ -7,7 +7,7 @@ use crate::Arch;
 use crate::engine::engine_error;
 use pimkit_analog::network::Inputs;
 use pimkit_engine::{EngineError, Headline, Progress, Section};
-use pimkit_ir::{DType, Graph, Tensor};
+use pimkit_ir::Graph;
 use std::path::PathBuf;
 
 /// The analog-accuracy engine.
@@ -57,11 +57,7 @@ fn checked(g: &Graph, given: &[Inputs]) -> Result<Vec<Inputs>, EngineError> {
                     "inputs[{i}]: no array for the model's input '{name}' ({ty})"
                 )));
             };
-            let t = if t.dtype() == DType::F64 && ty.dtype.is_float() && ty.dtype != DType::F64 {
-                Tensor::from_f64_as(ty.dtype, t.shape.clone(), &t.to_f64_vec())
-            } else {
-                t.clone()
-            };
+            let (t, _) = t.clone().float64_as(ty.dtype);
             if t.dtype() != ty.dtype || t.shape != ty.shape {
                 return Err(EngineError::input(format!(
                     "inputs[{i}]: '{name}' is {}{:?}, the model expects {ty}",
