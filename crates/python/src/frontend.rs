@@ -6,6 +6,7 @@ use crate::errors::{detached, input_err, user};
 use crate::model::{LoadArgs, Model, ModelArg};
 use crate::progress::PyProgress;
 use crate::tensor::from_numpy;
+use pimkit_driver::report::ReportModel;
 use pimkit_driver::samples::{Sample, conform_f64, read_sample_dir};
 use pimkit_ir::DType;
 use pimkit_zoo::quantize::{QuantOptions, quantize_calibrated};
@@ -129,29 +130,15 @@ pub fn report(
             .map_err(|e| user(format!("out_dir {}: {e}", out_dir.display())))?;
         let mut notes = vec![];
         let mut step = |d: usize, t: usize, w: &str| prog.step(d, t, w);
-        let rep = if args.iter().all(|a| matches!(a, ModelArg::Spec(_))) {
-            let specs: Vec<String> = args.iter().map(ModelArg::name).collect();
-            pimkit_driver::report::build(
-                &specs,
-                &LoadArgs::default().options(),
-                &mut step,
-                &mut notes,
-            )?
-        } else {
-            let mut loaded = Vec::with_capacity(args.len());
-            for a in &args {
-                let g = match a {
-                    ModelArg::Loaded(g, _, _) => g.as_ref().clone(),
-                    ModelArg::Spec(s) => {
-                        let g =
-                            pimkit_driver::load(s, &[], &LoadArgs::default().options(), &mut notes);
-                        g.map_err(pimkit_engine::EngineError::from)?
-                    }
-                };
-                loaded.push((a.name(), g));
-            }
-            pimkit_driver::report::build_loaded(&loaded, &mut step)
-        };
+        let models = args
+            .iter()
+            .map(|a| match a {
+                ModelArg::Loaded(g, _, _) => ReportModel::Loaded(a.name(), g.as_ref().clone()),
+                ModelArg::Spec(s) => ReportModel::Spec(s.clone()),
+            })
+            .collect();
+        let load_opts = LoadArgs::default().options();
+        let rep = pimkit_driver::report::build_models(models, &load_opts, &mut step, &mut notes)?;
         rep.write_dir(&out_dir)
             .map_err(|e| user(format!("cannot write report to {}: {e}", out_dir.display())))?;
         Ok((out_dir.join("index.html").display().to_string(), notes))

@@ -100,6 +100,21 @@ fn title(models: &[String], jobs: &[(Analysis, String)]) -> String {
     format!("pimkit report: the built-in set ({})", labels.join(", "))
 }
 
+/// A model for the report: a path or zoo spec to load, or a graph already loaded, with
+/// the name that stands for it in titles, section ids and file names.
+pub enum ReportModel {
+    Spec(String),
+    Loaded(String, Graph),
+}
+
+impl ReportModel {
+    fn name(&self) -> &str {
+        match self {
+            ReportModel::Spec(s) | ReportModel::Loaded(s, _) => s,
+        }
+    }
+}
+
 /// Run every analysis on `models` (the built-in set when empty; `load` applies to the
 /// models a user names) and assemble the report. A model that does not load is an error;
 /// an engine that cannot handle a loaded model is a note in its section. Import notes go
@@ -110,14 +125,31 @@ pub fn build(
     progress: &mut dyn Progress,
     notes: &mut Vec<String>,
 ) -> Result<Report, EngineError> {
-    let jobs = jobs(models);
+    let models = models.iter().cloned().map(ReportModel::Spec).collect();
+    build_models(models, load_opts, progress, notes)
+}
+
+/// [`build`] on a mix of specs to load and graphs already loaded.
+pub fn build_models(
+    models: Vec<ReportModel>,
+    load_opts: &LoadOptions,
+    progress: &mut dyn Progress,
+    notes: &mut Vec<String>,
+) -> Result<Report, EngineError> {
+    let names: Vec<String> = models.iter().map(|m| m.name().to_string()).collect();
+    let jobs = jobs(&names);
     let default_opts = LoadOptions::default();
-    let opts = if models.is_empty() {
+    let opts = if names.is_empty() {
         &default_opts
     } else {
         load_opts
     };
     let mut graphs: HashMap<String, Graph> = HashMap::new();
+    for m in models {
+        if let ReportModel::Loaded(name, g) = m {
+            graphs.insert(name, g);
+        }
+    }
     for (_, spec) in &jobs {
         if !graphs.contains_key(spec) {
             let mut got = vec![];
@@ -126,16 +158,7 @@ pub fn build(
             graphs.insert(spec.clone(), g?);
         }
     }
-    Ok(assemble(title(models, &jobs), &jobs, &graphs, progress))
-}
-
-/// [`build`] on models already loaded: (name, graph) pairs, the name standing for the
-/// model in titles, section ids and file names.
-pub fn build_loaded(models: &[(String, Graph)], progress: &mut dyn Progress) -> Report {
-    let names: Vec<String> = models.iter().map(|(n, _)| n.clone()).collect();
-    let jobs = jobs(&names);
-    let graphs: HashMap<String, Graph> = models.iter().cloned().collect();
-    assemble(title(&names, &jobs), &jobs, &graphs, progress)
+    Ok(assemble(title(&names, &jobs), &jobs, &graphs, progress))
 }
 
 /// Run `jobs` on their graphs, in order, into one report.
