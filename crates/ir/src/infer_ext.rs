@@ -1,6 +1,6 @@
 //! Shape and dtype inference for the ops added for the ONNX node suite (issue #16 item 4).
 
-use crate::infer::{Ctx, rnn_types};
+use crate::infer_shapes::{Ctx, pool_shape, rnn_types};
 use crate::{DType, Op, Result, TensorType, conv_output_hw};
 
 fn want_index<'a>(c: &Ctx<'a>, i: usize) -> Result<&'a TensorType> {
@@ -479,10 +479,7 @@ pub(crate) fn infer(c: &Ctx, op: &Op) -> Result<Vec<TensorType>> {
             if pool.kind != crate::PoolKind::Max {
                 return Err(c.err("indices exist for max pooling only"));
             }
-            one(TensorType::new(
-                DType::I64,
-                crate::infer::pool_shape(c, x, pool)?,
-            ))
+            one(TensorType::new(DType::I64, pool_shape(c, x, pool)?))
         }
         _ => Err(c.err("internal: not an op of infer_ext")),
     }

@@ -16,6 +16,7 @@ pub mod fsio;
 mod graph;
 mod infer;
 mod infer_ext;
+mod infer_shapes;
 pub mod memory;
 pub mod minifloat;
 pub mod npy;
@@ -35,7 +36,8 @@ pub use flatten::{
     MAX_FLAT_NODES, control_inputs, flatten_control_flow, has_control_flow, require_static,
 };
 pub use graph::{Graph, Node, NodeId, Value, ValueDef, ValueId};
-pub use infer::{broadcast_shapes, conv_output_hw, conv_transpose_output_hw, infer_types};
+pub use infer::infer_types;
+pub use infer_shapes::{broadcast_shapes, conv_output_hw, conv_transpose_output_hw};
 pub use op::*;
 pub use resize::{
     AxisTaps, resize_axis_is_identity, resize_axis_taps, resize_nearest_index, resize_source_coord,

@@ -3,7 +3,7 @@
 //! and the data-dependent Compress and NonZero, which pimkit's static shapes allow only
 //! when the data deciding their output size is a constant (they then fold at import).
 
-use super::nn::window;
+use super::window::window;
 use super::{Converter, Ctx, NodeIn};
 use crate::attr::norm_axis;
 use crate::error::Result;

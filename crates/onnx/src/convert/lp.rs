@@ -4,7 +4,7 @@
 //! where the norm is 0 (the ONNX reference's choice).
 
 use super::dec::Dec;
-use super::nn::window;
+use super::window::window;
 use super::{Converter, Ctx, NodeIn};
 use crate::attr::norm_axis;
 use crate::error::Result;

@@ -26,6 +26,7 @@ mod misc;
 mod normalize;
 mod order;
 mod signal;
+mod window;
 
 pub(crate) use ctx::{ConstEntry, Ctx};
 

@@ -51,7 +51,7 @@ fn qlinear_avg_pool(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let kernel = a
         .usize_list("kernel_shape")?
         .ok_or_else(|| a.err("kernel_shape", "is required"))?;
-    let (strides, dilations, pads) = super::nn::window(&a, kernel.clone(), &x.shape[2..])?;
+    let (strides, dilations, pads) = super::window::window(&a, kernel.clone(), &x.shape[2..])?;
     let p = pimkit_ir::PoolAttrs {
         kind: pimkit_ir::PoolKind::Avg,
         kernel,
