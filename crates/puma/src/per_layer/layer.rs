@@ -191,6 +191,7 @@ impl Layer<'_> {
             max_abs_error: None,
             relative_error: None,
             saturations: 0,
+            out_of_range: Vec::new(),
             wall_s: t0.elapsed().as_secs_f64(),
             notes,
         }
@@ -414,6 +415,7 @@ impl Layer<'_> {
             max_abs_error,
             relative_error,
             saturations: st.saturations,
+            out_of_range: p.placement.out_of_range.clone(),
             wall_s: 0.0,
             notes: Vec::new(),
         })
@@ -478,6 +480,12 @@ fn add(a: LayerResult, b: LayerResult) -> LayerResult {
             (x, y) => x.or(y),
         },
         saturations: a.saturations + b.saturations,
+        out_of_range: {
+            let mut o = a.out_of_range.clone();
+            o.extend(b.out_of_range.iter().cloned());
+            o.sort_by(|x, y| y.max_abs.total_cmp(&x.max_abs));
+            o
+        },
         wall_s: a.wall_s + b.wall_s,
         notes: Vec::new(),
         ..a
