@@ -15,6 +15,7 @@
 
 mod graph;
 mod layer;
+mod split;
 
 pub use graph::{HostSplit, crop, external_inputs, host_nodes, segments, split_host, subgraph};
 
@@ -50,6 +51,10 @@ pub struct LayerResult {
     pub simulated_energy_nj: f64,
     pub cycles: u64,
     pub energy_nj: f64,
+    /// `energy_nj` by component (scaled like it; keys as the whole run's
+    /// `energy_breakdown_nj`).
+    #[serde(default)]
+    pub energy_breakdown_nj: std::collections::BTreeMap<String, f64>,
     pub tiles: usize,
     pub mvmus: usize,
     /// Against the interpreter on the same (possibly cropped) input.
@@ -205,6 +210,7 @@ pub fn run_per_layer_with(
             outs: &outs[si],
             vals: &vals,
             inner: Default::default(),
+            depth: 0,
         };
         if let Some(l) = lay.run()? {
             layers.push(l);
