@@ -13,6 +13,7 @@
 //! with a note. Latency and energy of the layers are summed (no overlap between layers,
 //! as in the original's spreadsheet).
 
+mod cut;
 mod graph;
 mod layer;
 mod split;
