@@ -1,5 +1,6 @@
-//! Layer-by-layer simulation of a zoo model (`cargo run --release -p pimkit-puma
-//! --example per_layer -- vgg16 [res [shared_mem_words]]`), one row per layer.
+//! Layer-by-layer simulation of a zoo model or an .onnx file (`cargo run --release -p
+//! pimkit-puma --example per_layer -- vgg16|MODEL.onnx [res [shared_mem_words]]`), one
+//! row per layer, then the warnings.
 use pimkit_puma::{Arch, CompileOptions, SimOptions, run_per_layer};
 
 fn main() {
@@ -9,7 +10,11 @@ fn main() {
         .get(2)
         .map(|r| vec![("res".to_string(), r.clone())])
         .unwrap_or_default();
-    let g = pimkit_zoo::build(name, &params).expect("zoo model");
+    let g = if name.ends_with(".onnx") {
+        pimkit_onnx::load(std::path::Path::new(name)).expect("onnx")
+    } else {
+        pimkit_zoo::build(name, &params).expect("zoo model")
+    };
     let mut arch = Arch::default();
     if let Some(w) = args.get(3).and_then(|s| s.parse().ok()) {
         arch.tile.shared_mem_words = w;
@@ -25,7 +30,7 @@ fn main() {
     .unwrap_or_else(|e| panic!("{e}"));
     for l in &r.layers {
         println!(
-            "{:<16} in {:?} sim {:?} scale {:>7.2} cycles {:>11} energy {:>12.1} nJ tiles {:>4} mvmus {:>5} err {:.2e} wall {:.2}s",
+            "{:<16} in {:?} sim {:?} scale {:>7.2} cycles {:>11} energy {:>12.1} nJ tiles {:>4} mvmus {:>5} err {:.2e} rel {:.2e} wall {:.2}s",
             l.name,
             l.input_shape,
             l.simulated_shape,
@@ -35,6 +40,7 @@ fn main() {
             l.tiles,
             l.mvmus,
             l.max_abs_error.unwrap_or(f64::NAN),
+            l.relative_error.unwrap_or(f64::NAN),
             l.wall_s
         );
     }
@@ -47,4 +53,18 @@ fn main() {
         r.scaled,
         t0.elapsed().as_secs_f64()
     );
+    let mut parts = std::collections::BTreeMap::new();
+    for l in &r.layers {
+        for (k, v) in &l.energy_breakdown_nj {
+            *parts.entry(k.clone()).or_insert(0.0) += v;
+        }
+    }
+    let parts: Vec<String> = parts
+        .iter()
+        .map(|(k, v)| format!("{k} {:.3} mJ", v / 1e6))
+        .collect();
+    println!("energy by component (sum of layers): {}", parts.join(", "));
+    for w in &r.warnings {
+        println!("warning: {w}");
+    }
 }

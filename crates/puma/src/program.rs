@@ -103,6 +103,20 @@ pub struct Placement {
     /// Syncs inserted for shared-memory reuse (flag store + load pairs).
     #[serde(default)]
     pub syncs: usize,
+    /// Values whose calibrated magnitude exceeds the largest 16-bit word even at 0
+    /// fraction bits (±32767): they saturate whatever the format, so the run's error
+    /// is genuine (docs/puma.md "Fixed point per tensor"). Largest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_range: Vec<OutOfRange>,
+}
+
+/// A graph node whose values are beyond any 16-bit fixed-point format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutOfRange {
+    /// The graph node (or `inputs`).
+    pub node: String,
+    /// Largest calibrated magnitude of its values.
+    pub max_abs: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

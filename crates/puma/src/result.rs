@@ -21,8 +21,13 @@ pub struct PumaResult {
     /// Largest |PUMA − reference interpreter| over all outputs (None when the graph has
     /// no weights or no reference was run).
     pub max_abs_error: Option<f64>,
-    /// `max_abs_error` divided by the reference outputs' range (max − min).
+    /// `max_abs_error` divided by the range of the reference outputs and 0
+    /// (`outcome::output_range`).
     pub relative_error: Option<f64>,
+    /// Values whose magnitude no 16-bit word holds (their results saturate in any
+    /// format: the error is genuine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_range: Vec<crate::program::OutOfRange>,
     /// Whether every output row's arg-max (last axis) equals the reference's.
     pub top1_agree: Option<bool>,
     /// The relative error above which a warning is given (docs/puma.md).
@@ -92,7 +97,7 @@ impl PumaResult {
             // NaN is above any tolerance.
             if rel.is_nan() || rel > tolerance {
                 self.warnings.push(format!(
-                    "{}: output error {e:.4} is {:.2} % of the outputs' range, above the {:.2} % tolerance (docs/puma.md \"Fixed point per tensor\"; try calibration inputs or --fixed)",
+                    "{}: output error {e:.4} is {:.2} % of the outputs' range (with 0), above the {:.2} % tolerance (docs/puma.md \"Fixed point per tensor\"; try calibration inputs or --fixed)",
                     self.model,
                     100.0 * rel,
                     100.0 * tolerance
@@ -104,6 +109,9 @@ impl PumaResult {
                     self.model
                 ));
             }
+        }
+        if let Some(w) = crate::outcome::out_of_range_warning(&self.model, &self.out_of_range) {
+            self.warnings.push(w);
         }
         if self.stats.saturations > 0 {
             self.warnings.push(format!(
@@ -134,6 +142,7 @@ pub fn run_program(
         stats: out.stats,
         max_abs_error: None,
         relative_error: None,
+        out_of_range: p.placement.out_of_range.clone(),
         top1_agree: None,
         tolerance: DEFAULT_TOLERANCE,
         accuracy_warning: false,

@@ -147,6 +147,7 @@ pub fn assemble(
         loops_rolled: 0,
         replication: None,
         syncs: mem.syncs,
+        out_of_range: l.out_of_range.clone(),
     };
     Ok(Program {
         name: g.name.clone(),

@@ -19,6 +19,7 @@ use super::Lowered;
 use super::{CompileError, Kind, VId};
 use crate::arch::Arch;
 use crate::isa::AluOp;
+use crate::program::OutOfRange;
 use pimkit_ir::{Graph, Tensor};
 use std::collections::HashMap;
 
@@ -26,6 +27,9 @@ use std::collections::HashMap;
 /// bits (a block-floating-point scale per tensor: torchvision's randomly initialised
 /// MobileNetV2 ends in logits of 1e-9).
 pub const MAX_FRAC: u32 = 48;
+
+/// Largest magnitude of a 16-bit word (at 0 fraction bits, the coarsest format).
+pub const WORD_MAX: f64 = 32767.0;
 
 /// Largest fraction bits (≤ `MAX_FRAC`) at which `max_abs` still fits a 16-bit word.
 pub fn exact_frac(max_abs: f32) -> u32 {
@@ -390,6 +394,34 @@ pub fn assign(
         let r = find(&mut parent, class[i]);
         range[r] = range[r].max(max[i]);
     }
+    // Classes beyond the largest word at 0 fraction bits saturate in any format: name
+    // their nodes so that the run says its error is genuine (the largest per node).
+    let mut beyond: HashMap<String, f64> = HashMap::new();
+    for i in 0..n {
+        let op = &l.ops[i];
+        if matches!(op.kind, Kind::Const(_) | Kind::Output { .. }) {
+            continue;
+        }
+        let m = max[i] as f64;
+        if m.round() > WORD_MAX {
+            let name = match op.kind {
+                Kind::Input => "inputs".to_string(),
+                _ => l
+                    .node_names
+                    .get(op.node as usize)
+                    .cloned()
+                    .unwrap_or_else(|| format!("node {}", op.node)),
+            };
+            let e = beyond.entry(name).or_insert(0.0);
+            *e = e.max(m);
+        }
+    }
+    let mut beyond: Vec<OutOfRange> = beyond
+        .into_iter()
+        .map(|(node, max_abs)| OutOfRange { node, max_abs })
+        .collect();
+    beyond.sort_by(|a, b| b.max_abs.total_cmp(&a.max_abs).then(a.node.cmp(&b.node)));
+    l.out_of_range = beyond;
     for i in 0..n {
         let op = &mut l.ops[i];
         op.frac = match &op.kind {

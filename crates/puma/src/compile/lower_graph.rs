@@ -106,6 +106,7 @@ pub fn lower(
         outputs,
         shape_only,
         node_names: g.nodes.iter().map(|n| n.name.clone()).collect(),
+        out_of_range: Vec::new(),
     })
 }
 

@@ -53,6 +53,9 @@ pub struct Lowered {
     pub outputs: Vec<(String, Vec<usize>)>,
     pub shape_only: bool,
     pub node_names: Vec<String>,
+    /// Values whose calibrated magnitude no 16-bit word can hold (set by
+    /// `fixed_point::assign`).
+    pub out_of_range: Vec<crate::program::OutOfRange>,
 }
 
 #[derive(Debug, thiserror::Error)]

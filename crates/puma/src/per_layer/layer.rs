@@ -39,9 +39,11 @@ pub(super) struct Layer<'a> {
     pub vals: &'a HashMap<ValueId, Tensor>,
     /// Reference values inside the layer, computed when the layer is split.
     pub inner: RefCell<HashMap<ValueId, Tensor>>,
+    /// 0 for a layer of the graph, 1 + its parent's for a part of a split node.
+    pub depth: usize,
 }
 
-enum Failure {
+pub(super) enum Failure {
     /// Node index PUMA cannot compile, and why.
     Unsupported(usize, String),
     /// No placement and no window fits the tiles' shared memory or a core's data memory.
@@ -115,7 +117,11 @@ impl Layer<'_> {
 
     /// [`Self::attempt`]; when `nodes` do not fit however placed and windowed, the two
     /// halves of `nodes` in turn (recursively), summed.
-    fn fit(&self, nodes: &[usize], notes: &mut Vec<String>) -> Result<LayerResult, Failure> {
+    pub(super) fn fit(
+        &self,
+        nodes: &[usize],
+        notes: &mut Vec<String>,
+    ) -> Result<LayerResult, Failure> {
         let mut mine = Vec::new();
         match self.attempt(nodes, &mut mine) {
             Err(Failure::Memory(e)) if nodes.len() > 1 => {
@@ -139,6 +145,15 @@ impl Layer<'_> {
                 ));
                 notes.extend(sub);
                 Ok(add(a, b))
+            }
+            Err(Failure::Memory(e)) if nodes.len() == 1 => {
+                match self.split_channels(nodes[0], &e, notes)? {
+                    Some(r) => Ok(r),
+                    None => {
+                        notes.extend(mine);
+                        Err(Failure::Memory(e))
+                    }
+                }
             }
             r => {
                 notes.extend(mine);
@@ -186,11 +201,13 @@ impl Layer<'_> {
             simulated_energy_nj: 0.0,
             cycles: 0,
             energy_nj: 0.0,
+            energy_breakdown_nj: Default::default(),
             tiles: 0,
             mvmus: 0,
             max_abs_error: None,
             relative_error: None,
             saturations: 0,
+            out_of_range: Vec::new(),
             wall_s: t0.elapsed().as_secs_f64(),
             notes,
         }
@@ -409,11 +426,17 @@ impl Layer<'_> {
             simulated_energy_nj: st.energy_nj,
             cycles: scaled as u64,
             energy_nj: st.energy_nj * scale,
+            energy_breakdown_nj: st
+                .energy_breakdown_nj
+                .iter()
+                .map(|(k, v)| (k.clone(), v * scale))
+                .collect(),
             tiles: p.placement.tiles_used,
             mvmus: st.mvmus,
             max_abs_error,
             relative_error,
             saturations: st.saturations,
+            out_of_range: p.placement.out_of_range.clone(),
             wall_s: 0.0,
             notes: Vec::new(),
         })
@@ -451,7 +474,7 @@ fn smaller(
 /// Two parts of a layer simulated one after the other: cycles and energy add up (the
 /// scaled figures and the simulated ones separately), the tiles are reused (the larger
 /// count), the MVMUs add up, the error is the larger one.
-fn add(a: LayerResult, b: LayerResult) -> LayerResult {
+pub(super) fn add(a: LayerResult, b: LayerResult) -> LayerResult {
     let simulated_cycles = a.simulated_cycles + b.simulated_cycles;
     let cycles = a.cycles + b.cycles;
     LayerResult {
@@ -467,6 +490,13 @@ fn add(a: LayerResult, b: LayerResult) -> LayerResult {
         simulated_energy_nj: a.simulated_energy_nj + b.simulated_energy_nj,
         cycles,
         energy_nj: a.energy_nj + b.energy_nj,
+        energy_breakdown_nj: {
+            let mut m = a.energy_breakdown_nj.clone();
+            for (k, v) in &b.energy_breakdown_nj {
+                *m.entry(k.clone()).or_insert(0.0) += v;
+            }
+            m
+        },
         tiles: a.tiles.max(b.tiles),
         mvmus: a.mvmus + b.mvmus,
         max_abs_error: match (a.max_abs_error, b.max_abs_error) {
@@ -478,6 +508,12 @@ fn add(a: LayerResult, b: LayerResult) -> LayerResult {
             (x, y) => x.or(y),
         },
         saturations: a.saturations + b.saturations,
+        out_of_range: {
+            let mut o = a.out_of_range.clone();
+            o.extend(b.out_of_range.iter().cloned());
+            o.sort_by(|x, y| y.max_abs.total_cmp(&x.max_abs));
+            o
+        },
         wall_s: a.wall_s + b.wall_s,
         notes: Vec::new(),
         ..a

@@ -13,8 +13,10 @@
 //! with a note. Latency and energy of the layers are summed (no overlap between layers,
 //! as in the original's spreadsheet).
 
+mod cut;
 mod graph;
 mod layer;
+mod split;
 
 pub use graph::{HostSplit, crop, external_inputs, host_nodes, segments, split_host, subgraph};
 
@@ -50,16 +52,24 @@ pub struct LayerResult {
     pub simulated_energy_nj: f64,
     pub cycles: u64,
     pub energy_nj: f64,
+    /// `energy_nj` by component (scaled like it; keys as the whole run's
+    /// `energy_breakdown_nj`).
+    #[serde(default)]
+    pub energy_breakdown_nj: std::collections::BTreeMap<String, f64>,
     pub tiles: usize,
     pub mvmus: usize,
     /// Against the interpreter on the same (possibly cropped) input.
     pub max_abs_error: Option<f64>,
-    /// `max_abs_error` relative to the range of the layer's reference outputs.
+    /// `max_abs_error` relative to the range of the layer's reference outputs and 0
+    /// (`outcome::output_range`).
     #[serde(default)]
     pub relative_error: Option<f64>,
     /// Results that did not fit their 16-bit word (saturated or wrapped).
     #[serde(default)]
     pub saturations: u64,
+    /// Values of the layer beyond any 16-bit format (the error is then genuine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_range: Vec<crate::program::OutOfRange>,
     pub wall_s: f64,
     /// Why nodes ran on the host, why the layer was scaled.
     #[serde(default)]
@@ -201,6 +211,7 @@ pub fn run_per_layer_with(
             outs: &outs[si],
             vals: &vals,
             inner: Default::default(),
+            depth: 0,
         };
         if let Some(l) = lay.run()? {
             layers.push(l);
@@ -224,12 +235,17 @@ pub fn run_per_layer_with(
             && (rel.is_nan() || rel > sopts.tolerance)
         {
             warnings.push(format!(
-                "layer `{}`: output error {:.4} is {:.2} % of its outputs' range, above the {:.2} % tolerance",
+                "layer `{}`: output error {:.4} is {:.2} % of its outputs' range (with 0), above the {:.2} % tolerance",
                 l.name,
                 l.max_abs_error.unwrap_or(f64::NAN),
                 100.0 * rel,
                 100.0 * sopts.tolerance
             ));
+        }
+        if let Some(w) =
+            crate::outcome::out_of_range_warning(&format!("layer `{}`", l.name), &l.out_of_range)
+        {
+            warnings.push(w);
         }
         if l.saturations > 0 {
             warnings.push(format!(
