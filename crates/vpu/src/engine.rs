@@ -38,7 +38,10 @@ pub struct VpuOutput {
 pub fn engine_error(e: VpuError) -> EngineError {
     // Every variant listed: a new one must be classified here.
     match e {
-        VpuError::Memory { .. } | VpuError::Other(_) => EngineError::internal(e),
+        // TrialLost never leaves the network's trial loop: one reaching here is a bug.
+        VpuError::Memory { .. } | VpuError::Other(_) | VpuError::TrialLost => {
+            EngineError::internal(e)
+        }
         // AtPoint is classified as the user's whatever its source (a sweep point).
         VpuError::ArchFile(_)
         | VpuError::BadArch { .. }

@@ -12,6 +12,7 @@ impl Machine {
     }
 
     /// (mutable vd, shared vs) views of two distinct registers of VPU `p`.
+    #[inline]
     fn two(&mut self, p: usize, vd: usize, vs: usize) -> (&mut [i32], &[i32]) {
         let v = self.vlen;
         let f = &mut self.vrf[p];
