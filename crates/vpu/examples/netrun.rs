@@ -1,5 +1,5 @@
-//! Wall time of one whole-network run and its full result as JSON (outputs included as
-//! sums), to compare two builds: `cargo run --release -p pimkit-vpu --example netrun --
+//! Wall time of one whole-network run and its full result as JSON (the outputs as
+//! `to_i32_vec`, exact for the quantized models' integer outputs), to compare two builds: `cargo run --release -p pimkit-vpu --example netrun --
 //! q_resnet18 [family|os|is|ws] [--threads N]`. Prints the JSON on stdout, the time on
 //! stderr.
 use pimkit_vpu::Arch;
