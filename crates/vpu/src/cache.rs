@@ -37,6 +37,9 @@ pub struct Cache {
     sets: usize,
     ways: usize,
     line_shift: u32,
+    /// log2(sets) when the set count is a power of two (set and tag by mask and shift
+    /// instead of a 64-bit division per access).
+    set_shift: Option<u32>,
     /// Per (set, way): tag + 1 (0 = invalid).
     tags: Vec<u64>,
     stamp: Vec<u64>,
@@ -52,6 +55,7 @@ impl Cache {
             sets,
             ways: p.ways,
             line_shift: p.line_bytes.trailing_zeros(),
+            set_shift: sets.is_power_of_two().then(|| sets.trailing_zeros()),
             tags: vec![0; sets * p.ways],
             stamp: vec![0; sets * p.ways],
             dirty: vec![false; sets * p.ways],
@@ -72,8 +76,13 @@ impl Cache {
     /// Access line number `line` (address >> log2(line size)).
     pub fn access_line(&mut self, line: u64, write: bool) -> Access {
         self.clock += 1;
-        let set = (line % self.sets as u64) as usize;
-        let tag = line / self.sets as u64 + 1;
+        let (set, tag) = match self.set_shift {
+            Some(k) => ((line & ((1u64 << k) - 1)) as usize, (line >> k) + 1),
+            None => (
+                (line % self.sets as u64) as usize,
+                line / self.sets as u64 + 1,
+            ),
+        };
         let base = set * self.ways;
         let ways = base..base + self.ways;
         if let Some(w) = ways.clone().find(|&w| self.tags[w] == tag) {

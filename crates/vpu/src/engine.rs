@@ -48,7 +48,8 @@ pub fn engine_error(e: VpuError) -> EngineError {
 /// point's error is classified by what went wrong at that point.
 fn is_internal(e: &VpuError) -> bool {
     match e {
-        VpuError::Memory { .. } | VpuError::Other(_) => true,
+        // TrialLost never leaves the network's trial loop: one reaching here is a bug.
+        VpuError::Memory { .. } | VpuError::Other(_) | VpuError::TrialLost => true,
         VpuError::AtPoint { source, .. } => is_internal(source),
         VpuError::ArchFile(_)
         | VpuError::BadArch { .. }

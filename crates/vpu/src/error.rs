@@ -33,6 +33,10 @@ pub enum VpuError {
     },
     #[error("{0}")]
     Other(String),
+    /// A dataflow trial of `auto` stopped early: its clock already passed a finished
+    /// trial's time, so it cannot be the fastest (never leaves `Net::run_kernel`).
+    #[error("dataflow trial stopped: slower than a finished trial")]
+    TrialLost,
 }
 
 pub type Result<T> = std::result::Result<T, VpuError>;

@@ -15,6 +15,8 @@ use crate::cache::{Cache, CacheStats};
 use crate::error::{Result, VpuError};
 use serde::Serialize;
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Element type of a memory operand moved by the DMA (the DMA widens to or narrows from
 /// the VRF's 32-bit elements, like the X-HEEP DMA's data-type conversion [unverified]).
@@ -210,6 +212,33 @@ pub struct Machine {
     pub vrf: Vec<Vec<i32>>,
     pub cache: Cache,
     t: Timing,
+    /// Set on the copies `auto`'s dataflow trials run on (see [`TrialBound`]).
+    bound: Option<TrialBound>,
+}
+
+/// The shortest time a finished trial of the same kernel call took, shared by its
+/// trials: one whose clock has passed it cannot win, so its next DMA stops it with
+/// [`VpuError::TrialLost`]. The clock [`Machine::finish_time`] never goes back, so the
+/// stopped trial would have ended later than that finished one: which trial wins does
+/// not depend on when (or on which thread) the trials ran.
+#[derive(Clone, Debug)]
+pub struct TrialBound {
+    best: Arc<AtomicU64>,
+    t0: u64,
+}
+
+impl TrialBound {
+    /// A bound shared by trials that all start at clock `t0`.
+    pub fn new(t0: u64) -> TrialBound {
+        TrialBound {
+            best: Arc::new(AtomicU64::new(u64::MAX)),
+            t0,
+        }
+    }
+    /// A trial finished in `t` cycles (from `t0`).
+    pub fn finished(&self, t: u64) {
+        self.best.fetch_min(t, Ordering::Relaxed);
+    }
 }
 
 impl Machine {
@@ -238,7 +267,55 @@ impl Machine {
                 ctr: Counters::default(),
                 overflow: false,
             },
+            bound: None,
         })
+    }
+
+    /// A machine without registers, memory or cache lines: what stands in while a trial
+    /// owns the real one (never simulated on).
+    pub(crate) fn empty(arch: &Arch) -> Machine {
+        Machine {
+            arch: arch.clone(),
+            vlen: 0,
+            mem: Vec::new(),
+            vrf: Vec::new(),
+            cache: Cache::new(&crate::arch::CacheParams {
+                size_bytes: 0,
+                ways: 1,
+                line_bytes: 1,
+            }),
+            t: Timing {
+                host_t: 0,
+                dma_t: 0,
+                vpu_t: Vec::new(),
+                queue: Vec::new(),
+                avail: Vec::new(),
+                avail_dma: Vec::new(),
+                free: Vec::new(),
+                dma_idle: Vec::new(),
+                dma_vpu_wait: 0,
+                dma_vpu: 0,
+                ctr: Counters::default(),
+                overflow: false,
+            },
+            bound: None,
+        }
+    }
+
+    /// Stop this copy's run (at its next DMA) once its clock passes `b`'s best finished
+    /// trial; `None` runs to the end.
+    pub fn set_trial_bound(&mut self, b: Option<TrialBound>) {
+        self.bound = b;
+    }
+
+    /// [`VpuError::TrialLost`] when a trial bound is set and this run is already slower.
+    fn check_trial_bound(&self) -> Result<()> {
+        match &self.bound {
+            Some(b) if self.finish_time() - b.t0 > b.best.load(Ordering::Relaxed) => {
+                Err(VpuError::TrialLost)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The state to roll a trial run back to, with the bytes of `keep` (address, length)
@@ -425,7 +502,7 @@ impl Machine {
         self.finish();
         let lines = self.cache.flush();
         let bytes = lines as f64 * self.cache.line_bytes() as f64;
-        let dur = (bytes / self.arch.memory.bandwidth).ceil() as u64;
+        let dur = ceil_u64(bytes / self.arch.memory.bandwidth);
         let start = self.t.host_t.max(self.t.dma_t);
         self.t.dma_t = self.sat_add(start, dur);
         self.t.dma_vpu_wait = 0;
@@ -513,29 +590,38 @@ impl Machine {
             self.wait_vpu(p, s);
         }
         // Earliest start from compute-side constraints, then from DMA-written operands.
-        let mut ready = self.t.host_t.max(self.t.vpu_t[p]);
+        let t = &mut self.t;
+        let (avail, avail_dma, free) = (&mut t.avail[p], &mut t.avail_dma[p], &mut t.free[p]);
+        let mut ready = t.host_t.max(t.vpu_t[p]);
         let mut start = ready;
         for &r in srcs.iter().chain(dst.iter()) {
-            if self.t.avail_dma[p][r] {
-                start = start.max(self.t.avail[p][r]);
+            if avail_dma[r] {
+                start = start.max(avail[r]);
             } else {
-                ready = ready.max(self.t.avail[p][r]);
+                ready = ready.max(avail[r]);
             }
         }
         if let Some(d) = dst {
-            ready = ready.max(self.t.free[p][d]);
+            ready = ready.max(free[d]);
         }
         start = start.max(ready);
-        self.t.dma_idle[p] = self.t.dma_idle[p].saturating_add(start - ready);
-        let end = self.sat_add(start, cycles);
-        self.t.vpu_t[p] = end;
+        t.dma_idle[p] = t.dma_idle[p].saturating_add(start - ready);
+        // `sat_add`, inline: the borrows of the register times stay live.
+        let end = match start.checked_add(cycles) {
+            Some(e) if e < u64::MAX => e,
+            _ => {
+                t.overflow = true;
+                u64::MAX
+            }
+        };
+        t.vpu_t[p] = end;
         for &r in srcs {
-            self.t.free[p][r] = self.t.free[p][r].max(end);
+            free[r] = free[r].max(end);
         }
         if let Some(d) = dst {
-            self.t.avail[p][d] = end;
-            self.t.avail_dma[p][d] = false;
-            self.t.free[p][d] = self.t.free[p][d].max(end);
+            avail[d] = end;
+            avail_dma[d] = false;
+            free[d] = free[d].max(end);
         }
         self.t.queue[p].push_back(start);
         self.t.ctr.vec_instrs += 1;
@@ -544,18 +630,19 @@ impl Machine {
     }
 
     /// Cycles of an instruction of class cost `cpw` (cycles per word per lane) on `vl` elements.
+    #[inline]
     pub(crate) fn vcost(&self, cpw: f64, vl: usize) -> u64 {
         // Bounded by validation (VLEN <= 32768, cpw <= 1e6): no overflow.
         let groups = vl.div_ceil(self.arch.vpu.lanes) as f64;
         self.arch
             .vpu
             .startup_cycles
-            .saturating_add((groups * cpw).ceil() as u64)
+            .saturating_add(ceil_u64(groups * cpw))
     }
 
     /// The host reads a value produced on VPU `p` (xvmv.x.s): it waits for the result.
     pub(crate) fn sync_read(&mut self, p: usize, reg: usize) -> u64 {
-        let c = self.arch.vpu.cycles.mv_x_s.ceil() as u64;
+        let c = ceil_u64(self.arch.vpu.cycles.mv_x_s);
         let (_, end) = self.issue(p, &[reg], None, c);
         self.wait_vpu(p, end);
         // Index/address arithmetic and loop control around each broadcast step.
@@ -594,6 +681,7 @@ impl Machine {
     }
 
     fn dma_impl(&mut self, x: &Xfer, to_mem: bool, data: bool) -> Result<()> {
+        self.check_trial_bound()?;
         let n = x.rows * x.cols;
         if n == 0 {
             return Ok(());
@@ -703,10 +791,11 @@ impl Machine {
     /// side (`onchip_bytes`) and its off-chip lines (`d`), plus the memory latency when a
     /// line missed. Returns the end.
     fn occupy_channel(&mut self, start: u64, onchip_bytes: usize, d: &CacheStats) -> u64 {
-        let onchip = (onchip_bytes as f64 / self.arch.dma.bytes_per_cycle).ceil() as u64;
-        let offchip = ((d.misses + d.evictions) as f64 * self.cache.line_bytes() as f64
-            / self.arch.memory.bandwidth)
-            .ceil() as u64;
+        let onchip = ceil_u64(onchip_bytes as f64 / self.arch.dma.bytes_per_cycle);
+        let offchip = ceil_u64(
+            (d.misses + d.evictions) as f64 * self.cache.line_bytes() as f64
+                / self.arch.memory.bandwidth,
+        );
         let lat = if d.misses > 0 {
             self.arch.memory.latency_cycles
         } else {
@@ -749,6 +838,19 @@ impl Machine {
         self.t.avail[dst_p][dst_reg] = end;
         self.t.avail_dma[dst_p][dst_reg] = true;
         self.t.free[dst_p][dst_reg] = end;
+    }
+}
+
+/// `x.ceil() as u64` without a libm call (the simulator computes one per instruction):
+/// truncation plus one when a fraction was cut off, for 0 <= x < 2^63; anything else
+/// (negative, huge, NaN) takes `ceil` itself, so the result is always the same.
+#[inline]
+pub(crate) fn ceil_u64(x: f64) -> u64 {
+    if (0.0..9.2e18).contains(&x) {
+        let t = x as u64;
+        if (t as f64) < x { t + 1 } else { t }
+    } else {
+        x.ceil() as u64
     }
 }
 

@@ -16,7 +16,7 @@ use crate::kernels::conv2d::ConvJob;
 use crate::kernels::depthwise::{DwJob, stage_weights};
 use crate::kernels::matmul::{MatMulJob, matmul, vecmat};
 use crate::kernels::{Dataflow, OutQuant, conv1d, conv2d, depthwise};
-use crate::machine::{Elem, Machine, Stats};
+use crate::machine::{Elem, Machine, Stats, TrialBound};
 use crate::ops::Work;
 use crate::quant::{IntRequant, output_scale};
 use pimkit_ir::{DType, Graph, Node, NodeId, Op, Tensor, ValueId};
@@ -465,23 +465,46 @@ impl Net<'_> {
                     .filter(|&d| d != family)
                     .chain([family])
                     .collect();
-                let copies: Vec<Machine> = order.iter().map(|_| self.m.clone()).collect();
-                let trials: Vec<(Dataflow, Result<()>, u64, Machine)> = order
-                    .par_iter()
-                    .zip(copies)
-                    .map(|(&df, mut m)| {
+                // The family's trial starts first (it usually wins) and takes the
+                // machine itself; the others run on copies. Each trial stops as soon as
+                // its clock passes a finished trial's time (`TrialBound`): it could not
+                // win, so the outcome is the one of running every trial to its end.
+                let bound = TrialBound::new(self.m.now());
+                let last = order.len() - 1;
+                let mut runs: Vec<(usize, Machine)> =
+                    (0..last).map(|i| (i, self.m.clone())).collect();
+                let empty = Machine::empty(&self.m.arch);
+                let own = std::mem::replace(&mut self.m, empty);
+                runs.insert(0, (last, own));
+                let mut trials: Vec<(usize, Result<()>, u64, Machine)> = runs
+                    .into_par_iter()
+                    .map(|(i, mut m)| {
+                        m.set_trial_bound(Some(bound.clone()));
                         let t0 = m.now();
-                        let r = run(&mut m, df);
+                        let r = run(&mut m, order[i]);
                         let t = m.finish_time() - t0;
-                        (df, r, t, m)
+                        if r.is_ok() && !m.overflowed() {
+                            bound.finished(t);
+                        }
+                        m.set_trial_bound(None);
+                        (i, r, t, m)
                     })
                     .collect();
+                trials.sort_by_key(|tr| tr.0);
                 let mut best: Option<(u64, usize)> = None;
                 let mut results = Vec::with_capacity(trials.len());
-                for (i, (df, r, t, m)) in trials.into_iter().enumerate() {
+                let mut family_err = None;
+                for (i, (_, r, t, m)) in trials.into_iter().enumerate() {
+                    let df = order[i];
                     let fits = match r {
                         Ok(()) => !m.overflowed(),
-                        Err(VpuError::VrfTooSmall { .. } | VpuError::Kernel { .. }) => false,
+                        Err(e @ (VpuError::VrfTooSmall { .. } | VpuError::Kernel { .. })) => {
+                            if i == last {
+                                family_err = Some(e);
+                            }
+                            false
+                        }
+                        Err(VpuError::TrialLost) => false,
                         Err(e) => return Err(e),
                     };
                     if fits && best.is_none_or(|(bt, _)| t < bt || (t == bt && df == family)) {
@@ -498,7 +521,18 @@ impl Net<'_> {
                         }
                         return Ok(df);
                     }
-                    None => family,
+                    // No trial fits: the family's ran from the original state, as the
+                    // run of the family's dataflow does (it was never stopped: no
+                    // trial finished); its error, or its overflowed clock, which the
+                    // caller reports.
+                    None => {
+                        let (_, m) = results.swap_remove(last);
+                        self.m = m;
+                        return match family_err {
+                            Some(e) => Err(e),
+                            None => Ok(family),
+                        };
+                    }
                 }
             }
         };

@@ -12,6 +12,7 @@ impl Machine {
     }
 
     /// (mutable vd, shared vs) views of two distinct registers of VPU `p`.
+    #[inline]
     fn two(&mut self, p: usize, vd: usize, vs: usize) -> (&mut [i32], &[i32]) {
         let v = self.vlen;
         let f = &mut self.vrf[p];
@@ -97,9 +98,10 @@ impl Machine {
         self.issue(p, &[vs], Some(vd), c);
         let v = self.vlen;
         let (d, s) = self.two(p, vd, vs);
-        for i in 0..vl {
-            d[i] = if i + off < v { s[i + off] } else { 0 };
-        }
+        // d[i] = s[i + off] inside the register, 0 past its end.
+        let n = vl.min(v.saturating_sub(off));
+        d[..n].copy_from_slice(&s[off..off + n]);
+        d[n..vl].fill(0);
     }
 
     /// xvmv.x.s: the host reads element `idx` of `vs` (waits for the VPU).

@@ -357,3 +357,26 @@ fn output_path_errors_name_the_path() {
     create_out_dir(&tmp.path().join("a/b")).unwrap();
     assert!(tmp.path().join("a/b").is_dir());
 }
+
+/// `auto`'s trial bound: a trial whose clock has passed a finished trial's time stops at
+/// its next DMA; one not yet past it (or equal to it: a tie may still win) runs on.
+#[test]
+fn trial_bound_stops_only_a_slower_trial() {
+    use pimkit_vpu::machine::{Elem, TrialBound, Xfer};
+    let mut m = Machine::new(&Arch::default()).unwrap();
+    let x = m.put(Elem::U8, &[1, 2, 3, 4]);
+    let xfer = Xfer::row(0, 0, 0, m.vlen, x, Elem::U8, 4);
+    let b = TrialBound::new(m.now());
+    b.finished(100);
+    m.set_trial_bound(Some(b.clone()));
+    m.host(100);
+    m.finish();
+    assert!(m.dma_in(&xfer).is_ok(), "equal to the best: still running");
+    m.finish();
+    assert!(m.finish_time() > 100);
+    let e = m.dma_in(&xfer).unwrap_err();
+    assert!(matches!(e, VpuError::TrialLost), "{e}");
+    // Without the bound the same machine runs on.
+    m.set_trial_bound(None);
+    assert!(m.dma_in(&xfer).is_ok());
+}

@@ -483,17 +483,21 @@ fn macs(
                 if r >= cnt || ih < 0 || ih >= j.h as isize {
                     continue;
                 }
-                // Output rows fed by this input row: r = (oh - oh0)*s + ky*d.
-                let users: Vec<(usize, usize)> = (0..tile.1)
-                    .filter_map(|o| {
-                        let d = r as isize - (o * j.stride.0) as isize;
-                        (d >= 0
-                            && (d as usize).is_multiple_of(j.dil.0)
-                            && (d as usize / j.dil.0) < j.kh)
-                            .then(|| (o, d as usize / j.dil.0))
-                    })
-                    .collect();
-                if users.is_empty() {
+                // Output rows fed by this input row: r = (oh - oh0)*s + ky*d (a tile
+                // has at most MAX_OUT_ROWS rows).
+                let mut users = [(0usize, 0usize); MAX_OUT_ROWS];
+                let mut nu = 0;
+                for o in 0..tile.1 {
+                    let d = r as isize - (o * j.stride.0) as isize;
+                    if d >= 0
+                        && (d as usize).is_multiple_of(j.dil.0)
+                        && (d as usize / j.dil.0) < j.kh
+                    {
+                        users[nu] = (o, d as usize / j.dil.0);
+                        nu += 1;
+                    }
+                }
+                if nu == 0 {
                     continue;
                 }
                 any = true;
@@ -509,7 +513,7 @@ fn macs(
                     load_segment(m, j, q, SCRATCH[sc], ci, ih as usize, col0, nw, j.stride.1)?;
                     SCRATCH[sc]
                 };
-                for (o, ky) in users {
+                for &(o, ky) in &users[..nu] {
                     m.vmacc_vx(q, ACC0 + o, taps[ky * j.kw + kx], src, nw);
                 }
             }
