@@ -19,7 +19,7 @@ const MAGIC: f32 = 12_582_912.0;
 /// ±2^22 (8-bit output ranges).
 #[inline(always)]
 fn cvt_sat(v: f32, lo: f32, hi: f32) -> i32 {
-    let in_range = v >= -2_147_483_648.0 && v < 2_147_483_648.0;
+    let in_range = (-2_147_483_648.0..2_147_483_648.0).contains(&v);
     let c = if v < lo {
         lo
     } else if v > hi {
