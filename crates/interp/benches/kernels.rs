@@ -1,8 +1,8 @@
 //! Kernel speed, one node per benchmark, on layer shapes of MobileNetV2 / ResNet18 /
 //! SqueezeNet and of a transformer block and an LSTM (batch 1, single thread):
 //! QLinearConv (pointwise, 3x3, 7x7 stride 2, 3x3 on 7x7, depthwise stride 1 and 2),
-//! QGemm, QLinearMatMul, the f32 Conv / Gemm / MatMul / LSTM counterparts, MaxPool and
-//! QuantizeLinear. Run with
+//! QGemm, QLinearMatMul, the f32 Conv / Gemm / MatMul / LSTM counterparts, MaxPool,
+//! QuantizeLinear, QLinearAdd and QLinearMul. Run with
 //! `cargo bench -p pimkit-interp --bench kernels -- --quick` (add a filter such as
 //! `qconv` to run a subset). The figure to read is the time per node; GMAC/s =
 //! MACs / time.
@@ -200,6 +200,26 @@ fn bench(c: &mut Criterion) {
         vec![f32s(0.02), u8s(128)],
     );
     bench_graph(c, "quantize_3x224", &ql);
+    // ResNet18's first residual QLinearAdd, and QLinearMul on the same shape.
+    let shape = vec![1, 64, 56, 56];
+    let n: usize = shape.iter().product();
+    let other = Tensor::from_u8(shape.clone(), (0..n).map(|i| (i * 7 % 256) as u8).collect());
+    for (name, op) in [("qladd", Op::QLinearAdd), ("qlmul", Op::QLinearMul)] {
+        let g = one_node(
+            op,
+            TensorType::new(DType::U8, shape.clone()),
+            vec![
+                f32s(0.02),
+                u8s(128),
+                Some(other.clone()),
+                f32s(0.03),
+                u8s(120),
+                f32s(0.05),
+                u8s(125),
+            ],
+        );
+        bench_graph(c, &format!("{name}_64x56"), &g);
+    }
 }
 
 criterion_group! {

@@ -1,5 +1,6 @@
 //! 2-D depthwise convolution (one input channel per group, any channel multiplier,
-//! strides, dilations, pads), f32 and integer.
+//! strides, dilations, pads), f32; the integer kernel (`depthwise_int.rs`) shares the
+//! phase planes and [`plane`].
 //!
 //! Each input plane is copied, zero padded, into `sh x sw` stride-phase planes
 //! (`phase (py, px)`, element `(r, c)` = padded input `(r * sh + py, c * sw + px)`),
@@ -56,14 +57,14 @@ impl DwElem for i32 {
 }
 
 /// Shape of the phase planes.
-struct Phases {
+pub(crate) struct Phases {
     /// Rows and columns of each phase plane.
-    rows: usize,
-    cols: usize,
+    pub rows: usize,
+    pub cols: usize,
 }
 
 impl Phases {
-    fn new(g: &Geom) -> Phases {
+    pub(crate) fn new(g: &Geom) -> Phases {
         // Largest whole-step shift of a tap along each axis.
         let shift = |i: usize| (g.kernel[i] - 1) * g.dilations[i] / g.strides[i];
         Phases {
@@ -73,7 +74,7 @@ impl Phases {
         }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.rows * self.cols
     }
 }
@@ -84,17 +85,11 @@ struct Bufs<T> {
     phases: Vec<T>,
     /// Output rows at the phase planes' width.
     wide: Vec<T>,
-    /// The plane's outputs (integer path) and weights.
-    out: Vec<T>,
-    w: Vec<T>,
 }
 
 #[derive(Default)]
 struct Scratch {
     f: Bufs<f32>,
-    i: Bufs<i32>,
-    /// Integer sums handed to the caller.
-    acc: Vec<i32>,
 }
 
 thread_local! {
@@ -142,13 +137,13 @@ fn fill<T: DwElem>(g: &Geom, p: &Phases, buf: &mut Vec<T>, src: impl Fn(usize) -
 }
 
 /// Outputs per register block of [`plane`].
-const BLOCK: usize = 32;
+pub(crate) const BLOCK: usize = 32;
 
 /// One output plane from its phase planes, with output rows laid out `p.cols` wide (in
 /// `wide`): for each block of [`BLOCK`] outputs every tap is added in registers (one
 /// load per tap), then the valid columns are copied to `out`.
 #[inline(always)]
-fn plane<T: DwElem, const FMA: bool>(
+pub(crate) fn plane<T: DwElem, const FMA: bool>(
     g: &Geom,
     p: &Phases,
     buf: &[T],
@@ -276,82 +271,6 @@ pub(crate) fn depthwise_f32(x: &[f32], w: &[f32], g: &Geom, out: &mut [f32]) {
         g,
         p: Phases::new(g),
         out: SendPtr(out.as_mut_ptr()),
-    };
-    for_planes(g.n * g.m, &work);
-}
-
-struct IntWork<'a, P> {
-    x: (&'a [u8], bool),
-    x_zp: i32,
-    w: (&'a [u8], bool),
-    w_zp: &'a [i32],
-    g: &'a Geom,
-    p: Phases,
-    post: P,
-}
-
-#[inline(always)]
-fn val(b: u8, signed: bool) -> i32 {
-    if signed { b as i8 as i32 } else { b as i32 }
-}
-
-/// Taps up to which f32 sums of 8-bit products are exact: every product is an integer
-/// of magnitude <= 383^2 and every partial sum stays below 2^24.
-const EXACT_F32_TAPS: usize = (1 << 24) / (383 * 383);
-
-impl<P: Fn(usize, &[i32]) + Sync> PlaneWork for IntWork<'_, P> {
-    #[inline(always)]
-    fn run<const FMA: bool>(&self, i: usize, s: &mut Scratch) {
-        let g = self.g;
-        let (n, oc) = (i / g.m, i % g.m);
-        let ic = oc / g.mg;
-        let xs = &self.x.0[(n * g.cin + ic) * g.in_vol..][..g.in_vol];
-        let (wz, xz) = (self.w_zp[oc], self.x_zp);
-        let wb = &self.w.0[oc * g.k_vol..(oc + 1) * g.k_vol];
-        let xv = |j: usize| val(xs[j], self.x.1).wrapping_sub(xz);
-        s.acc.resize(g.out_vol, 0);
-        if g.k_vol <= EXACT_F32_TAPS {
-            // Integers below 2^24 in f32: the sums are exact and FMA units do the work.
-            let b = &mut s.f;
-            b.w.clear();
-            b.w.extend(wb.iter().map(|&v| val(v, self.w.1).wrapping_sub(wz) as f32));
-            fill(g, &self.p, &mut b.phases, |j| xv(j) as f32);
-            b.out.resize(g.out_vol, 0.0);
-            plane::<f32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide, &mut b.out);
-            for (a, &v) in s.acc.iter_mut().zip(&b.out) {
-                *a = v as i32;
-            }
-        } else {
-            let b = &mut s.i;
-            b.w.clear();
-            b.w.extend(wb.iter().map(|&v| val(v, self.w.1).wrapping_sub(wz)));
-            fill(g, &self.p, &mut b.phases, xv);
-            plane::<i32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide, &mut s.acc);
-        }
-        (self.post)(i, &s.acc);
-    }
-}
-
-/// Integer depthwise convolution of u8/i8 bytes (`(data, signed)`): per (image, output
-/// channel) plane the int32 sums of `(x - x_zp) * (w - w_zp[oc])` are handed to
-/// `post(plane index, sums)`. Exact: f32 arithmetic on integers below 2^24 for kernels
-/// of up to [`EXACT_F32_TAPS`] taps, wrapping int32 beyond.
-pub(crate) fn depthwise_int<P: Fn(usize, &[i32]) + Sync>(
-    x: (&[u8], bool),
-    x_zp: i32,
-    w: (&[u8], bool),
-    w_zp: &[i32],
-    g: &Geom,
-    post: P,
-) {
-    let work = IntWork {
-        x,
-        x_zp,
-        w,
-        w_zp,
-        g,
-        p: Phases::new(g),
-        post,
     };
     for_planes(g.n * g.m, &work);
 }

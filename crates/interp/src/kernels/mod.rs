@@ -11,16 +11,19 @@
 //! unavailable request falls back to the best available set.
 
 pub(crate) mod depthwise;
+pub(crate) mod depthwise_int;
 pub(crate) mod ewise;
 pub(crate) mod im2col;
 mod interleave;
 pub(crate) mod pool2d;
+pub(crate) mod qbinary;
 pub(crate) mod qgemm;
 pub(crate) mod qgemm_kernels;
 #[cfg(target_arch = "aarch64")]
 mod qgemm_neon;
 #[cfg(target_arch = "x86_64")]
 mod qgemm_x86;
+pub(crate) mod qgemv;
 pub(crate) mod requant;
 pub(crate) mod sgemm;
 #[cfg(test)]

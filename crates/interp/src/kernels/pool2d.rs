@@ -113,25 +113,32 @@ pub(crate) fn max2d<T: Copy + Send + Sync>(
     planes(g, out, |p, o| {
         let mut buf = Vec::new();
         let (_, cols) = padded(g, &x[p * iv..(p + 1) * iv], lowest, &mut buf);
-        for (oy, orow) in o.chunks_mut(ow).enumerate() {
-            orow.fill(lowest);
-            for ky in 0..g.kernel[0] {
-                let y = oy * g.strides[0] + ky * g.dilations[0];
-                for kx in 0..g.kernel[1] {
-                    let row = &buf[y * cols + kx * g.dilations[1]..][..ow * g.strides[1]];
-                    strided(orow, row, g.strides[1], &max);
-                }
-            }
-            if cy[oy].0 == 0 {
-                orow.fill(empty);
-            } else {
-                for (v, c) in orow.iter_mut().zip(&cx) {
-                    if c.0 == 0 {
-                        *v = empty;
+        // The window loop compiled for the host's vector instructions (byte maxima
+        // with stride 2 de-interleave far faster with AVX2 / AVX-512 than SSE2).
+        super::ewise::simd(
+            #[inline(always)]
+            || {
+                for (oy, orow) in o.chunks_mut(ow).enumerate() {
+                    orow.fill(lowest);
+                    for ky in 0..g.kernel[0] {
+                        let y = oy * g.strides[0] + ky * g.dilations[0];
+                        for kx in 0..g.kernel[1] {
+                            let row = &buf[y * cols + kx * g.dilations[1]..][..ow * g.strides[1]];
+                            strided(orow, row, g.strides[1], &max);
+                        }
+                    }
+                    if cy[oy].0 == 0 {
+                        orow.fill(empty);
+                    } else {
+                        for (v, c) in orow.iter_mut().zip(&cx) {
+                            if c.0 == 0 {
+                                *v = empty;
+                            }
+                        }
                     }
                 }
-            }
-        }
+            },
+        )
     });
 }
 

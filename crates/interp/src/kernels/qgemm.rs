@@ -256,6 +256,15 @@ pub(crate) fn matmul_i32(
     out: &mut [i32],
 ) {
     assert!(out.len() >= m * n, "matmul_i32: output too small");
+    if a.s_k == 1 && b.s_k == 1 && m == 1 {
+        // One row against columns contiguous along k: dot products, no packing.
+        super::qgemv::gemv_i32(k, (a, a_zp.get(0)), (b, b_zp), n, out, 1);
+        return;
+    }
+    if a.s_k == 1 && b.s_k == 1 && n == 1 {
+        super::qgemv::gemv_i32(k, (b, b_zp.get(0)), (a, a_zp), m, out, 1);
+        return;
+    }
     let ptr = super::SendPtr(out.as_mut_ptr());
     let len = out.len();
     if n >= 16 || n >= m {

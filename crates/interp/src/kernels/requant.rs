@@ -119,22 +119,28 @@ pub(crate) fn quantize_bytes(
     shape: &[usize],
 ) -> Tensor {
     let mut out = vec![0u8; xf.len()];
-    let z = |ch: usize| zp[if zp.len() == 1 { 0 } else { ch }];
-    let run = |ch: usize, x: &[f32], o: &mut [u8]| {
+    /// One run of elements with the scale and zero point of channel `ch`.
+    #[inline(always)]
+    fn run(s: &[f32], zp: &[i32], (lo, hi): (i32, i32), ch: usize, x: &[f32], o: &mut [u8]) {
+        let z = zp[if zp.len() == 1 { 0 } else { ch }];
         // The caller checked that every zero point has fast bounds.
-        if let Some(b) = bounds(z(ch), lo, hi) {
-            quantize_row(x, s[ch], z(ch), b, o);
-        }
-    };
-    match ax {
-        None => run(0, xf, &mut out),
-        Some((inner, len)) => {
-            let inner = inner.max(1);
-            for (i, (o, x)) in out.chunks_mut(inner).zip(xf.chunks(inner)).enumerate() {
-                run(i % len, x, o);
-            }
+        if let Some(b) = bounds(z, lo, hi) {
+            quantize_row(x, s[ch], z, b, o);
         }
     }
+    // Compiled for the host's vector instructions (the division dominates).
+    super::ewise::simd(
+        #[inline(always)]
+        || match ax {
+            None => run(s, zp, (lo, hi), 0, xf, &mut out),
+            Some((inner, len)) => {
+                let inner = inner.max(1);
+                for (i, (o, x)) in out.chunks_mut(inner).zip(xf.chunks(inner)).enumerate() {
+                    run(s, zp, (lo, hi), i % len, x, o);
+                }
+            }
+        },
+    );
     byte_tensor(to, shape.to_vec(), out)
 }
 

@@ -12,7 +12,7 @@
 
 use crate::error::{OpResult, unsupported};
 use crate::exec::Ctx;
-use crate::kernels::depthwise::depthwise_int;
+use crate::kernels::depthwise_int::{Requant, depthwise_int, depthwise_q};
 use crate::kernels::im2col::{Conv2d, Im2col2d};
 use crate::kernels::qgemm::{QGemm, Sink, StoreI32, Strided, Zp, qgemm};
 use crate::kernels::qgemm_kernels::{TILE_LD, Tile};
@@ -264,6 +264,16 @@ pub(crate) fn qlinear_conv(c: &Ctx, a: &ConvAttrs) -> OpResult<Tensor> {
     if let (Some(bnd), DType::U8 | DType::I8) = (bounds(y_zp, lo, hi), dt) {
         let ov = g.out_vol;
         let mut out = vec![0u8; g.n * g.m * ov];
+        if let (Some(dg), Some(xb), Some(wb)) = (g.depthwise2d(), bytes(x), bytes(w)) {
+            let r = Requant {
+                bias: &bias,
+                scale: &scales,
+                zp: y_zp,
+                bounds: bnd,
+            };
+            depthwise_q(xb, x_zp, wb, &w_zp, &dg, &r, &mut out);
+            return Ok(byte_tensor(dt, g.out_shape(), out));
+        }
         let optr = SendPtr(out.as_mut_ptr());
         let sink = |n: usize, grp: usize| ConvSink {
             out: ConvOut::Requant {

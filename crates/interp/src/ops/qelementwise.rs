@@ -10,9 +10,12 @@
 use crate::elem::broadcast_map;
 use crate::error::{OpResult, unsupported};
 use crate::exec::Ctx;
+use crate::kernels::qbinary::{AddRow, Codes, qlinear_add_row, qlinear_mul_row};
+use crate::kernels::requant::byte_tensor;
+use crate::ops::qconv::bytes;
 use crate::ops::quant::{q_tensor, qrange, scalar, zp_scalar};
 use crate::quant::{quantize_f32, requant_f32};
-use pimkit_ir::{Tensor, broadcast_shapes};
+use pimkit_ir::{DType, Tensor, broadcast_shapes};
 
 /// x86 `cvtps_epi32` + saturating packs: round half to even, out-of-range or NaN gives
 /// the integer indefinite value (i32::MIN), which then saturates to `lo`.
@@ -193,8 +196,13 @@ pub(crate) fn qlinear_add(c: &Ctx) -> OpResult<Tensor> {
     let p = binary_inputs(c)?;
     let dt = c.out_ty(0).dtype;
     let (lo, hi) = qrange(dt)?;
-    let (out, av, bv) = broadcast_pairs(p.a, p.b)?;
     let k = crate::ort_kernels();
+    if k != crate::OrtKernels::Neon
+        && let Some(t) = qlinear_add_fast(&p, k.qladd_fma(), dt, (lo, hi))
+    {
+        return Ok(t);
+    }
+    let (out, av, bv) = broadcast_pairs(p.a, p.b)?;
     if k == crate::OrtKernels::Neon {
         let vals = av
             .iter()
@@ -234,14 +242,82 @@ pub(crate) fn qlinear_add(c: &Ctx) -> OpResult<Tensor> {
     Ok(q_tensor(dt, out, vals))
 }
 
+/// QLinearAdd's x86 float paths on 8-bit tensors of equal shapes or with a one-element
+/// operand, through the vectorized row kernel (same bits as [`AddParams::value`]).
+fn qlinear_add_fast(p: &Binary, fma: bool, dt: DType, (lo, hi): (i32, i32)) -> Option<Tensor> {
+    let (a, b) = (codes(p.a)?, codes(p.b)?);
+    if !matches!(dt, DType::U8 | DType::I8) {
+        return None;
+    }
+    let out = broadcast_shapes(&p.a.shape, &p.b.shape)?;
+    // As in qlinear_add: the vector operand is MLAS's A (operands swapped when A is
+    // the scalar).
+    let (q, x, y, scalar_b) = match span_kind(&p.a.shape, &p.b.shape, &out) {
+        Span::ScalarA if p.a.numel() == 1 => (
+            add_params(p.b_s, p.b_zp, p.a_s, p.a_zp, p.y_s, p.y_zp, fma),
+            b,
+            a,
+            true,
+        ),
+        Span::ScalarB if p.b.numel() == 1 => (
+            add_params(p.a_s, p.a_zp, p.b_s, p.b_zp, p.y_s, p.y_zp, fma),
+            a,
+            b,
+            true,
+        ),
+        Span::General if p.a.shape == p.b.shape => (
+            add_params(p.a_s, p.a_zp, p.b_s, p.b_zp, p.y_s, p.y_zp, fma),
+            a,
+            b,
+            false,
+        ),
+        _ => return None,
+    };
+    let row = AddRow {
+        ra: q.ra,
+        rb: q.rb,
+        fixed: q.fixed,
+        fma,
+        scalar_b,
+    };
+    let n: usize = out.iter().product();
+    let mut o = vec![0u8; n];
+    qlinear_add_row(&row, x, y, (lo, hi), &mut o);
+    Some(byte_tensor(dt, out, o))
+}
+
+/// The bytes of a u8/i8 tensor as kernel codes.
+fn codes(t: &Tensor) -> Option<Codes<'_>> {
+    bytes(t).map(|(data, signed)| Codes { data, signed })
+}
+
 /// MLAS QLinearMul (SSE2): the exact integer product (a - a_zp)(b - b_zp), converted
 /// to f32, times `(a_s * b_s) / y_s`, plus f32(y_zp), rounded half to even.
 pub(crate) fn qlinear_mul(c: &Ctx) -> OpResult<Tensor> {
     let p = binary_inputs(c)?;
     let dt = c.out_ty(0).dtype;
     let (lo, hi) = qrange(dt)?;
-    let (out, av, bv) = broadcast_pairs(p.a, p.b)?;
     let ratio = p.a_s * p.b_s / p.y_s;
+    // Equal shapes or a one-element B (multiplication commutes exactly in int32, so a
+    // one-element A is swapped): the vectorized row, same bits.
+    if let (Some(a), Some(b), DType::U8 | DType::I8) = (codes(p.a), codes(p.b), dt) {
+        let ((a, a_zp), (b, b_zp)) = ((a, p.a_zp), (b, p.b_zp));
+        let pair = if p.a.shape == p.b.shape || p.b.numel() == 1 {
+            Some(((a, a_zp), (b, b_zp), p.a.shape.clone()))
+        } else if p.a.numel() == 1 {
+            Some(((b, b_zp), (a, a_zp), p.b.shape.clone()))
+        } else {
+            None
+        };
+        if let Some((x, y, shape)) = pair
+            && broadcast_shapes(&p.a.shape, &p.b.shape).as_deref() == Some(&shape[..])
+        {
+            let mut o = vec![0u8; shape.iter().product()];
+            qlinear_mul_row(x, y, ratio, p.y_zp, (lo, hi), &mut o);
+            return Ok(byte_tensor(dt, shape, o));
+        }
+    }
+    let (out, av, bv) = broadcast_pairs(p.a, p.b)?;
     let zc = p.y_zp as f32;
     let vals = av
         .iter()
@@ -362,4 +438,80 @@ pub(crate) fn qlinear_global_avg_pool(c: &Ctx, channels_last: bool) -> OpResult<
         }
     }
     Ok(q_tensor(dt, c.out_ty(0).shape.clone(), out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+
+    /// The vectorized rows give the scalar formulas' bits for every x86 path, both
+    /// signednesses, equal shapes and a scalar B, with ratios that round, tie and
+    /// overflow.
+    #[test]
+    fn vector_rows_equal_scalar_formulas() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        let n = 1000;
+        let a: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+        let b: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+        let scales = [1.0f32, 0.5, 0.013, 0.25, 3.7, 1e-3, 1e9, 1e-30, 2.0];
+        for (signed, (lo, hi)) in [(false, (0, 255)), (true, (-128, 127))] {
+            let get = |v: u8| if signed { v as i8 as i32 } else { v as i32 };
+            let ca = Codes { data: &a, signed };
+            let cb = Codes { data: &b, signed };
+            for &a_s in &scales {
+                for &b_s in &scales {
+                    let (a_zp, b_zp, y_zp) = if signed { (-3, 5, 1) } else { (128, 120, 131) };
+                    let y_s = 0.02f32 + rng.random_range(0.0f32..0.1);
+                    for fma in [false, true] {
+                        let q = add_params(a_s, a_zp, b_s, b_zp, y_s, y_zp, fma);
+                        for scalar_b in [false, true] {
+                            let row = AddRow {
+                                ra: q.ra,
+                                rb: q.rb,
+                                fixed: q.fixed,
+                                fma,
+                                scalar_b,
+                            };
+                            let mut out = vec![0u8; n];
+                            let y = if scalar_b {
+                                Codes {
+                                    data: &b[..1],
+                                    signed,
+                                }
+                            } else {
+                                cb
+                            };
+                            qlinear_add_row(&row, ca, y, (lo, hi), &mut out);
+                            for i in 0..n {
+                                let yv = get(b[if scalar_b { 0 } else { i }]);
+                                let want =
+                                    cvt_saturate(q.value(get(a[i]), yv, scalar_b, fma), lo, hi);
+                                assert_eq!(out[i], want as u8, "add {a_s} {b_s} fma {fma} i {i}");
+                            }
+                        }
+                    }
+                    let ratio = a_s * b_s / y_s;
+                    for scalar_b in [false, true] {
+                        let y = if scalar_b {
+                            Codes {
+                                data: &b[..1],
+                                signed,
+                            }
+                        } else {
+                            cb
+                        };
+                        let mut out = vec![0u8; n];
+                        qlinear_mul_row((ca, a_zp), (y, b_zp), ratio, y_zp, (lo, hi), &mut out);
+                        for i in 0..n {
+                            let yv = get(b[if scalar_b { 0 } else { i }]);
+                            let prod = (get(a[i]) - a_zp) * (yv - b_zp);
+                            let want = cvt_saturate(prod as f32 * ratio + y_zp as f32, lo, hi);
+                            assert_eq!(out[i], want as u8, "mul {a_s} {b_s} i {i}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -112,13 +112,31 @@ pub(crate) fn quantize_linear(c: &Ctx, axis: usize, to: DType) -> OpResult<Tenso
 
 pub(crate) fn dequantize_linear(c: &Ctx, axis: usize) -> OpResult<Tensor> {
     let x = c.input(0)?;
-    let xv = x.to_i32_vec();
     let s = floats(c.input(1)?);
     let zp: Vec<i32> = c.opt(2).map(|t| t.to_i32_vec()).unwrap_or_else(|| vec![0]);
     if zp.len() != 1 && zp.len() != s.len() {
         return unsupported("zero point and scale have different lengths");
     }
     let ax = axis_index(&x.shape, axis, s.len())?;
+    if ax.is_none()
+        && zp.len() == 1
+        && let Some((b, signed)) = bytes(x)
+    {
+        // One scale and zero point on 8-bit codes: the same formula, vectorized.
+        let (z, sc) = (zp[0], s[0]);
+        let mut out = vec![0f32; b.len()];
+        crate::kernels::ewise::simd(
+            #[inline(always)]
+            || {
+                for (o, &v) in out.iter_mut().zip(b) {
+                    let v = if signed { v as i8 as i32 } else { v as i32 };
+                    *o = v.wrapping_sub(z) as f32 * sc;
+                }
+            },
+        );
+        return Ok(Tensor::from_f32(x.shape.clone(), out));
+    }
+    let xv = x.to_i32_vec();
     let out = xv
         .iter()
         .enumerate()
