@@ -277,10 +277,32 @@ pub(crate) fn conv(
     }
     if let Some(b) = bias {
         let bf = floats(b);
-        out.par_chunks_mut(ov).enumerate().for_each(|(i, o)| {
-            let bv = bf[i % g.m];
-            o.iter_mut().for_each(|v| *v += bv);
-        });
+        add_channel_bias(&mut out, &bf, ov);
     }
     Ok(float_tensor(x.dtype(), g.out_shape(), out))
+}
+
+/// `out[(n, c, ..)] += bias[c]` over planes of `plane` elements, in the vector
+/// trampoline (threads only for outputs large enough to pay for them).
+pub(crate) fn add_channel_bias(out: &mut [f32], bias: &[f32], plane: usize) {
+    if plane == 0 || bias.is_empty() {
+        return;
+    }
+    let m = bias.len();
+    let add = |i: usize, o: &mut [f32]| {
+        let bv = bias[i % m];
+        crate::kernels::ewise::simd(
+            #[inline(always)]
+            || o.iter_mut().for_each(|v| *v += bv),
+        )
+    };
+    if crate::kernels::threads() > 1 && out.len() >= 1 << 16 {
+        out.par_chunks_mut(plane)
+            .enumerate()
+            .for_each(|(i, o)| add(i, o));
+    } else {
+        for (i, o) in out.chunks_mut(plane).enumerate() {
+            add(i, o);
+        }
+    }
 }
