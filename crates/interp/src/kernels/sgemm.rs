@@ -142,13 +142,21 @@ fn gemv(
     beta: f32,
     c: &mut [f32],
 ) {
-    if super::ewise::has_fma() {
+    // Row-path block width W: with AVX-512, 128 columns (8 zmm accumulators: 64 left
+    // 4 dependent FMA chains, latency-bound); 64 otherwise (8 ymm with AVX2). Every
+    // column sums in k order whatever W is: the same bits.
+    if matches!(super::isa(), super::Isa::Avx512Vnni) {
         super::ewise::simd(
             #[inline(always)]
-            || gemv_impl::<true>(m, k, n, alpha, a, sa, b, sb, beta, c),
+            || gemv_impl::<true, 128>(m, k, n, alpha, a, sa, b, sb, beta, c),
+        )
+    } else if super::ewise::has_fma() {
+        super::ewise::simd(
+            #[inline(always)]
+            || gemv_impl::<true, 64>(m, k, n, alpha, a, sa, b, sb, beta, c),
         )
     } else {
-        gemv_impl::<false>(m, k, n, alpha, a, sa, b, sb, beta, c)
+        gemv_impl::<false, 64>(m, k, n, alpha, a, sa, b, sb, beta, c)
     }
 }
 
@@ -194,7 +202,7 @@ unsafe fn quad<const FMA: bool>(
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn gemv_impl<const FMA: bool>(
+fn gemv_impl<const FMA: bool, const W: usize>(
     m: usize,
     k: usize,
     n: usize,
@@ -227,21 +235,27 @@ fn gemv_impl<const FMA: bool>(
             }
         }
     } else if m == 1 && csb == 1 {
-        // c[j] = sum_k a[k] * b[k][j]: rows of b scaled and added, 64 columns at a time
+        // c[j] = sum_k a[k] * b[k][j]: rows of b scaled and added, W columns at a time
         // kept in registers.
-        const W: usize = 64;
         for j0 in (0..n).step_by(W) {
             let w = W.min(n - j0);
             let mut acc = [0f32; W];
-            for kk in 0..k {
-                let av = a[kk * csa];
-                let row = &b[kk * rsb + j0..kk * rsb + j0 + w];
-                if let Ok(row) = <&[f32; W]>::try_from(row) {
-                    // A fixed trip count, so the loop becomes W / lanes vector FMAs.
-                    for l in 0..W {
-                        acc[l] = mac::<FMA>(acc[l], av, row[l]);
+            if w == W {
+                // A fixed trip count and constant indices only, so the loop becomes
+                // W / lanes vector FMAs on accumulators held in registers (mixed with
+                // the variable-length loop below they were kept on the stack).
+                for kk in 0..k {
+                    let av = a[kk * csa];
+                    if let Some(row) = b[kk * rsb + j0..].first_chunk::<W>() {
+                        for l in 0..W {
+                            acc[l] = mac::<FMA>(acc[l], av, row[l]);
+                        }
                     }
-                } else {
+                }
+            } else {
+                for kk in 0..k {
+                    let av = a[kk * csa];
+                    let row = &b[kk * rsb + j0..kk * rsb + j0 + w];
                     for (s, &v) in acc.iter_mut().zip(row) {
                         *s = mac::<FMA>(*s, av, v);
                     }

@@ -152,6 +152,11 @@ pub(crate) fn im2col<T: Copy>(x: &[T], g: &Geom, pad: T, col: &mut [T]) {
             }
             let row = &mut col[(c * kv + kidx) * ov..][..ov];
             let last = &tabs[r - 1][ks[r - 1] * olast..][..olast];
+            // The input column grows with the output column, so the valid outputs of
+            // this tap along the last axis are one run lo..hi, read with a fixed step.
+            let lo = last.iter().position(|&cc| cc >= 0).unwrap_or(olast);
+            let hi = last.iter().rposition(|&cc| cc >= 0).map_or(lo, |p| p + 1);
+            let step = g.strides[r - 1];
             for outer in 0..nouter {
                 let mut rem = outer;
                 let mut base = 0isize;
@@ -168,12 +173,18 @@ pub(crate) fn im2col<T: Copy>(x: &[T], g: &Geom, pad: T, col: &mut [T]) {
                     dst.fill(pad);
                     continue;
                 }
-                for (d, &cc) in dst.iter_mut().zip(last) {
-                    *d = if cc < 0 {
-                        pad
+                dst[..lo].fill(pad);
+                dst[hi..].fill(pad);
+                if lo < hi {
+                    let start = (base + last[lo]) as usize;
+                    let run = &mut dst[lo..hi];
+                    if step == 1 {
+                        run.copy_from_slice(&xc[start..start + run.len()]);
                     } else {
-                        xc[(base + cc) as usize]
-                    };
+                        for (d, &v) in run.iter_mut().zip(xc[start..].iter().step_by(step)) {
+                            *d = v;
+                        }
+                    }
                 }
             }
         }
