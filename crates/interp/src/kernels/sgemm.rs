@@ -1,6 +1,6 @@
 //! f32 GEMM: `matrixmultiply` (packed AVX2/FMA kernels with runtime dispatch; on this
-//! project's hosts it is faster than the `gemm` crate for the conv shapes, see
-//! docs/interpreter.md) for matrices, vectorized dot products / axpys for the
+//! project's hosts it is faster than the `gemm` crate on 9 of 11 conv shapes:
+//! tools/gemm_compare, docs/interpreter.md) for matrices, vectorized dot products / axpys for the
 //! matrix-vector shapes it is slow at (a fully connected layer on one sample, one RNN
 //! step), and rayon over column blocks. No reduction is split, so the thread count does
 //! not change any result.
