@@ -5,7 +5,7 @@
 
 use super::vmath::{erf_f32, exp_f32, tanh_f32};
 use super::{Isa, isa};
-use crate::ops::elementwise::sigmoid_f32;
+use crate::ops::elementwise::logistic;
 use pimkit_ir::{BinaryOp, UnaryOp};
 
 /// Run `f` compiled with the host's vector instructions. Callers mark the closure
@@ -73,9 +73,13 @@ pub(crate) fn unary(u: UnaryOp, x: &[f32]) -> Option<Vec<f32>> {
                 )
             },
         ),
+        U::Sigmoid if logistic_fma() => simd(
+            #[inline(always)]
+            || map(x, logistic::<true>),
+        ),
         U::Sigmoid => simd(
             #[inline(always)]
-            || map(x, sigmoid_f32),
+            || map(x, logistic::<false>),
         ),
         U::Tanh => simd(
             #[inline(always)]
@@ -172,6 +176,43 @@ pub(crate) fn unary(u: UnaryOp, x: &[f32]) -> Option<Vec<f32>> {
     })
 }
 
+/// Whether the MLAS logistic of the selected onnxruntime kernels fuses its
+/// multiply-adds (the `FMA` argument of [`logistic`]).
+pub(crate) fn logistic_fma() -> bool {
+    crate::ort_kernels().logistic_fma()
+}
+
+/// [`logistic`] over `x` in place, in the vector trampoline (the RNN gates).
+pub(crate) fn logistic_in_place(x: &mut [f32]) {
+    fn run<const FMA: bool>(x: &mut [f32]) {
+        simd(
+            #[inline(always)]
+            || {
+                for v in x.iter_mut() {
+                    *v = logistic::<FMA>(*v);
+                }
+            },
+        )
+    }
+    if logistic_fma() {
+        run::<true>(x)
+    } else {
+        run::<false>(x)
+    }
+}
+
+/// `tanh_f32` over `x` in place, in the vector trampoline (the RNN gates).
+pub(crate) fn tanh_in_place(x: &mut [f32]) {
+    simd(
+        #[inline(always)]
+        || {
+            for v in x.iter_mut() {
+                *v = tanh_f32(*v);
+            }
+        },
+    )
+}
+
 /// `Clip` on f32 (NaN stays NaN).
 pub(crate) fn clip(x: &[f32], lo: f32, hi: f32) -> Vec<f32> {
     simd(
@@ -191,10 +232,10 @@ pub(crate) fn clip_in_place(x: &mut [f32], lo: f32, hi: f32) {
     simd(
         #[inline(always)]
         || {
+            // A select, not a conditional store, so the loop vectorizes.
             for p in x.iter_mut() {
-                if !p.is_nan() {
-                    *p = p.max(lo).min(hi);
-                }
+                let c = p.max(lo).min(hi);
+                *p = if p.is_nan() { *p } else { c };
             }
         },
     )

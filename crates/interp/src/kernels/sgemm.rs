@@ -1,6 +1,6 @@
 //! f32 GEMM: `matrixmultiply` (packed AVX2/FMA kernels with runtime dispatch; on this
-//! project's hosts it is faster than the `gemm` crate for the conv shapes, see
-//! docs/interpreter.md) for matrices, vectorized dot products / axpys for the
+//! project's hosts it is faster than the `gemm` crate on 9 of 11 conv shapes:
+//! tools/gemm_compare, docs/interpreter.md) for matrices, vectorized dot products / axpys for the
 //! matrix-vector shapes it is slow at (a fully connected layer on one sample, one RNN
 //! step), and rayon over column blocks. No reduction is split, so the thread count does
 //! not change any result.
@@ -11,9 +11,11 @@ use rayon::prelude::*;
 /// `c[m x n] = alpha * a * b + beta * c` with element strides (row, column) for a and
 /// b; c is row-major contiguous. `beta == 0` ignores the old contents of c.
 ///
-/// Every shape goes to `matrixmultiply`, so Conv / MatMul / Gemm results are the same
-/// bits as before the vectorized kernels (the zoo's quantized models are calibrated on
-/// them). [`sgemm_rnn`] adds the matrix-vector path for recurrent steps.
+/// Matrix-vector shapes with a contiguous operand (a fully connected layer on one
+/// sample: m == 1) go to the register-blocked [`gemv`] path: `matrixmultiply` would
+/// pack the whole weight matrix at every call, which cost more than the product itself
+/// (MobileNetV2's classifier: 1.3 ms of a 16 ms run). Every other shape goes to
+/// `matrixmultiply`. [`sgemm_rnn`] also takes the matrix-vector path for any strides.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sgemm(
     m: usize,
@@ -40,6 +42,10 @@ pub(crate) fn sgemm(
             b.len() > (k - 1) * rsb + (n - 1) * csb,
             "sgemm: b too small"
         );
+    }
+    if k > 0 && gemv_fast(m, n, (rsa, csa), (rsb, csb)) {
+        gemv(m, k, n, alpha, a, (rsa, csa), b, (rsb, csb), beta, c);
+        return;
     }
     let th = threads();
     let cols = if th > 1 && m * n * k >= 1 << 21 {
@@ -115,6 +121,12 @@ pub(crate) fn sgemm_rnn(
     }
 }
 
+/// True when [`gemv_impl`] has a vectorized loop for this matrix-vector shape (the
+/// others fall back to its scalar triple loop, slower than `matrixmultiply`).
+fn gemv_fast(m: usize, n: usize, (_, csa): (usize, usize), (rsb, csb): (usize, usize)) -> bool {
+    (m == 1 && ((rsb == 1 && csa == 1) || csb == 1)) || (n == 1 && csa == 1 && rsb == 1)
+}
+
 /// Matrix-vector products (m == 1 or n == 1), in the vector trampoline (with fused
 /// multiply-adds where the host has FMA).
 #[allow(clippy::too_many_arguments)]
@@ -130,13 +142,21 @@ fn gemv(
     beta: f32,
     c: &mut [f32],
 ) {
-    if super::ewise::has_fma() {
+    // Row-path block width W: with AVX-512, 128 columns (8 zmm accumulators: 64 left
+    // 4 dependent FMA chains, latency-bound); 64 otherwise (8 ymm with AVX2). Every
+    // column sums in k order whatever W is: the same bits.
+    if matches!(super::isa(), super::Isa::Avx512Vnni) {
         super::ewise::simd(
             #[inline(always)]
-            || gemv_impl::<true>(m, k, n, alpha, a, sa, b, sb, beta, c),
+            || gemv_impl::<true, 128>(m, k, n, alpha, a, sa, b, sb, beta, c),
+        )
+    } else if super::ewise::has_fma() {
+        super::ewise::simd(
+            #[inline(always)]
+            || gemv_impl::<true, 64>(m, k, n, alpha, a, sa, b, sb, beta, c),
         )
     } else {
-        gemv_impl::<false>(m, k, n, alpha, a, sa, b, sb, beta, c)
+        gemv_impl::<false, 64>(m, k, n, alpha, a, sa, b, sb, beta, c)
     }
 }
 
@@ -182,7 +202,7 @@ unsafe fn quad<const FMA: bool>(
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn gemv_impl<const FMA: bool>(
+fn gemv_impl<const FMA: bool, const W: usize>(
     m: usize,
     k: usize,
     n: usize,
@@ -215,21 +235,27 @@ fn gemv_impl<const FMA: bool>(
             }
         }
     } else if m == 1 && csb == 1 {
-        // c[j] = sum_k a[k] * b[k][j]: rows of b scaled and added, 64 columns at a time
+        // c[j] = sum_k a[k] * b[k][j]: rows of b scaled and added, W columns at a time
         // kept in registers.
-        const W: usize = 64;
         for j0 in (0..n).step_by(W) {
             let w = W.min(n - j0);
             let mut acc = [0f32; W];
-            for kk in 0..k {
-                let av = a[kk * csa];
-                let row = &b[kk * rsb + j0..kk * rsb + j0 + w];
-                if let Ok(row) = <&[f32; W]>::try_from(row) {
-                    // A fixed trip count, so the loop becomes W / lanes vector FMAs.
-                    for l in 0..W {
-                        acc[l] = mac::<FMA>(acc[l], av, row[l]);
+            if w == W {
+                // A fixed trip count and constant indices only, so the loop becomes
+                // W / lanes vector FMAs on accumulators held in registers (mixed with
+                // the variable-length loop below they were kept on the stack).
+                for kk in 0..k {
+                    let av = a[kk * csa];
+                    if let Some(row) = b[kk * rsb + j0..].first_chunk::<W>() {
+                        for l in 0..W {
+                            acc[l] = mac::<FMA>(acc[l], av, row[l]);
+                        }
                     }
-                } else {
+                }
+            } else {
+                for kk in 0..k {
+                    let av = a[kk * csa];
+                    let row = &b[kk * rsb + j0..kk * rsb + j0 + w];
                     for (s, &v) in acc.iter_mut().zip(row) {
                         *s = mac::<FMA>(*s, av, v);
                     }

@@ -152,6 +152,11 @@ pub(crate) fn im2col<T: Copy>(x: &[T], g: &Geom, pad: T, col: &mut [T]) {
             }
             let row = &mut col[(c * kv + kidx) * ov..][..ov];
             let last = &tabs[r - 1][ks[r - 1] * olast..][..olast];
+            // The input column grows with the output column, so the valid outputs of
+            // this tap along the last axis are one run lo..hi, read with a fixed step.
+            let lo = last.iter().position(|&cc| cc >= 0).unwrap_or(olast);
+            let hi = last.iter().rposition(|&cc| cc >= 0).map_or(lo, |p| p + 1);
+            let step = g.strides[r - 1];
             for outer in 0..nouter {
                 let mut rem = outer;
                 let mut base = 0isize;
@@ -168,12 +173,18 @@ pub(crate) fn im2col<T: Copy>(x: &[T], g: &Geom, pad: T, col: &mut [T]) {
                     dst.fill(pad);
                     continue;
                 }
-                for (d, &cc) in dst.iter_mut().zip(last) {
-                    *d = if cc < 0 {
-                        pad
+                dst[..lo].fill(pad);
+                dst[hi..].fill(pad);
+                if lo < hi {
+                    let start = (base + last[lo]) as usize;
+                    let run = &mut dst[lo..hi];
+                    if step == 1 {
+                        run.copy_from_slice(&xc[start..start + run.len()]);
                     } else {
-                        xc[(base + cc) as usize]
-                    };
+                        for (d, &v) in run.iter_mut().zip(xc[start..].iter().step_by(step)) {
+                            *d = v;
+                        }
+                    }
                 }
             }
         }
@@ -277,10 +288,32 @@ pub(crate) fn conv(
     }
     if let Some(b) = bias {
         let bf = floats(b);
-        out.par_chunks_mut(ov).enumerate().for_each(|(i, o)| {
-            let bv = bf[i % g.m];
-            o.iter_mut().for_each(|v| *v += bv);
-        });
+        add_channel_bias(&mut out, &bf, ov);
     }
     Ok(float_tensor(x.dtype(), g.out_shape(), out))
+}
+
+/// `out[(n, c, ..)] += bias[c]` over planes of `plane` elements, in the vector
+/// trampoline (threads only for outputs large enough to pay for them).
+pub(crate) fn add_channel_bias(out: &mut [f32], bias: &[f32], plane: usize) {
+    if plane == 0 || bias.is_empty() {
+        return;
+    }
+    let m = bias.len();
+    let add = |i: usize, o: &mut [f32]| {
+        let bv = bias[i % m];
+        crate::kernels::ewise::simd(
+            #[inline(always)]
+            || o.iter_mut().for_each(|v| *v += bv),
+        )
+    };
+    if crate::kernels::threads() > 1 && out.len() >= 1 << 16 {
+        out.par_chunks_mut(plane)
+            .enumerate()
+            .for_each(|(i, o)| add(i, o));
+    } else {
+        for (i, o) in out.chunks_mut(plane).enumerate() {
+            add(i, o);
+        }
+    }
 }

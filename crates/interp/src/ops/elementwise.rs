@@ -95,11 +95,18 @@ fn doubles_to(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Tensor {
 /// Sigmoid, the RNN gates and QLinearSigmoid's lookup table.
 #[inline]
 pub fn sigmoid_f32(x: f32) -> f32 {
-    logistic(x, crate::ort_kernels().logistic_fma())
+    if crate::ort_kernels().logistic_fma() {
+        logistic::<true>(x)
+    } else {
+        logistic::<false>(x)
+    }
 }
 
-fn logistic(x: f32, fma: bool) -> f32 {
-    let madd = |a: f32, b: f32, c: f32| if fma { a.mul_add(b, c) } else { a * b + c };
+/// [`sigmoid_f32`] with the FMA choice made once by the caller, so a loop over it has
+/// no branch and vectorizes (the vectorized Sigmoid and the RNN gates).
+#[inline(always)]
+pub(crate) fn logistic<const FMA: bool>(x: f32) -> f32 {
+    let madd = |a: f32, b: f32, c: f32| if FMA { a.mul_add(b, c) } else { a * b + c };
     // MlasLogisticConstants, written exactly as in MLAS (rounded to f32 by the compiler).
     #[allow(clippy::excessive_precision)]
     const A: [f32; 5] = [
@@ -118,9 +125,6 @@ fn logistic(x: f32, fma: bool) -> f32 {
         1.16817656904453e-01,
         9.93151921023180e-01,
     ];
-    if x.is_nan() {
-        return x;
-    }
     let v = x.clamp(-18.0, 18.0);
     let v2 = v * v;
     let mut p = madd(v2, A[0], A[1]);
@@ -132,7 +136,9 @@ fn logistic(x: f32, fma: bool) -> f32 {
     for &b in &B[2..] {
         q = madd(q, v2, b);
     }
-    (p / q + 0.5).clamp(0.0, 1.0)
+    let r = (p / q + 0.5).clamp(0.0, 1.0);
+    // NaN stays the input NaN (a select, not a branch).
+    if x.is_nan() { x } else { r }
 }
 
 fn softplus<F: num_traits::Float>(x: F) -> F {

@@ -3,6 +3,8 @@
 use crate::elem::{broadcast_map, float_tensor, floats};
 use crate::error::{OpResult, unsupported};
 use crate::exec::Ctx;
+use crate::kernels::ewise::simd;
+use crate::kernels::vmath::exp_f32;
 use pimkit_ir::Tensor;
 
 /// y = (x - mean) / sqrt(var + eps) * scale + bias, per channel (axis 1).
@@ -31,7 +33,8 @@ pub(crate) fn batch_norm(c: &Ctx, eps: f32) -> OpResult<Tensor> {
 }
 
 /// Normalize over axes [axis..rank) with population variance; scale/bias broadcast to
-/// the normalized shape. Statistics accumulate in f64.
+/// the normalized shape. Statistics accumulate in f64 (eight interleaved partial sums,
+/// added in a fixed order, so the loops vectorize) and are rounded once.
 pub(crate) fn layer_norm(
     x: &Tensor,
     scale: &Tensor,
@@ -45,29 +48,76 @@ pub(crate) fn layer_norm(
     let norm_shape = &x.shape[axis..];
     let d: usize = norm_shape.iter().product();
     let xf = floats(x);
+    // Scale and bias gathered once to the normalized shape, so the row loop is a plain
+    // vector loop.
     let sf = floats(scale);
-    let smap = broadcast_map(&scale.shape, norm_shape);
-    let bvals: Option<(Vec<f32>, Vec<usize>)> =
-        bias.map(|b| (floats(b).into_owned(), broadcast_map(&b.shape, norm_shape)));
+    let sv: Vec<f32> = broadcast_map(&scale.shape, norm_shape)
+        .into_iter()
+        .map(|i| sf[i])
+        .collect();
+    let bv: Option<Vec<f32>> = bias.map(|b| {
+        let f = floats(b);
+        broadcast_map(&b.shape, norm_shape)
+            .into_iter()
+            .map(|i| f[i])
+            .collect()
+    });
     let mut out = vec![0f32; xf.len()];
     if d > 0 {
-        for (row, orow) in xf.chunks(d).zip(out.chunks_mut(d)) {
-            let mean = row.iter().map(|&v| v as f64).sum::<f64>() / d as f64;
-            let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / d as f64;
-            let inv = 1.0 / (var + eps as f64).sqrt();
-            for j in 0..d {
-                let mut y = ((row[j] as f64 - mean) * inv) as f32 * sf[smap[j]];
-                if let Some((bv, bm)) = &bvals {
-                    y += bv[bm[j]];
+        simd(
+            #[inline(always)]
+            || {
+                for (row, orow) in xf.chunks(d).zip(out.chunks_mut(d)) {
+                    let mean = sum_f64(row, |v| v) / d as f64;
+                    let var = sum_f64(row, |v| (v - mean) * (v - mean)) / d as f64;
+                    let inv = 1.0 / (var + eps as f64).sqrt();
+                    let norm = |v: f32| ((v as f64 - mean) * inv) as f32;
+                    match &bv {
+                        Some(bv) => {
+                            for (((o, &v), &s), &b) in orow.iter_mut().zip(row).zip(&sv).zip(bv) {
+                                *o = norm(v) * s + b;
+                            }
+                        }
+                        None => {
+                            for ((o, &v), &s) in orow.iter_mut().zip(row).zip(&sv) {
+                                *o = norm(v) * s;
+                            }
+                        }
+                    }
                 }
-                orow[j] = y;
-            }
-        }
+            },
+        )
     }
     Ok(float_tensor(x.dtype(), x.shape.clone(), out))
 }
 
-/// Softmax / LogSoftmax along one axis (opset-13 semantics), max-subtracted.
+/// Sum of `f(v as f64)` over `row` in eight interleaved f64 partial sums, added
+/// pairwise at the end (a fixed order: the same bits on every host and thread count).
+#[inline(always)]
+fn sum_f64(row: &[f32], f: impl Fn(f64) -> f64) -> f64 {
+    let mut acc = [0f64; 8];
+    let mut chunks = row.chunks_exact(8);
+    for c in &mut chunks {
+        for l in 0..8 {
+            acc[l] += f(c[l] as f64);
+        }
+    }
+    for (l, &v) in chunks.remainder().iter().enumerate() {
+        acc[l] += f(v as f64);
+    }
+    let mut w = 8;
+    while w > 1 {
+        w /= 2;
+        for l in 0..w {
+            acc[l] += acc[l + w];
+        }
+    }
+    acc[0]
+}
+
+/// Softmax / LogSoftmax along one axis (opset-13 semantics), max-subtracted, with
+/// `kernels::vmath`'s exp (f64, rounded once: within 1 ulp of the library's expf) in a
+/// vector loop; the sum runs in f32 in index order, as before.
 pub(crate) fn softmax(x: &Tensor, axis: usize, log: bool) -> OpResult<Tensor> {
     if !x.dtype().is_float() {
         return unsupported(format!("Softmax on {} tensors", x.dtype()));
@@ -78,23 +128,40 @@ pub(crate) fn softmax(x: &Tensor, axis: usize, log: bool) -> OpResult<Tensor> {
     let outer: usize = x.shape[..axis].iter().product();
     let mut out = vec![0f32; xf.len()];
     let mut buf = vec![0f32; len];
-    for o in 0..outer {
-        for i in 0..inner {
-            let at = |j: usize| (o * len + j) * inner + i;
-            let mx = (0..len).fold(f32::NEG_INFINITY, |m, j| m.max(xf[at(j)]));
-            let mut sum = 0f32;
-            for j in 0..len {
-                buf[j] = xf[at(j)] - mx;
-                sum += buf[j].exp();
+    let mut e = vec![0f32; len];
+    simd(
+        #[inline(always)]
+        || {
+            for o in 0..outer {
+                for i in 0..inner {
+                    let at = |j: usize| (o * len + j) * inner + i;
+                    if inner == 1 {
+                        buf.copy_from_slice(&xf[o * len..(o + 1) * len]);
+                    } else {
+                        for (j, b) in buf.iter_mut().enumerate() {
+                            *b = xf[at(j)];
+                        }
+                    }
+                    let mx = buf.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+                    for (b, ev) in buf.iter_mut().zip(e.iter_mut()) {
+                        *b -= mx;
+                        *ev = exp_f32(*b);
+                    }
+                    let sum = e.iter().fold(0f32, |s, &v| s + v);
+                    let lsum = sum.ln();
+                    let res = |j: usize| if log { buf[j] - lsum } else { e[j] / sum };
+                    if inner == 1 {
+                        for (j, ov) in out[o * len..(o + 1) * len].iter_mut().enumerate() {
+                            *ov = res(j);
+                        }
+                    } else {
+                        for j in 0..len {
+                            out[at(j)] = res(j);
+                        }
+                    }
+                }
             }
-            for j in 0..len {
-                out[at(j)] = if log {
-                    buf[j] - sum.ln()
-                } else {
-                    buf[j].exp() / sum
-                };
-            }
-        }
-    }
+        },
+    );
     Ok(float_tensor(x.dtype(), x.shape.clone(), out))
 }

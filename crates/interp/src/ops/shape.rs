@@ -77,21 +77,28 @@ pub(crate) fn concat(ins: &[&Tensor], axis: usize) -> OpResult<Tensor> {
 }
 
 pub(crate) fn split(x: &Tensor, axis: usize, sizes: &[usize]) -> OpResult<Vec<Tensor>> {
+    // Concat's inverse: every output is `outer` contiguous runs of `size * inner`.
+    let len = x.shape[axis];
+    if sizes.iter().sum::<usize>() > len {
+        return invalid(format!(
+            "split sizes {sizes:?} exceed the axis length {len}"
+        ));
+    }
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner: usize = x.shape[axis + 1..].iter().product();
     let mut start = 0;
     let mut outs = Vec::with_capacity(sizes.len());
     for &s in sizes {
-        let tabs: Vec<Vec<Option<usize>>> = (0..x.rank())
-            .map(|i| {
-                if i == axis {
-                    (start..start + s).map(Some).collect()
-                } else {
-                    (0..x.shape[i]).map(Some).collect()
-                }
-            })
-            .collect();
         let mut shape = x.shape.clone();
         shape[axis] = s;
-        outs.push(apply_map(x, shape, &table_map(&tabs, &x.shape), 0.0));
+        let data = map_data!(&x.data, |v| {
+            let mut out = Vec::with_capacity(outer * s * inner);
+            for o in 0..outer {
+                out.extend_from_slice(&v[(o * len + start) * inner..(o * len + start + s) * inner]);
+            }
+            out
+        });
+        outs.push(Tensor { shape, data });
         start += s;
     }
     Ok(outs)
