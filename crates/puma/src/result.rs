@@ -189,7 +189,11 @@ pub fn run_graph(
             msg,
         })
     };
-    let fg = crate::dequant::float_equivalent(g).map_err(graph_error)?;
+    let fg = if crate::dequant::has_quantized(g) {
+        crate::dequant::float_equivalent(g).map_err(graph_error)?
+    } else {
+        None
+    };
     if let Some(f) = fg.filter(|f| f.quantized()) {
         let (mut res, outs, p) = run_split(&f.graph, arch, copts, sopts, inputs.clone())?;
         let diff =

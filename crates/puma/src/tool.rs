@@ -49,9 +49,12 @@ pub fn compile_to_dir(
     opts: &CompileOptions,
     dir: &Path,
 ) -> Result<Program, ToolError> {
-    let fg = crate::dequant::float_equivalent(g)
-        .map_err(|e| ToolError::Input(format!("graph `{}`: {e}", g.name)))?
-        .filter(|f| f.quantized());
+    let fg = if crate::dequant::has_quantized(g) {
+        crate::dequant::float_equivalent(g)
+            .map_err(|e| ToolError::Input(format!("graph `{}`: {e}", g.name)))?
+    } else {
+        None
+    };
     let g = fg.as_ref().map_or(g, |f| &f.graph);
     let p = compile(g, arch, opts)?;
     p.save(dir)?;

@@ -110,8 +110,28 @@ pub fn is_quantized_op(op: &Op) -> bool {
     )
 }
 
+/// Whether `g` has quantized nodes (then [`float_equivalent`] is what PUMA runs).
+pub fn has_quantized(g: &Graph) -> bool {
+    g.nodes.iter().any(|n| is_quantized_op(&n.op))
+}
+
 /// The float equivalent of `g` (see the module doc); `None` when nothing changes (no
 /// quantized node and no node to fold).
 pub fn float_equivalent(g: &Graph) -> Result<Option<FloatGraph>, String> {
+    // Checked first: rebuilding copies every weight (half a gigabyte for VGG16).
+    let foldable = |n: &pimkit_ir::Node| {
+        n.inputs.iter().any(Option::is_some)
+            && n.inputs
+                .iter()
+                .flatten()
+                .all(|&v| g.const_data(v).is_some())
+    };
+    if !g
+        .nodes
+        .iter()
+        .any(|n| is_quantized_op(&n.op) || foldable(n))
+    {
+        return Ok(None);
+    }
     builder::build(g)
 }
