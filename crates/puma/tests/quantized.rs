@@ -260,3 +260,64 @@ fn quantized_squeezenet_runs_whole() {
     assert!(r.quantized_model_max_abs_diff.is_some());
     assert!(r.notes.iter().any(|n| n.contains("float equivalent")));
 }
+
+/// QDQ form: x → QuantizeLinear → DequantizeLinear → float Conv whose weight is a
+/// DequantizeLinear of int8 constants: the weight folds into a float constant and
+/// the activation pair into a clip to the quantized range.
+#[test]
+fn qdq_weights_fold_into_float_constants() {
+    let mut g = Graph::new("tiny_qdq");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![1, 2, 5, 5]));
+    let s = g.add_const("s", Tensor::scalar_f32(0.02));
+    let z = g.add_const("z", t(vec![], TensorData::U8(vec![128])));
+    let q = g
+        .op(
+            "q",
+            Op::QuantizeLinear {
+                axis: 1,
+                to: DType::U8,
+            },
+            &[x, s, z],
+        )
+        .unwrap();
+    let dq = g
+        .op("dq", Op::DequantizeLinear { axis: 1 }, &[q, s, z])
+        .unwrap();
+    let w: Vec<i8> = (0..4 * 2 * 9).map(|i| ((i * 29 % 51) as i8) - 25).collect();
+    let w = g.add_const("w_q", t(vec![4, 2, 3, 3], TensorData::I8(w)));
+    let ws = g.add_const(
+        "w_s",
+        Tensor::from_f32(vec![4], vec![0.01, 0.02, 0.015, 0.005]),
+    );
+    let wz = g.add_const("w_z", t(vec![4], TensorData::I8(vec![0; 4])));
+    let wf = g
+        .op("w_dq", Op::DequantizeLinear { axis: 0 }, &[w, ws, wz])
+        .unwrap();
+    let conv = Op::Conv(ConvAttrs::simple(vec![3, 3], 1, 1, 1));
+    let y = g.op("conv", conv, &[dq, wf]).unwrap();
+    g.outputs = vec![y];
+    let f = float_equivalent(&g).unwrap().unwrap();
+    let fg = &f.graph;
+    let c = fg
+        .nodes
+        .iter()
+        .find(|n| matches!(n.op, Op::Conv(_)))
+        .unwrap();
+    let wv = c.input(1).unwrap();
+    assert!(fg.is_const(wv) && fg.ty(wv).dtype == DType::F32);
+    assert!(
+        fg.nodes
+            .iter()
+            .all(|n| !pimkit_puma::dequant::is_quantized_op(&n.op))
+    );
+    // Only the rounding of x to the 0.02 grid separates the two.
+    let ins = pimkit_interp::random_inputs(&g, 1);
+    let a = pimkit_interp::run(&g, &ins).unwrap()[0].to_f32_vec();
+    let b = pimkit_interp::run(fg, &ins).unwrap()[0].to_f32_vec();
+    // Half a step (0.01) × 18 taps × the largest |w| (25 · 0.02).
+    let bound = 0.01 * 18.0 * 0.5 + 1e-5;
+    for (p, q) in a.iter().zip(&b) {
+        assert!((p - q).abs() <= bound, "{p} vs {q}");
+    }
+    assert!(a.iter().any(|v| v.abs() > 0.1));
+}
