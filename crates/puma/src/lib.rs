@@ -11,6 +11,7 @@
 
 pub mod arch;
 pub mod compile;
+pub mod dequant;
 mod dot;
 pub mod encode;
 pub mod engine;

@@ -36,9 +36,15 @@ pub struct PumaResult {
     pub accuracy_warning: bool,
     /// Human-readable warnings (printed on stderr as `warning:` lines).
     pub warnings: Vec<String>,
-    /// Notes (printed on stderr as `note:` lines): nodes run on the host.
+    /// Notes (printed on stderr as `note:` lines): nodes run on the host, a quantized
+    /// model run as its float equivalent.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// For a quantized model (run as its float equivalent, `dequant`): the largest
+    /// |difference| between PUMA's outputs and the quantized model's own (reference
+    /// interpreter); `max_abs_error` is against the float equivalent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantized_model_max_abs_diff: Option<f64>,
     /// The weight-replication plan (`--replicate`), with its MVMU budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replication: Option<crate::plan::Plan>,
@@ -148,6 +154,7 @@ pub fn run_program(
         accuracy_warning: false,
         warnings: Vec::new(),
         notes: Vec::new(),
+        quantized_model_max_abs_diff: None,
         replication: p.placement.replication.clone(),
         nodes: p.placement.nodes_used,
         static_instructions: p.num_core_instructions(),
@@ -160,7 +167,8 @@ pub fn run_program(
 
 /// Compile `g`, simulate it on `inputs` (deterministic random inputs when `None`) and
 /// compare with the reference interpreter (skipped for shape-only graphs). Nodes with
-/// integer inputs or outputs (embedding lookups) run on the host first, with a note.
+/// integer inputs or outputs (embedding lookups) run on the host first, with a note. A
+/// quantized model runs as its float equivalent ([`crate::dequant`]), with a note.
 pub fn run_graph(
     g: &Graph,
     arch: &Arch,
@@ -175,6 +183,37 @@ pub fn run_graph(
             pimkit_interp::random_inputs(g, 0)
         }
     };
+    let graph_error = |msg| {
+        RunError::Compile(crate::compile::CompileError::Graph {
+            graph: g.name.clone(),
+            msg,
+        })
+    };
+    let fg = if crate::dequant::has_quantized(g) {
+        crate::dequant::float_equivalent(g).map_err(graph_error)?
+    } else {
+        None
+    };
+    if let Some(f) = fg.filter(|f| f.quantized()) {
+        let (mut res, outs, p) = run_split(&f.graph, arch, copts, sopts, inputs.clone())?;
+        let diff =
+            crate::dequant::quantized_difference(g, &inputs, &outs).map_err(RunError::Reference)?;
+        res.model = g.name.clone();
+        res.notes.insert(0, f.note(diff));
+        res.quantized_model_max_abs_diff = diff;
+        return Ok((res, outs, p));
+    }
+    run_split(g, arch, copts, sopts, inputs)
+}
+
+/// [`run_graph`] of a graph without quantized nodes: the host part first, if any.
+fn run_split(
+    g: &Graph,
+    arch: &Arch,
+    copts: &CompileOptions,
+    sopts: &SimOptions,
+    inputs: HashMap<String, Tensor>,
+) -> Result<(PumaResult, Vec<Tensor>, Program), RunError> {
     let split = crate::per_layer::split_host(g).map_err(|msg| {
         RunError::Compile(crate::compile::CompileError::Graph {
             graph: g.name.clone(),

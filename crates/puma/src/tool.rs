@@ -41,13 +41,21 @@ pub fn default_inputs(g: &Graph) -> HashMap<String, Tensor> {
 
 /// Compile `g` into `dir`. When the graph has weights, the reference interpreter's
 /// outputs for the default inputs are saved too (reference/*.npy, inputs/*.npy), so that
-/// `sim DIR` can report `max_abs_error` without the model.
+/// `sim DIR` can report `max_abs_error` without the model. A quantized model is compiled
+/// as its float equivalent (`crate::dequant`), whose outputs are the reference.
 pub fn compile_to_dir(
     g: &Graph,
     arch: &Arch,
     opts: &CompileOptions,
     dir: &Path,
 ) -> Result<Program, ToolError> {
+    let fg = if crate::dequant::has_quantized(g) {
+        crate::dequant::float_equivalent(g)
+            .map_err(|e| ToolError::Input(format!("graph `{}`: {e}", g.name)))?
+    } else {
+        None
+    };
+    let g = fg.as_ref().map_or(g, |f| &f.graph);
     let p = compile(g, arch, opts)?;
     p.save(dir)?;
     let inputs = default_inputs(g);

@@ -94,9 +94,14 @@ pub struct PerLayerResult {
     pub max_abs_error: Option<f64>,
     /// True when some layer was simulated at a reduced size and scaled.
     pub scaled: bool,
-    /// Notes for the whole run (nodes on the host).
+    /// Notes for the whole run (nodes on the host, a quantized model run as its float
+    /// equivalent).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// For a quantized model: the largest |difference| between its float equivalent's
+    /// outputs and its own (reference interpreter; `crate::dequant`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantized_model_max_abs_diff: Option<f64>,
     /// Layers whose error exceeds the tolerance (`SimOptions::tolerance`, relative to
     /// the layer's output range) or whose results saturated: never silent.
     #[serde(default)]
@@ -132,6 +137,38 @@ pub fn run_per_layer_with(
             pimkit_interp::random_inputs(g, 0)
         }
     };
+    // Constant-only nodes folded (never a layer), quantized models as float ones.
+    let fg = crate::dequant::float_equivalent(g).map_err(|msg| {
+        RunError::Compile(crate::compile::CompileError::Graph {
+            graph: g.name.clone(),
+            msg,
+        })
+    })?;
+    let Some(f) = fg else {
+        return run_layers(g, arch, copts, sopts, inputs, on_layer);
+    };
+    let mut r = run_layers(&f.graph, arch, copts, sopts, inputs.clone(), on_layer)?;
+    if f.quantized() {
+        let outs = pimkit_interp::run(&f.graph, &inputs)
+            .map_err(|e| RunError::Reference(e.to_string()))?;
+        let diff =
+            crate::dequant::quantized_difference(g, &inputs, &outs).map_err(RunError::Reference)?;
+        r.notes.insert(0, f.note(diff));
+        r.quantized_model_max_abs_diff = diff;
+    }
+    r.model = g.name.clone();
+    Ok(r)
+}
+
+/// [`run_per_layer_with`] of a graph without constant-only nodes to fold.
+fn run_layers(
+    g: &Graph,
+    arch: &Arch,
+    copts: &CompileOptions,
+    sopts: &SimOptions,
+    inputs: HashMap<String, Tensor>,
+    on_layer: &mut dyn FnMut(usize, usize, &str),
+) -> Result<PerLayerResult, RunError> {
     let host = host_nodes(g);
     let segs = segments(g);
     let graph_outs: HashSet<ValueId> = g.outputs.iter().copied().collect();
@@ -200,6 +237,15 @@ pub fn run_per_layer_with(
     let mut layers = Vec::new();
     for (si, r) in segs.iter().enumerate() {
         on_layer(si, segs.len(), &g.nodes[r.start].name);
+        if ext[si].is_empty() && !nodes[si].is_empty() {
+            // Only constants in (a shape-only graph's, which cannot be folded): the
+            // compiler evaluates them where they are read.
+            notes.push(format!(
+                "layer `{}` computes only constants: nothing to simulate",
+                g.nodes[r.start].name
+            ));
+            continue;
+        }
         let lay = layer::Layer {
             g,
             arch,
@@ -263,6 +309,7 @@ pub fn run_per_layer_with(
         energy_nj: layers.iter().map(|l| l.energy_nj).sum(),
         max_abs_error,
         notes,
+        quantized_model_max_abs_diff: None,
         warnings,
         layers,
     })
