@@ -594,14 +594,16 @@ impl Machine {
         let (avail, avail_dma, free) = (&mut t.avail[p], &mut t.avail_dma[p], &mut t.free[p]);
         let mut ready = t.host_t.max(t.vpu_t[p]);
         let mut start = ready;
-        for &r in srcs.iter().chain(dst.iter()) {
+        let mut operand = |r: usize| {
             if avail_dma[r] {
                 start = start.max(avail[r]);
             } else {
                 ready = ready.max(avail[r]);
             }
-        }
+        };
+        srcs.iter().for_each(|&r| operand(r));
         if let Some(d) = dst {
+            operand(d);
             ready = ready.max(free[d]);
         }
         start = start.max(ready);
@@ -633,7 +635,13 @@ impl Machine {
     #[inline]
     pub(crate) fn vcost(&self, cpw: f64, vl: usize) -> u64 {
         // Bounded by validation (VLEN <= 32768, cpw <= 1e6): no overflow.
-        let groups = vl.div_ceil(self.arch.vpu.lanes) as f64;
+        // Through u32 when it fits (always for vl <= VLEN): one conversion instruction
+        // instead of the u64 -> f64 sequence, the same value.
+        let g = vl.div_ceil(self.arch.vpu.lanes);
+        let groups = match u32::try_from(g) {
+            Ok(g) => f64::from(g),
+            Err(_) => g as f64,
+        };
         self.arch
             .vpu
             .startup_cycles
@@ -847,8 +855,13 @@ impl Machine {
 #[inline]
 pub(crate) fn ceil_u64(x: f64) -> u64 {
     if (0.0..9.2e18).contains(&x) {
-        let t = x as u64;
-        if (t as f64) < x { t + 1 } else { t }
+        // In range for i64: the signed conversions are single instructions.
+        let t = x as i64;
+        if (t as f64) < x {
+            t as u64 + 1
+        } else {
+            t as u64
+        }
     } else {
         x.ceil() as u64
     }
