@@ -302,6 +302,18 @@ impl Machine {
         }
     }
 
+    /// Make `dst` an exact copy of this machine, reusing `dst`'s buffers (a trial's
+    /// copy without fresh pages for the whole memory on every kernel call).
+    pub(crate) fn copy_into(&self, dst: &mut Machine) {
+        dst.arch.clone_from(&self.arch);
+        dst.vlen = self.vlen;
+        dst.mem.clone_from(&self.mem);
+        dst.vrf.clone_from(&self.vrf);
+        dst.cache.clone_from(&self.cache);
+        dst.t.clone_from(&self.t);
+        dst.bound.clone_from(&self.bound);
+    }
+
     /// Stop this copy's run (at its next DMA) once its clock passes `b`'s best finished
     /// trial; `None` runs to the end.
     pub fn set_trial_bound(&mut self, b: Option<TrialBound>) {
