@@ -295,7 +295,7 @@ mod tests {
     #[test]
     fn finite_scale_round_trips() {
         let mut r = 0x1234_5678u32;
-        let mut check = |s: f32| {
+        let check = |s: f32| {
             let q = IntRequant::new(s);
             if s.is_finite() {
                 assert_eq!(
