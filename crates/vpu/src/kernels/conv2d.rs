@@ -244,7 +244,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             load_band(m, j, &g, q, tile, wx, ci)?;
                         }
                     }
-                    macs(m, j, &g, t, wx, ci, &tv)?;
+                    macs(m, j, &g, t, wx, ci, tv)?;
                 }
                 finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
             }
@@ -263,7 +263,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             m.host_loop(1);
                             let tv = taps.get(m, j, &g, co, ci)?;
                             init(m, j, &g, t, wx, co, ci)?;
-                            macs(m, j, &g, t, wx, ci, &tv)?;
+                            macs(m, j, &g, t, wx, ci, tv)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -284,7 +284,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                                     load_band(m, j, &g, q, tile, wx, ci)?;
                                 }
                             }
-                            macs(m, j, &g, t, wx, ci, &tv)?;
+                            macs(m, j, &g, t, wx, ci, tv)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -328,6 +328,8 @@ fn os_order(m: &Machine, j: &ConvJob, g: &Geo, w_chunks: usize) -> Vec<(usize, u
 #[derive(Default)]
 struct TapCache {
     loaded: Option<(usize, usize)>,
+    /// The taps of the last (co, ci) read, reused (no allocation per channel pair).
+    vals: Vec<i32>,
 }
 
 impl TapCache {
@@ -338,7 +340,7 @@ impl TapCache {
         g: &Geo,
         co: usize,
         ci: usize,
-    ) -> Result<Vec<i32>> {
+    ) -> Result<&[i32]> {
         let kk = j.kh * j.kw;
         let grp = g.taps_per_load;
         let c0 = ci / grp * grp;
@@ -358,9 +360,10 @@ impl TapCache {
         }
         let zp = zp_at(&j.w_zp, co);
         let base = (ci - c0) * kk;
-        Ok((0..kk)
-            .map(|i| m.vmv_x_s(0, W_REG, base + i) - zp)
-            .collect())
+        self.vals.clear();
+        self.vals
+            .extend((0..kk).map(|i| m.vmv_x_s(0, W_REG, base + i) - zp));
+        Ok(&self.vals)
     }
 }
 
