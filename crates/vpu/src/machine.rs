@@ -926,3 +926,40 @@ pub(crate) fn write_elem(mem: &mut [u8], a: usize, e: Elem, v: i32) {
         Elem::I32 => mem[a..a + 4].copy_from_slice(&v.to_le_bytes()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Some traffic and instructions: a DMA in, a MAC, a DMA out.
+    fn work(m: &mut Machine, addr: u64, n: usize) {
+        let v = m.vlen;
+        m.dma_in(&Xfer::row(0, 1, 0, v, addr, Elem::U8, n)).unwrap();
+        m.vmv_vx(0, 2, 3, n);
+        m.vmacc_vx(0, 2, 5, 1, n);
+        let out = m.alloc(n * 4);
+        m.dma_out(&Xfer::row(0, 2, 0, v, out, Elem::I32, n))
+            .unwrap();
+        m.finish();
+    }
+
+    #[test]
+    fn copy_into_a_used_machine_is_an_exact_copy() {
+        let arch = Arch::default();
+        let mut a = Machine::new(&arch).unwrap();
+        let x = a.put(Elem::U8, &(0..200).map(|i| i % 251).collect::<Vec<_>>());
+        work(&mut a, x, 100);
+        // A spare that ran something else, with more memory than `a`.
+        let mut b = Machine::new(&arch).unwrap();
+        let y = b.put(Elem::U8, &vec![7; 5000]);
+        work(&mut b, y, 64);
+        a.copy_into(&mut b);
+        work(&mut a, x + 50, 120);
+        work(&mut b, x + 50, 120);
+        assert_eq!(a.mem, b.mem);
+        assert_eq!(a.vrf, b.vrf);
+        assert_eq!(a.counters(), b.counters());
+        assert_eq!(a.finish_time(), b.finish_time());
+        assert_eq!(a.now(), b.now());
+    }
+}
