@@ -114,6 +114,87 @@ impl IntRequant {
         }
     }
 
+    /// The f32 scale this requantizer was built from (exact: mantissa, exponent and
+    /// sign are all kept); `None` for an infinite or NaN scale.
+    fn finite_scale(&self) -> Option<f32> {
+        if self.mode != Mode::Finite {
+            return None;
+        }
+        let sign = (self.neg as u32) << 31;
+        let bits = if self.mant < 0x80_0000 {
+            // Subnormal (or zero): no implicit bit, the mantissa is the fraction.
+            self.mant
+        } else {
+            ((150 - self.shift) as u32) << 23 | (self.mant & 0x7f_ffff)
+        };
+        Some(f32::from_bits(sign | bits))
+    }
+
+    /// [`IntRequant::apply`] on every element of `acc`, in place, in a form the compiler
+    /// vectorizes. For a finite scale and 8-bit-sized bounds (|lo - zp|, |hi - zp| <=
+    /// 2^22) it computes [`requant_f32`], which `apply` equals for every acc (module
+    /// doc), with the clamp first and the round-half-even done by adding and
+    /// subtracting 1.5 * 2^23 (exact for |v| <= 2^22, as `kernels/requant.rs` does);
+    /// anything else goes element by element through `apply`.
+    pub fn apply_slice(&self, acc: &mut [i32], zp: i32, lo: i32, hi: i32) {
+        const MAGIC: f32 = 12_582_912.0;
+        let (min, max) = (lo as i64 - zp as i64, hi as i64 - zp as i64);
+        let lim = 1i64 << 22;
+        match self.finite_scale() {
+            Some(scale) if min >= -lim && max <= lim && min <= max => {
+                let (min, max) = (min as f32, max as f32);
+                for a in acc.iter_mut() {
+                    // Never NaN (finite scale): plain comparisons clamp as max/min do.
+                    let v = *a as f32 * scale;
+                    let v = if v < min {
+                        min
+                    } else if v > max {
+                        max
+                    } else {
+                        v
+                    };
+                    let r = (v + MAGIC) - MAGIC;
+                    // SAFETY: r is an integer with |r| <= 2^22 (clamped above), so it fits.
+                    let q: i32 = unsafe { r.to_int_unchecked() };
+                    *a = q.wrapping_add(zp);
+                }
+            }
+            _ => acc.iter_mut().for_each(|a| *a = self.apply(*a, zp, lo, hi)),
+        }
+    }
+
+    /// `acc[i] = rq[i].apply(acc[i], zp, lo, hi)` (one requantizer per element, e.g.
+    /// per output column), by the same float form as [`IntRequant::apply_slice`] when
+    /// every scale is finite and the bounds allow it.
+    pub fn apply_each(rq: &[IntRequant], acc: &mut [i32], zp: i32, lo: i32, hi: i32) {
+        const MAGIC: f32 = 12_582_912.0;
+        let (min, max) = (lo as i64 - zp as i64, hi as i64 - zp as i64);
+        let lim = 1i64 << 22;
+        let fast = min >= -lim && max <= lim && min <= max;
+        if !fast || rq.iter().any(|q| q.mode != Mode::Finite) {
+            for (a, q) in acc.iter_mut().zip(rq) {
+                *a = q.apply(*a, zp, lo, hi);
+            }
+            return;
+        }
+        let (min, max) = (min as f32, max as f32);
+        for (a, q) in acc.iter_mut().zip(rq) {
+            let scale = q.finite_scale().unwrap_or(0.0);
+            let v = *a as f32 * scale;
+            let v = if v < min {
+                min
+            } else if v > max {
+                max
+            } else {
+                v
+            };
+            let r = (v + MAGIC) - MAGIC;
+            // SAFETY: as in apply_slice.
+            let r: i32 = unsafe { r.to_int_unchecked() };
+            *a = r.wrapping_add(zp);
+        }
+    }
+
     /// round_half_even(f32(acc) * scale) + zp saturated to `[lo, hi]`, with integers only.
     pub fn apply(&self, acc: i32, zp: i32, lo: i32, hi: i32) -> i32 {
         let (min, max) = (lo as i64 - zp as i64, hi as i64 - zp as i64);
@@ -207,6 +288,131 @@ mod tests {
                     requant_f32(acc, s, 7, -128, 127),
                     "acc {acc} scale {s}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn finite_scale_round_trips() {
+        let mut r = 0x1234_5678u32;
+        let check = |s: f32| {
+            let q = IntRequant::new(s);
+            if s.is_finite() {
+                assert_eq!(
+                    q.finite_scale().map(f32::to_bits),
+                    Some(s.to_bits()),
+                    "{s:e}"
+                );
+            } else {
+                assert_eq!(q.finite_scale(), None);
+            }
+        };
+        for s in [
+            0.0f32,
+            -0.0,
+            1.0,
+            -2.5,
+            f32::MIN_POSITIVE,
+            1e-45,
+            -3e-40,
+            f32::MAX,
+        ] {
+            check(s);
+        }
+        check(f32::INFINITY);
+        check(f32::NAN);
+        for _ in 0..100_000 {
+            r ^= r << 13;
+            r ^= r >> 17;
+            r ^= r << 5;
+            check(f32::from_bits(r));
+        }
+    }
+
+    #[test]
+    fn apply_slice_equals_apply() {
+        let mut r = 0x9e37_79b9u32;
+        let mut next = || {
+            r ^= r << 13;
+            r ^= r >> 17;
+            r ^= r << 5;
+            r
+        };
+        let mut accs: Vec<i32> = vec![0, 1, -1, i32::MIN, i32::MAX, (1 << 24) + 3, -(1 << 24) - 1];
+        for _ in 0..4000 {
+            let x = next() as i32;
+            // Whole range, then small accumulators and exact ties.
+            accs.extend([x, x >> 12, x >> 20, (x >> 16) | 1]);
+        }
+        let scales = [
+            0.5f32,
+            0.25,
+            1.0,
+            3.0,
+            0.1,
+            1e-3,
+            7.5e-4,
+            255.0,
+            -0.37,
+            1e-40,
+            1e30,
+            2e-9,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            0.0,
+        ];
+        let bounds = [
+            (0, 0, 255),
+            (7, 0, 255),
+            (-3, -128, 127),
+            (0, -128, 127),
+            (0, i32::MIN, i32::MAX),
+            (100, -(1 << 22), 1 << 22),
+            (0, 5, 5),
+        ];
+        for (k, &s) in scales.iter().enumerate() {
+            let s = if k == 0 {
+                f32::from_bits(next() >> 2)
+            } else {
+                s
+            };
+            let q = IntRequant::new(s);
+            for &(zp, lo, hi) in &bounds {
+                let mut got = accs.clone();
+                q.apply_slice(&mut got, zp, lo, hi);
+                for (&a, &g) in accs.iter().zip(&got) {
+                    assert_eq!(
+                        g,
+                        q.apply(a, zp, lo, hi),
+                        "acc {a} scale {s:e} zp {zp} [{lo}, {hi}]"
+                    );
+                }
+            }
+        }
+        // One requantizer per element, mixed scales (a non-finite one takes the slow path).
+        let mut rqs: Vec<IntRequant> = (0..accs.len())
+            .map(|_| IntRequant::new(f32::from_bits(next() & 0x3fff_ffff)))
+            .collect();
+        for &(zp, lo, hi) in &bounds {
+            for inf in [false, true] {
+                if inf {
+                    rqs[5] = IntRequant::new(f32::INFINITY);
+                }
+                let mut got = accs.clone();
+                IntRequant::apply_each(&rqs, &mut got, zp, lo, hi);
+                for ((&a, &g), q) in accs.iter().zip(&got).zip(&rqs) {
+                    assert_eq!(g, q.apply(a, zp, lo, hi), "acc {a} zp {zp} [{lo}, {hi}]");
+                }
+            }
+        }
+        for _ in 0..300 {
+            let s = f32::from_bits(next() & 0x7fff_ffff | (next() & 0x8000_0000));
+            let q = IntRequant::new(s);
+            let mut got = accs.clone();
+            q.apply_slice(&mut got, 3, -128, 127);
+            for (&a, &g) in accs.iter().zip(&got) {
+                assert_eq!(g, q.apply(a, 3, -128, 127), "acc {a} scale {s:e}");
             }
         }
     }

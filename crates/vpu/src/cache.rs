@@ -85,9 +85,12 @@ impl Cache {
         };
         let base = set * self.ways;
         let ways = base..base + self.ways;
-        if let Some(w) = ways.clone().find(|&w| self.tags[w] == tag) {
-            self.stamp[w] = self.clock;
-            self.dirty[w] |= write;
+        let tags = &mut self.tags[ways.clone()];
+        let stamp = &mut self.stamp[ways.clone()];
+        let dirty = &mut self.dirty[ways];
+        if let Some(w) = tags.iter().position(|&t| t == tag) {
+            stamp[w] = self.clock;
+            dirty[w] |= write;
             self.stats.hits += 1;
             return Access {
                 hit: true,
@@ -95,18 +98,24 @@ impl Cache {
             };
         }
         self.stats.misses += 1;
-        // Victim: an invalid way, else the least recently used.
-        let w = ways
-            .clone()
-            .find(|&w| self.tags[w] == 0)
-            .unwrap_or_else(|| ways.min_by_key(|&w| self.stamp[w]).unwrap_or(base));
-        let wrote_back = self.tags[w] != 0 && self.dirty[w];
+        // Victim: an invalid way, else the least recently used (the first of equal
+        // stamps, as `min_by_key` picks).
+        let w = tags.iter().position(|&t| t == 0).unwrap_or_else(|| {
+            let mut w = 0;
+            for (i, &s) in stamp.iter().enumerate() {
+                if s < stamp[w] {
+                    w = i;
+                }
+            }
+            w
+        });
+        let wrote_back = tags[w] != 0 && dirty[w];
         if wrote_back {
             self.stats.evictions += 1;
         }
-        self.tags[w] = tag;
-        self.stamp[w] = self.clock;
-        self.dirty[w] = write;
+        tags[w] = tag;
+        stamp[w] = self.clock;
+        dirty[w] = write;
         Access {
             hit: false,
             wrote_back,

@@ -302,6 +302,18 @@ impl Machine {
         }
     }
 
+    /// Make `dst` an exact copy of this machine, reusing `dst`'s buffers (a trial's
+    /// copy without fresh pages for the whole memory on every kernel call).
+    pub(crate) fn copy_into(&self, dst: &mut Machine) {
+        dst.arch.clone_from(&self.arch);
+        dst.vlen = self.vlen;
+        dst.mem.clone_from(&self.mem);
+        dst.vrf.clone_from(&self.vrf);
+        dst.cache.clone_from(&self.cache);
+        dst.t.clone_from(&self.t);
+        dst.bound.clone_from(&self.bound);
+    }
+
     /// Stop this copy's run (at its next DMA) once its clock passes `b`'s best finished
     /// trial; `None` runs to the end.
     pub fn set_trial_bound(&mut self, b: Option<TrialBound>) {
@@ -594,14 +606,16 @@ impl Machine {
         let (avail, avail_dma, free) = (&mut t.avail[p], &mut t.avail_dma[p], &mut t.free[p]);
         let mut ready = t.host_t.max(t.vpu_t[p]);
         let mut start = ready;
-        for &r in srcs.iter().chain(dst.iter()) {
+        let mut operand = |r: usize| {
             if avail_dma[r] {
                 start = start.max(avail[r]);
             } else {
                 ready = ready.max(avail[r]);
             }
-        }
+        };
+        srcs.iter().for_each(|&r| operand(r));
         if let Some(d) = dst {
+            operand(d);
             ready = ready.max(free[d]);
         }
         start = start.max(ready);
@@ -633,7 +647,18 @@ impl Machine {
     #[inline]
     pub(crate) fn vcost(&self, cpw: f64, vl: usize) -> u64 {
         // Bounded by validation (VLEN <= 32768, cpw <= 1e6): no overflow.
-        let groups = vl.div_ceil(self.arch.vpu.lanes) as f64;
+        let lanes = self.arch.vpu.lanes;
+        // A shift for the usual power-of-two lane count (a division per instruction
+        // otherwise shows in profiles); the same quotient.
+        let g = if lanes.is_power_of_two() {
+            (vl >> lanes.trailing_zeros()) + usize::from(vl & (lanes - 1) != 0)
+        } else {
+            vl.div_ceil(lanes)
+        };
+        // vl <= VLEN <= 32768 (every vector instruction slices its registers with it),
+        // so g fits in u32 and converts with one instruction, not the u64 sequence.
+        debug_assert!(g <= u32::MAX as usize);
+        let groups = f64::from(g as u32);
         self.arch
             .vpu
             .startup_cycles
@@ -847,8 +872,14 @@ impl Machine {
 #[inline]
 pub(crate) fn ceil_u64(x: f64) -> u64 {
     if (0.0..9.2e18).contains(&x) {
-        let t = x as u64;
-        if (t as f64) < x { t + 1 } else { t }
+        // SAFETY: 0 <= x < 9.2e18 < 2^63, so the truncation fits in i64 (the signed,
+        // unchecked conversions are single instructions).
+        let t: i64 = unsafe { x.to_int_unchecked() };
+        if (t as f64) < x {
+            t as u64 + 1
+        } else {
+            t as u64
+        }
     } else {
         x.ceil() as u64
     }
@@ -893,5 +924,42 @@ pub(crate) fn write_elem(mem: &mut [u8], a: usize, e: Elem, v: i32) {
     match e {
         Elem::U8 | Elem::I8 => mem[a] = v as u8,
         Elem::I32 => mem[a..a + 4].copy_from_slice(&v.to_le_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Some traffic and instructions: a DMA in, a MAC, a DMA out.
+    fn work(m: &mut Machine, addr: u64, n: usize) {
+        let v = m.vlen;
+        m.dma_in(&Xfer::row(0, 1, 0, v, addr, Elem::U8, n)).unwrap();
+        m.vmv_vx(0, 2, 3, n);
+        m.vmacc_vx(0, 2, 5, 1, n);
+        let out = m.alloc(n * 4);
+        m.dma_out(&Xfer::row(0, 2, 0, v, out, Elem::I32, n))
+            .unwrap();
+        m.finish();
+    }
+
+    #[test]
+    fn copy_into_a_used_machine_is_an_exact_copy() {
+        let arch = Arch::default();
+        let mut a = Machine::new(&arch).unwrap();
+        let x = a.put(Elem::U8, &(0..200).map(|i| i % 251).collect::<Vec<_>>());
+        work(&mut a, x, 100);
+        // A spare that ran something else, with more memory than `a`.
+        let mut b = Machine::new(&arch).unwrap();
+        let y = b.put(Elem::U8, &vec![7; 5000]);
+        work(&mut b, y, 64);
+        a.copy_into(&mut b);
+        work(&mut a, x + 50, 120);
+        work(&mut b, x + 50, 120);
+        assert_eq!(a.mem, b.mem);
+        assert_eq!(a.vrf, b.vrf);
+        assert_eq!(a.counters(), b.counters());
+        assert_eq!(a.finish_time(), b.finish_time());
+        assert_eq!(a.now(), b.now());
     }
 }

@@ -226,6 +226,8 @@ struct Net<'a> {
     /// Charge host layout conversions (false under `Method::Paper`).
     charge_layout: bool,
     notes: Vec<String>,
+    /// Machines of finished trials, reused as the next trials' copies.
+    spares: Vec<Machine>,
 }
 
 /// Run graph `g` on the simulated system. `inputs` as for the interpreter.
@@ -286,6 +288,7 @@ pub fn run_network_with(
         host_bytes: 0,
         charge_layout: !paper,
         notes: Vec::new(),
+        spares: Vec::new(),
     };
     let mut layers = Vec::with_capacity(g.nodes.len());
     for (i, n) in g.nodes.iter().enumerate() {
@@ -471,8 +474,18 @@ impl Net<'_> {
                 // win, so the outcome is the one of running every trial to its end.
                 let bound = TrialBound::new(self.m.now());
                 let last = order.len() - 1;
-                let mut runs: Vec<(usize, Machine)> =
-                    (0..last).map(|i| (i, self.m.clone())).collect();
+                let mut runs: Vec<(usize, Machine)> = (0..last)
+                    .map(|i| {
+                        let copy = match self.spares.pop() {
+                            Some(mut c) => {
+                                self.m.copy_into(&mut c);
+                                c
+                            }
+                            None => self.m.clone(),
+                        };
+                        (i, copy)
+                    })
+                    .collect();
                 let empty = Machine::empty(&self.m.arch);
                 let own = std::mem::replace(&mut self.m, empty);
                 runs.insert(0, (last, own));
@@ -516,6 +529,7 @@ impl Net<'_> {
                     Some((_, i)) => {
                         let (df, m) = results.swap_remove(i);
                         self.m = m;
+                        self.spares.extend(results.into_iter().map(|(_, m)| m));
                         if df == family {
                             self.m.finish();
                         }

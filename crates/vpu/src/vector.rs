@@ -144,12 +144,9 @@ impl Machine {
         let r = self.reg(vd);
         let d = &mut self.vrf[p][r][..vl];
         if rq.len() == 1 {
-            let q = rq[0];
-            d.iter_mut().for_each(|e| *e = q.apply(*e, zp, lo, hi));
+            rq[0].apply_slice(d, zp, lo, hi);
         } else {
-            for (e, q) in d.iter_mut().zip(rq) {
-                *e = q.apply(*e, zp, lo, hi);
-            }
+            IntRequant::apply_each(rq, d, zp, lo, hi);
         }
     }
 }

@@ -244,7 +244,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             load_band(m, j, &g, q, tile, wx, ci)?;
                         }
                     }
-                    macs(m, j, &g, t, wx, ci, &tv)?;
+                    macs(m, j, &g, t, wx, ci, tv)?;
                 }
                 finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
             }
@@ -263,7 +263,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             m.host_loop(1);
                             let tv = taps.get(m, j, &g, co, ci)?;
                             init(m, j, &g, t, wx, co, ci)?;
-                            macs(m, j, &g, t, wx, ci, &tv)?;
+                            macs(m, j, &g, t, wx, ci, tv)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -284,7 +284,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                                     load_band(m, j, &g, q, tile, wx, ci)?;
                                 }
                             }
-                            macs(m, j, &g, t, wx, ci, &tv)?;
+                            macs(m, j, &g, t, wx, ci, tv)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -328,6 +328,8 @@ fn os_order(m: &Machine, j: &ConvJob, g: &Geo, w_chunks: usize) -> Vec<(usize, u
 #[derive(Default)]
 struct TapCache {
     loaded: Option<(usize, usize)>,
+    /// The taps of the last (co, ci) read, reused (no allocation per channel pair).
+    vals: Vec<i32>,
 }
 
 impl TapCache {
@@ -338,7 +340,7 @@ impl TapCache {
         g: &Geo,
         co: usize,
         ci: usize,
-    ) -> Result<Vec<i32>> {
+    ) -> Result<&[i32]> {
         let kk = j.kh * j.kw;
         let grp = g.taps_per_load;
         let c0 = ci / grp * grp;
@@ -358,9 +360,10 @@ impl TapCache {
         }
         let zp = zp_at(&j.w_zp, co);
         let base = (ci - c0) * kk;
-        Ok((0..kk)
-            .map(|i| m.vmv_x_s(0, W_REG, base + i) - zp)
-            .collect())
+        self.vals.clear();
+        self.vals
+            .extend((0..kk).map(|i| m.vmv_x_s(0, W_REG, base + i) - zp));
+        Ok(&self.vals)
     }
 }
 
@@ -473,33 +476,41 @@ fn macs(
         .max()
         .unwrap_or(0);
     let mut sc = 0;
+    // Per VPU, the users of the current input row (the same for every kx: computed
+    // once per row, not once per tap column).
+    let mut users = vec![[(0usize, 0usize); MAX_OUT_ROWS]; p];
+    let mut nus = vec![0usize; p];
+    let mut ihs = vec![0usize; p];
     for r in 0..count {
+        for (q, tile) in tiles.iter().enumerate() {
+            nus[q] = 0;
+            let Some(tile) = *tile else { continue };
+            let (first, cnt) = band_rows(j, tile);
+            let ih = first + r as isize;
+            if r >= cnt || ih < 0 || ih >= j.h as isize {
+                continue;
+            }
+            ihs[q] = ih as usize;
+            // Output rows fed by this input row: r = (oh - oh0)*s + ky*d (a tile
+            // has at most MAX_OUT_ROWS rows).
+            let mut nu = 0;
+            for o in 0..tile.1 {
+                let d = r as isize - (o * j.stride.0) as isize;
+                if d >= 0 && (d as usize).is_multiple_of(j.dil.0) && (d as usize / j.dil.0) < j.kh {
+                    users[q][nu] = (o, d as usize / j.dil.0);
+                    nu += 1;
+                }
+            }
+            nus[q] = nu;
+        }
         for kx in 0..j.kw {
             let mut any = false;
-            for (q, tile) in tiles.iter().enumerate() {
-                let Some(tile) = *tile else { continue };
-                let (first, cnt) = band_rows(j, tile);
-                let ih = first + r as isize;
-                if r >= cnt || ih < 0 || ih >= j.h as isize {
-                    continue;
-                }
-                // Output rows fed by this input row: r = (oh - oh0)*s + ky*d (a tile
-                // has at most MAX_OUT_ROWS rows).
-                let mut users = [(0usize, 0usize); MAX_OUT_ROWS];
-                let mut nu = 0;
-                for o in 0..tile.1 {
-                    let d = r as isize - (o * j.stride.0) as isize;
-                    if d >= 0
-                        && (d as usize).is_multiple_of(j.dil.0)
-                        && (d as usize / j.dil.0) < j.kh
-                    {
-                        users[nu] = (o, d as usize / j.dil.0);
-                        nu += 1;
-                    }
-                }
+            for q in 0..p {
+                let nu = nus[q];
                 if nu == 0 {
                     continue;
                 }
+                let ih = ihs[q];
                 any = true;
                 let src = if j.stride.1 == 1 {
                     if kx == 0 {
@@ -510,10 +521,10 @@ fn macs(
                     }
                 } else {
                     let col0 = (w0 * j.stride.1 + kx * j.dil.1) as isize - j.pads[1] as isize;
-                    load_segment(m, j, q, SCRATCH[sc], ci, ih as usize, col0, nw, j.stride.1)?;
+                    load_segment(m, j, q, SCRATCH[sc], ci, ih, col0, nw, j.stride.1)?;
                     SCRATCH[sc]
                 };
-                for &(o, ky) in &users[..nu] {
+                for &(o, ky) in &users[q][..nu] {
                     m.vmacc_vx(q, ACC0 + o, taps[ky * j.kw + kx], src, nw);
                 }
             }
