@@ -8,17 +8,8 @@ use pimkit_ir::{ConvAttrs, DType, Graph, Op, Tensor, TensorType, UnaryOp};
 use pimkit_puma::{Arch, CompileOptions, SimOptions, run_per_layer};
 use proptest::prelude::*;
 
-fn det(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 11) as f32 / (1u64 << 53) as f32 - 0.5) * 2.0 * scale
-        })
-        .collect()
-}
+mod common;
+use common::det;
 
 /// One convolution (+ bias) and a ReLU.
 fn conv(cin: usize, cout: usize, k: usize, stride: usize, group: usize, hw: usize) -> Graph {

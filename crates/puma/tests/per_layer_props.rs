@@ -11,6 +11,9 @@ use pimkit_ir::{
 use pimkit_puma::{Arch, CompileOptions, SimOptions, run_per_layer};
 use proptest::prelude::*;
 
+mod common;
+use common::det;
+
 #[derive(Clone, Copy, Debug)]
 enum Tail {
     None,
@@ -42,18 +45,6 @@ fn layer() -> impl Strategy<Value = Layer> {
             stride,
             tail,
         })
-}
-
-fn det(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 11) as f32 / (1u64 << 53) as f32 - 0.5) * 2.0 * scale
-        })
-        .collect()
 }
 
 /// conv → relu → tail per layer, then global pool, classifier and softmax over

@@ -12,6 +12,9 @@ use pimkit_puma::compile::{CompileOptions, Depthwise, Fixed, Reuse};
 use pimkit_puma::{Arch, SimOptions, run_graph};
 use proptest::prelude::*;
 
+mod common;
+use common::det;
+
 #[derive(Clone, Debug)]
 struct Layer {
     cout: usize,
@@ -39,18 +42,6 @@ fn layer() -> impl Strategy<Value = Layer> {
             pool,
             residual,
         })
-}
-
-fn det(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 11) as f32 / (1u64 << 53) as f32 - 0.5) * 2.0 * scale
-        })
-        .collect()
 }
 
 /// A CNN from the layer list; `None` when the shapes do not work out (too small).

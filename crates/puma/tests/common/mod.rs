@@ -291,3 +291,17 @@ pub fn grouped_cnn(seed: u64, channels: usize, hw: usize) -> Graph {
     g.outputs.push(y);
     g
 }
+
+/// Deterministic values in [-scale, scale) from a xorshift stream seeded by `seed`
+/// (property tests build weights from the generated seed with it).
+pub fn det(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 11) as f32 / (1u64 << 53) as f32 - 0.5) * 2.0 * scale
+        })
+        .collect()
+}
