@@ -8,6 +8,8 @@
 //! roundings with integer shifts and one 24x24-bit multiply, so it is equal to
 //! [`requant_f32`] for every `acc` (see docs/interpreter.md for the proof sketch).
 
+use crate::kernels::requant::{bounds, round_clamped};
+
 /// ONNX Runtime's requantization: round_half_even(f32(acc) * scale) + zp, saturated to
 /// `[lo, hi]`. The clamp happens before rounding, in float, as in MLAS; because the
 /// bounds are integers this equals clamping the rounded value.
@@ -137,26 +139,11 @@ impl IntRequant {
     /// subtracting 1.5 * 2^23 (exact for |v| <= 2^22, as `kernels/requant.rs` does);
     /// anything else goes element by element through `apply`.
     pub fn apply_slice(&self, acc: &mut [i32], zp: i32, lo: i32, hi: i32) {
-        const MAGIC: f32 = 12_582_912.0;
-        let (min, max) = (lo as i64 - zp as i64, hi as i64 - zp as i64);
-        let lim = 1i64 << 22;
-        match self.finite_scale() {
-            Some(scale) if min >= -lim && max <= lim && min <= max => {
-                let (min, max) = (min as f32, max as f32);
+        match (self.finite_scale(), bounds(zp, lo, hi)) {
+            (Some(scale), Some(b)) => {
                 for a in acc.iter_mut() {
-                    // Never NaN (finite scale): plain comparisons clamp as max/min do.
-                    let v = *a as f32 * scale;
-                    let v = if v < min {
-                        min
-                    } else if v > max {
-                        max
-                    } else {
-                        v
-                    };
-                    let r = (v + MAGIC) - MAGIC;
-                    // SAFETY: r is an integer with |r| <= 2^22 (clamped above), so it fits.
-                    let q: i32 = unsafe { r.to_int_unchecked() };
-                    *a = q.wrapping_add(zp);
+                    // SAFETY: f32(acc) * finite scale is never NaN; b from `bounds`.
+                    *a = unsafe { round_clamped(*a as f32 * scale, b) }.wrapping_add(zp);
                 }
             }
             _ => acc.iter_mut().for_each(|a| *a = self.apply(*a, zp, lo, hi)),
@@ -167,31 +154,19 @@ impl IntRequant {
     /// per output column), by the same float form as [`IntRequant::apply_slice`] when
     /// every scale is finite and the bounds allow it.
     pub fn apply_each(rq: &[IntRequant], acc: &mut [i32], zp: i32, lo: i32, hi: i32) {
-        const MAGIC: f32 = 12_582_912.0;
-        let (min, max) = (lo as i64 - zp as i64, hi as i64 - zp as i64);
-        let lim = 1i64 << 22;
-        let fast = min >= -lim && max <= lim && min <= max;
-        if !fast || rq.iter().any(|q| q.mode != Mode::Finite) {
-            for (a, q) in acc.iter_mut().zip(rq) {
-                *a = q.apply(*a, zp, lo, hi);
+        let b = match bounds(zp, lo, hi) {
+            Some(b) if rq.iter().all(|q| q.mode == Mode::Finite) => b,
+            _ => {
+                for (a, q) in acc.iter_mut().zip(rq) {
+                    *a = q.apply(*a, zp, lo, hi);
+                }
+                return;
             }
-            return;
-        }
-        let (min, max) = (min as f32, max as f32);
+        };
         for (a, q) in acc.iter_mut().zip(rq) {
             let scale = q.finite_scale().unwrap_or(0.0);
-            let v = *a as f32 * scale;
-            let v = if v < min {
-                min
-            } else if v > max {
-                max
-            } else {
-                v
-            };
-            let r = (v + MAGIC) - MAGIC;
             // SAFETY: as in apply_slice.
-            let r: i32 = unsafe { r.to_int_unchecked() };
-            *a = r.wrapping_add(zp);
+            *a = unsafe { round_clamped(*a as f32 * scale, b) }.wrapping_add(zp);
         }
     }
 

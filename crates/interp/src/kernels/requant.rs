@@ -21,6 +21,28 @@ pub(crate) fn bounds(zp: i32, lo: i32, hi: i32) -> Option<(f32, f32)> {
     (min >= -lim && max <= lim && min <= max).then_some((min as f32, max as f32))
 }
 
+/// `round_half_even(clamp(v, min, max))` as an integer, for a `v` that is not NaN (a
+/// product with a finite scale) and `(min, max)` from [`bounds`].
+///
+/// # Safety
+/// `v` must not be NaN and `(min, max)` must come from [`bounds`] (within ±2^22), so the
+/// rounded value is an integer that fits in i32.
+#[inline(always)]
+pub(crate) unsafe fn round_clamped(v: f32, (min, max): (f32, f32)) -> i32 {
+    // Plain comparisons clamp as the NaN-aware max/min do for non-NaN v, and compile to
+    // single min/max instructions.
+    let v = if v < min {
+        min
+    } else if v > max {
+        max
+    } else {
+        v
+    };
+    let r = (v + MAGIC) - MAGIC;
+    // SAFETY: the caller guarantees |r| <= 2^22 and not NaN.
+    unsafe { r.to_int_unchecked() }
+}
+
 /// `requant_f32(acc[i] + bias, scale, zp, lo, hi)` as a byte (the two's complement
 /// low byte, so i8 outputs are written as their bit patterns). `min`/`max` come from
 /// [`bounds`].
@@ -34,20 +56,9 @@ pub(crate) fn requant_row(
     out: &mut [u8],
 ) {
     if scale.is_finite() {
-        // f32(acc) * scale is never NaN here, so plain comparisons clamp exactly as
-        // the NaN-aware max/min do (and compile to single min/max instructions).
         for (o, &a) in out.iter_mut().zip(acc) {
-            let v = a.wrapping_add(bias) as f32 * scale;
-            let v = if v < min {
-                min
-            } else if v > max {
-                max
-            } else {
-                v
-            };
-            let r = (v + MAGIC) - MAGIC;
-            // SAFETY: r is an integer with |r| <= 2^22 (clamped above), so it fits.
-            let q: i32 = unsafe { r.to_int_unchecked() };
+            // SAFETY: f32(acc) * finite scale is never NaN; (min, max) from `bounds`.
+            let q = unsafe { round_clamped(a.wrapping_add(bias) as f32 * scale, (min, max)) };
             *o = q.wrapping_add(zp) as u8;
         }
         return;
