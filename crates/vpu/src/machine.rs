@@ -14,7 +14,6 @@ use crate::arch::Arch;
 use crate::cache::{Cache, CacheStats};
 use crate::error::{Result, VpuError};
 use serde::Serialize;
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -160,6 +159,68 @@ impl Stats {
     }
 }
 
+/// When a register's last write is done (`avail`) and its last read is done (`free`).
+#[derive(Clone, Copy, Default)]
+struct RegTime {
+    avail: u64,
+    free: u64,
+    /// Whether the last write was a DMA transfer.
+    dma: bool,
+}
+
+/// Each VPU's instruction queue, as the start times of its last `depth` instructions
+/// (a ring per VPU). Starts never decrease on a VPU and the host clock never goes back,
+/// so the instructions still queued (started after the host's clock) are always the
+/// newest ones: the queue is full exactly when the oldest of the last `depth` has not
+/// started yet, and then the host waits for that one. Equal to a FIFO that drops every
+/// started entry before each issue, without the popping.
+#[derive(Clone)]
+struct IssueQueues {
+    depth: usize,
+    starts: Vec<u64>,
+    /// Per VPU: the ring slot the next instruction takes (its oldest entry's).
+    next: Vec<usize>,
+    /// Per VPU: `depth` instructions were issued since the queue was last emptied.
+    full: Vec<bool>,
+}
+
+impl IssueQueues {
+    fn new(vpus: usize, depth: usize) -> IssueQueues {
+        IssueQueues {
+            depth,
+            starts: vec![0; vpus * depth],
+            next: vec![0; vpus],
+            full: vec![false; vpus],
+        }
+    }
+    /// The start the host must wait for before issuing to VPU `p` (its queue is full
+    /// and the oldest entry has not started by `now`).
+    #[inline]
+    fn blocking(&self, p: usize, now: u64) -> Option<u64> {
+        if self.full[p] {
+            let s = self.starts[p * self.depth + self.next[p]];
+            (s > now).then_some(s)
+        } else {
+            None
+        }
+    }
+    #[inline]
+    fn push(&mut self, p: usize, start: u64) {
+        let n = self.next[p];
+        self.starts[p * self.depth + n] = start;
+        if n + 1 == self.depth {
+            self.next[p] = 0;
+            self.full[p] = true;
+        } else {
+            self.next[p] = n + 1;
+        }
+    }
+    fn clear(&mut self) {
+        self.next.iter_mut().for_each(|n| *n = 0);
+        self.full.iter_mut().for_each(|f| *f = false);
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Wait {
     Control,
@@ -173,11 +234,10 @@ struct Timing {
     host_t: u64,
     dma_t: u64,
     vpu_t: Vec<u64>,
-    queue: Vec<VecDeque<u64>>,
-    avail: Vec<Vec<u64>>,
-    /// Whether a register's last write was a DMA transfer.
-    avail_dma: Vec<Vec<bool>>,
-    free: Vec<Vec<u64>>,
+    queue: IssueQueues,
+    /// Per (VPU, register), at `p * vregs + r`: one flat table, one lookup per operand.
+    regs: Vec<RegTime>,
+    vregs: usize,
     /// Per VPU: idle cycles spent waiting for DMA data not yet charged to the host.
     dma_idle: Vec<u64>,
     /// The in-flight descriptor waits for VPU `dma_vpu` (its result to write out, or its
@@ -257,10 +317,9 @@ impl Machine {
                 host_t: 0,
                 dma_t: 0,
                 vpu_t: vec![0; p],
-                queue: vec![VecDeque::new(); p],
-                avail: vec![vec![0; nregs]; p],
-                avail_dma: vec![vec![false; nregs]; p],
-                free: vec![vec![0; nregs]; p],
+                queue: IssueQueues::new(p, arch.vpu.queue_depth),
+                regs: vec![RegTime::default(); p * nregs],
+                vregs: nregs,
                 dma_idle: vec![0; p],
                 dma_vpu_wait: 0,
                 dma_vpu: 0,
@@ -288,10 +347,9 @@ impl Machine {
                 host_t: 0,
                 dma_t: 0,
                 vpu_t: Vec::new(),
-                queue: Vec::new(),
-                avail: Vec::new(),
-                avail_dma: Vec::new(),
-                free: Vec::new(),
+                queue: IssueQueues::new(0, 1),
+                regs: Vec::new(),
+                vregs: 0,
                 dma_idle: Vec::new(),
                 dma_vpu_wait: 0,
                 dma_vpu: 0,
@@ -501,9 +559,7 @@ impl Machine {
             self.wait_dma();
             self.wait_vpu(p, v);
         }
-        for q in &mut self.t.queue {
-            q.clear();
-        }
+        self.t.queue.clear();
         self.t.dma_idle.iter_mut().for_each(|d| *d = 0);
     }
 
@@ -593,30 +649,25 @@ impl Machine {
         cycles: u64,
     ) -> (u64, u64) {
         self.host(self.arch.host.issue_cycles);
-        let depth = self.arch.vpu.queue_depth;
-        while self.t.queue[p].front().is_some_and(|&s| s <= self.t.host_t) {
-            self.t.queue[p].pop_front();
-        }
-        if self.t.queue[p].len() >= depth {
-            let s = self.t.queue[p].pop_front().unwrap_or(0);
+        if let Some(s) = self.t.queue.blocking(p, self.t.host_t) {
             self.wait_vpu(p, s);
         }
         // Earliest start from compute-side constraints, then from DMA-written operands.
         let t = &mut self.t;
-        let (avail, avail_dma, free) = (&mut t.avail[p], &mut t.avail_dma[p], &mut t.free[p]);
+        let regs = &mut t.regs[p * t.vregs..(p + 1) * t.vregs];
         let mut ready = t.host_t.max(t.vpu_t[p]);
         let mut start = ready;
-        let mut operand = |r: usize| {
-            if avail_dma[r] {
-                start = start.max(avail[r]);
+        let mut operand = |r: &RegTime| {
+            if r.dma {
+                start = start.max(r.avail);
             } else {
-                ready = ready.max(avail[r]);
+                ready = ready.max(r.avail);
             }
         };
-        srcs.iter().for_each(|&r| operand(r));
+        srcs.iter().for_each(|&r| operand(&regs[r]));
         if let Some(d) = dst {
-            operand(d);
-            ready = ready.max(free[d]);
+            operand(&regs[d]);
+            ready = ready.max(regs[d].free);
         }
         start = start.max(ready);
         t.dma_idle[p] = t.dma_idle[p].saturating_add(start - ready);
@@ -630,14 +681,15 @@ impl Machine {
         };
         t.vpu_t[p] = end;
         for &r in srcs {
-            free[r] = free[r].max(end);
+            regs[r].free = regs[r].free.max(end);
         }
         if let Some(d) = dst {
-            avail[d] = end;
-            avail_dma[d] = false;
-            free[d] = free[d].max(end);
+            let d = &mut regs[d];
+            d.avail = end;
+            d.dma = false;
+            d.free = d.free.max(end);
         }
-        self.t.queue[p].push_back(start);
+        self.t.queue.push(p, start);
         self.t.ctr.vec_instrs += 1;
         self.t.ctr.vpu_busy = self.sat_add(self.t.ctr.vpu_busy, cycles);
         (start, end)
@@ -728,10 +780,12 @@ impl Machine {
         let regs = self.regs_of(x.vrf_off, vr_last + 1 - x.vrf_off);
         let p = x.vpu;
         let mut start = self.t.host_t.max(self.t.dma_t);
+        let base = p * self.t.vregs;
         for r in regs.clone() {
-            start = start.max(self.t.avail[p][r]);
+            let rt = &self.t.regs[base + r];
+            start = start.max(rt.avail);
             if !to_mem {
-                start = start.max(self.t.free[p][r]);
+                start = start.max(rt.free);
             }
         }
         // Any delay past the channel being free comes from a VPU's registers.
@@ -762,12 +816,13 @@ impl Machine {
         let end = self.occupy_channel(start, n * es.max(4), &d);
         self.t.ctr.dma_bytes += (n * es) as u64;
         for r in regs {
+            let rt = &mut self.t.regs[base + r];
             if to_mem {
-                self.t.free[p][r] = self.t.free[p][r].max(end);
+                rt.free = rt.free.max(end);
             } else {
-                self.t.avail[p][r] = end;
-                self.t.avail_dma[p][r] = true;
-                self.t.free[p][r] = end;
+                rt.avail = end;
+                rt.dma = true;
+                rt.free = end;
             }
         }
         Ok(())
@@ -844,14 +899,12 @@ impl Machine {
         n: usize,
     ) {
         self.program_dma();
-        let mut start = self
-            .t
-            .host_t
-            .max(self.t.dma_t)
-            .max(self.t.avail[src_p][src_reg]);
-        start = start
-            .max(self.t.free[dst_p][dst_reg])
-            .max(self.t.avail[dst_p][dst_reg]);
+        let (src, dst) = (
+            src_p * self.t.vregs + src_reg,
+            dst_p * self.t.vregs + dst_reg,
+        );
+        let mut start = self.t.host_t.max(self.t.dma_t).max(self.t.regs[src].avail);
+        start = start.max(self.t.regs[dst].free).max(self.t.regs[dst].avail);
         // Waiting for the source's result (or the target's readers) is waiting for it.
         self.t.dma_vpu_wait = start;
         self.t.dma_vpu = src_p;
@@ -859,10 +912,11 @@ impl Machine {
         let v = self.vlen;
         let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
         self.vrf[dst_p][dst_reg * v..dst_reg * v + n].copy_from_slice(&tmp);
-        self.t.free[src_p][src_reg] = self.t.free[src_p][src_reg].max(end);
-        self.t.avail[dst_p][dst_reg] = end;
-        self.t.avail_dma[dst_p][dst_reg] = true;
-        self.t.free[dst_p][dst_reg] = end;
+        self.t.regs[src].free = self.t.regs[src].free.max(end);
+        let d = &mut self.t.regs[dst];
+        d.avail = end;
+        d.dma = true;
+        d.free = end;
     }
 }
 
