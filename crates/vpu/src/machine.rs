@@ -274,6 +274,9 @@ pub struct Machine {
     t: Timing,
     /// Set on the copies `auto`'s dataflow trials run on (see [`TrialBound`]).
     bound: Option<TrialBound>,
+    /// `Some(bytes)` on a timing-only copy ([`Machine::timing_copy_into`]): `mem` and
+    /// `vrf` hold no data and this is the simulated memory's size.
+    timing_only: Option<usize>,
 }
 
 /// The shortest time a finished trial of the same kernel call took, shared by its
@@ -327,6 +330,7 @@ impl Machine {
                 overflow: false,
             },
             bound: None,
+            timing_only: None,
         })
     }
 
@@ -357,19 +361,36 @@ impl Machine {
                 overflow: false,
             },
             bound: None,
+            timing_only: None,
         }
     }
 
-    /// Make `dst` an exact copy of this machine, reusing `dst`'s buffers (a trial's
-    /// copy without fresh pages for the whole memory on every kernel call).
-    pub(crate) fn copy_into(&self, dst: &mut Machine) {
+    /// Make `dst` a timing-only copy of this machine: the same clocks, register times,
+    /// counters, cache tags and memory size, but no register or memory data. It runs any
+    /// kernel to the same cycles, counters and cache state as this machine would (no
+    /// simulated kernel's timing depends on data values: no kernel branches on a value,
+    /// and the cache and DMA depend on addresses only), skipping the arithmetic and the
+    /// data moves; values it reads back are 0. `auto`'s losing trials need no data.
+    pub(crate) fn timing_copy_into(&self, dst: &mut Machine) {
         dst.arch.clone_from(&self.arch);
         dst.vlen = self.vlen;
-        dst.mem.clone_from(&self.mem);
-        dst.vrf.clone_from(&self.vrf);
+        dst.mem.clear();
+        dst.vrf.clear();
         dst.cache.clone_from(&self.cache);
         dst.t.clone_from(&self.t);
         dst.bound.clone_from(&self.bound);
+        dst.timing_only = Some(self.mem_size());
+    }
+
+    /// Whether this machine computes values (false on a timing-only copy).
+    #[inline]
+    pub(crate) fn has_data(&self) -> bool {
+        self.timing_only.is_none()
+    }
+
+    /// The simulated memory's size in bytes.
+    fn mem_size(&self) -> usize {
+        self.timing_only.unwrap_or(self.mem.len())
     }
 
     /// Stop this copy's run (at its next DMA) once its clock passes `b`'s best finished
@@ -391,6 +412,7 @@ impl Machine {
     /// The state to roll a trial run back to, with the bytes of `keep` (address, length)
     /// (see [`Snapshot`]).
     pub fn snapshot(&self, keep: &[(u64, usize)]) -> Result<Snapshot> {
+        self.need_data()?;
         let mut kept = Vec::with_capacity(keep.len());
         for &(addr, len) in keep {
             let a = self.check(addr, len)?;
@@ -428,36 +450,50 @@ impl Machine {
     // ---------------------------------------------------------------- memory
     /// Reserve `bytes` of off-chip memory, 64-byte aligned (zero-filled).
     pub fn alloc(&mut self, bytes: usize) -> u64 {
-        let a = self.mem.len().next_multiple_of(64);
-        self.mem.resize(a + bytes.max(1), 0);
+        let a = self.mem_size().next_multiple_of(64);
+        match &mut self.timing_only {
+            Some(size) => *size = a + bytes.max(1),
+            None => self.mem.resize(a + bytes.max(1), 0),
+        }
         a as u64
     }
     fn check(&self, addr: u64, len: usize) -> Result<usize> {
         let a = addr as usize;
-        if a.checked_add(len).is_none_or(|e| e > self.mem.len()) {
-            return Err(VpuError::Memory {
-                addr,
-                len,
-                size: self.mem.len(),
-            });
+        let size = self.mem_size();
+        if a.checked_add(len).is_none_or(|e| e > size) {
+            return Err(VpuError::Memory { addr, len, size });
         }
         Ok(a)
     }
+    /// A data access on a timing-only copy is a simulator bug.
+    fn need_data(&self) -> Result<()> {
+        match self.timing_only {
+            None => Ok(()),
+            Some(_) => Err(VpuError::Other(
+                "reading data from a timing-only machine (a pimkit-vpu bug)".into(),
+            )),
+        }
+    }
     pub fn put_bytes(&mut self, addr: u64, b: &[u8]) -> Result<()> {
         let a = self.check(addr, b.len())?;
-        self.mem[a..a + b.len()].copy_from_slice(b);
+        if self.has_data() {
+            self.mem[a..a + b.len()].copy_from_slice(b);
+        }
         Ok(())
     }
     /// Allocate and fill with elements of type `elem` (values must be in range).
     pub fn put(&mut self, elem: Elem, v: &[i32]) -> u64 {
         let addr = self.alloc(v.len() * elem.size());
-        let a = addr as usize;
-        for (i, &x) in v.iter().enumerate() {
-            write_elem(&mut self.mem, a + i * elem.size(), elem, x);
+        if self.has_data() {
+            let a = addr as usize;
+            for (i, &x) in v.iter().enumerate() {
+                write_elem(&mut self.mem, a + i * elem.size(), elem, x);
+            }
         }
         addr
     }
     pub fn get(&self, addr: u64, elem: Elem, n: usize) -> Result<Vec<i32>> {
+        self.need_data()?;
         let a = self.check(addr, n * elem.size())?;
         Ok((0..n)
             .map(|i| read_elem(&self.mem, a + i * elem.size(), elem))
@@ -770,7 +806,7 @@ impl Machine {
             return self.dma_lines_only(x, to_mem);
         }
         let vr_last = x.vrf_off + (x.rows - 1) * x.vrf_row_stride + x.cols - 1;
-        if x.vpu >= self.vpus() || vr_last >= self.vrf[x.vpu].len() {
+        if x.vpu >= self.vpus() || vr_last >= self.t.vregs * self.vlen {
             return Err(VpuError::Other(format!(
                 "DMA outside the VRF of VPU {} (element {vr_last})",
                 x.vpu
@@ -792,21 +828,23 @@ impl Machine {
         self.t.dma_vpu_wait = start;
         self.t.dma_vpu = p;
         // Data, then the cache lines the burst touches.
-        for r in 0..x.rows {
-            let base = x.addr as usize + r * x.row_stride;
-            let vbase = x.vrf_off + r * x.vrf_row_stride;
-            let v = &mut self.vrf[p][vbase..vbase + x.cols];
-            if x.col_stride == es {
-                // A contiguous run: one conversion loop per element type.
-                let mem = &mut self.mem[base..base + x.cols * es];
-                copy_run(mem, v, x.elem, to_mem);
-            } else if to_mem {
-                for (c, &e) in v.iter().enumerate() {
-                    write_elem(&mut self.mem, base + c * x.col_stride, x.elem, e);
-                }
-            } else {
-                for (c, e) in v.iter_mut().enumerate() {
-                    *e = read_elem(&self.mem, base + c * x.col_stride, x.elem);
+        if self.has_data() {
+            for r in 0..x.rows {
+                let base = x.addr as usize + r * x.row_stride;
+                let vbase = x.vrf_off + r * x.vrf_row_stride;
+                let v = &mut self.vrf[p][vbase..vbase + x.cols];
+                if x.col_stride == es {
+                    // A contiguous run: one conversion loop per element type.
+                    let mem = &mut self.mem[base..base + x.cols * es];
+                    copy_run(mem, v, x.elem, to_mem);
+                } else if to_mem {
+                    for (c, &e) in v.iter().enumerate() {
+                        write_elem(&mut self.mem, base + c * x.col_stride, x.elem, e);
+                    }
+                } else {
+                    for (c, e) in v.iter_mut().enumerate() {
+                        *e = read_elem(&self.mem, base + c * x.col_stride, x.elem);
+                    }
                 }
             }
         }
@@ -910,8 +948,10 @@ impl Machine {
         self.t.dma_vpu = src_p;
         let end = self.occupy_channel(start, n * 4, &CacheStats::default());
         let v = self.vlen;
-        let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
-        self.vrf[dst_p][dst_reg * v..dst_reg * v + n].copy_from_slice(&tmp);
+        if self.has_data() {
+            let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
+            self.vrf[dst_p][dst_reg * v..dst_reg * v + n].copy_from_slice(&tmp);
+        }
         self.t.regs[src].free = self.t.regs[src].free.max(end);
         let d = &mut self.t.regs[dst];
         d.avail = end;
@@ -998,7 +1038,7 @@ mod tests {
     }
 
     #[test]
-    fn copy_into_a_used_machine_is_an_exact_copy() {
+    fn a_timing_only_copy_keeps_the_timing_without_the_data() {
         let arch = Arch::default();
         let mut a = Machine::new(&arch).unwrap();
         let x = a.put(Elem::U8, &(0..200).map(|i| i % 251).collect::<Vec<_>>());
@@ -1007,13 +1047,23 @@ mod tests {
         let mut b = Machine::new(&arch).unwrap();
         let y = b.put(Elem::U8, &vec![7; 5000]);
         work(&mut b, y, 64);
-        a.copy_into(&mut b);
+        a.timing_copy_into(&mut b);
+        assert!(!b.has_data() && b.mem.is_empty());
         work(&mut a, x + 50, 120);
         work(&mut b, x + 50, 120);
-        assert_eq!(a.mem, b.mem);
-        assert_eq!(a.vrf, b.vrf);
         assert_eq!(a.counters(), b.counters());
         assert_eq!(a.finish_time(), b.finish_time());
         assert_eq!(a.now(), b.now());
+        // Same allocations and the same bounds.
+        assert_eq!(a.alloc(10), b.alloc(10));
+        assert_eq!(a.mem_size(), b.mem_size());
+        assert!(b.get(x, Elem::U8, 4).is_err());
+        assert!(a.get(x, Elem::U8, 4).is_ok());
+        let past = a.mem_size() as u64;
+        for m in [&mut a, &mut b] {
+            let v = m.vlen;
+            let e = m.dma_in(&Xfer::row(0, 1, 0, v, past, Elem::U8, 4));
+            assert!(matches!(e, Err(VpuError::Memory { .. })));
+        }
     }
 }

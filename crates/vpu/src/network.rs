@@ -443,10 +443,18 @@ impl Net<'_> {
     /// A dataflow whose tiles do not fit (a kernel or VRF error) is skipped; any other
     /// error stops the run (the first one in trial order). If none fits, the family's
     /// runs and reports its error.
+    ///
+    /// Only the family's trial computes values; the others run on timing-only copies
+    /// (`Machine::timing_copy_into`: same cycles, counters and cache, no arithmetic).
+    /// When one of them wins, the machine goes back to its state before the trials
+    /// (a snapshot that keeps `out`, the kernel's output bytes: a kernel writes nothing
+    /// else below the memory's end) and the winner runs again with values; its clocks
+    /// and counters must equal its timing-only run's (else an internal error).
     fn run_kernel(
         &mut self,
         kind: KernelKind,
         prefer: Option<Dataflow>,
+        out: (u64, usize),
         run: &(dyn Fn(&mut Machine, Dataflow) -> Result<()> + Sync),
     ) -> Result<Dataflow> {
         let family = self.choice.pick(kind);
@@ -474,15 +482,14 @@ impl Net<'_> {
                 // win, so the outcome is the one of running every trial to its end.
                 let bound = TrialBound::new(self.m.now());
                 let last = order.len() - 1;
+                let before = self.m.snapshot(&[out])?;
                 let mut runs: Vec<(usize, Machine)> = (0..last)
                     .map(|i| {
-                        let copy = match self.spares.pop() {
-                            Some(mut c) => {
-                                self.m.copy_into(&mut c);
-                                c
-                            }
-                            None => self.m.clone(),
-                        };
+                        let mut copy = self
+                            .spares
+                            .pop()
+                            .unwrap_or_else(|| Machine::empty(&self.m.arch));
+                        self.m.timing_copy_into(&mut copy);
                         (i, copy)
                     })
                     .collect();
@@ -526,13 +533,33 @@ impl Net<'_> {
                     results.push((df, m));
                 }
                 match best {
-                    Some((_, i)) => {
-                        let (df, m) = results.swap_remove(i);
+                    Some((_, i)) if i == last => {
+                        let (_, m) = results.swap_remove(i);
                         self.m = m;
                         self.spares.extend(results.into_iter().map(|(_, m)| m));
-                        if df == family {
-                            self.m.finish();
+                        self.m.finish();
+                        return Ok(family);
+                    }
+                    Some((_, i)) => {
+                        // A timing-only trial won: run it again with values from the
+                        // state before the trials (the family's machine, rolled back).
+                        let (_, mut m) = results.swap_remove(last);
+                        let (df, timed) = results.swap_remove(i);
+                        m.restore(before);
+                        run(&mut m, df)?;
+                        let same = m.counters() == timed.counters()
+                            && m.finish_time() == timed.finish_time()
+                            && m.now() == timed.now()
+                            && m.overflowed() == timed.overflowed();
+                        if !same {
+                            return Err(VpuError::Other(format!(
+                                "the {} trial's timing-only run and its run with values differ (a pimkit-vpu bug: please report)",
+                                df.name()
+                            )));
                         }
+                        self.m = m;
+                        self.spares.push(timed);
+                        self.spares.extend(results.into_iter().map(|(_, m)| m));
                         return Ok(df);
                     }
                     // No trial fits: the family's ran from the original state, as the

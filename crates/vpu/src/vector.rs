@@ -1,7 +1,8 @@
 //! The vector instructions the kernels use (an xvnmc / Zve32x subset, ref §1.3, quinn
 //! §4.2), at SEW=32. Each call charges the host issue, schedules the instruction on the
 //! VPU and computes the real values. Operands are register indices; every instruction
-//! works on elements `0..vl` of its registers.
+//! works on elements `0..vl` of its registers. On a timing-only copy
+//! ([`Machine::timing_copy_into`]) only the timing is simulated.
 
 use crate::machine::Machine;
 use crate::quant::IntRequant;
@@ -29,6 +30,9 @@ impl Machine {
     pub fn vmv_vx(&mut self, p: usize, vd: usize, x: i32, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.mv, vl);
         self.issue(p, &[], Some(vd), c);
+        if !self.has_data() {
+            return;
+        }
         let r = self.reg(vd);
         self.vrf[p][r][..vl].fill(x);
     }
@@ -37,7 +41,7 @@ impl Machine {
     pub fn vmv_vv(&mut self, p: usize, vd: usize, vs: usize, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.mv, vl);
         self.issue(p, &[vs], Some(vd), c);
-        if vd != vs {
+        if vd != vs && self.has_data() {
             let (d, s) = self.two(p, vd, vs);
             d[..vl].copy_from_slice(&s[..vl]);
         }
@@ -47,6 +51,9 @@ impl Machine {
     pub fn vadd_vx(&mut self, p: usize, vd: usize, vs: usize, x: i32, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.add, vl);
         self.issue(p, &[vs], Some(vd), c);
+        if !self.has_data() {
+            return;
+        }
         if vd == vs {
             let r = self.reg(vd);
             self.vrf[p][r][..vl]
@@ -64,6 +71,9 @@ impl Machine {
     pub fn vacc_vv(&mut self, p: usize, vd: usize, vs: usize, sign: i32, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.add, vl);
         self.issue(p, &[vd, vs], Some(vd), c);
+        if !self.has_data() {
+            return;
+        }
         let (d, s) = self.two(p, vd, vs);
         for i in 0..vl {
             d[i] = d[i].wrapping_add(sign.wrapping_mul(s[i]));
@@ -74,6 +84,9 @@ impl Machine {
     pub fn vmacc_vx(&mut self, p: usize, vd: usize, x: i32, vs2: usize, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.mac, vl);
         self.issue(p, &[vd, vs2], Some(vd), c);
+        if !self.has_data() {
+            return;
+        }
         let (d, s) = self.two(p, vd, vs2);
         for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
             *d = d.wrapping_add(x.wrapping_mul(s));
@@ -84,6 +97,9 @@ impl Machine {
     pub fn vmacc_vv(&mut self, p: usize, vd: usize, vs1: usize, vs2: usize, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.mac, vl);
         self.issue(p, &[vd, vs1, vs2], Some(vd), c);
+        if !self.has_data() {
+            return;
+        }
         let v = self.vlen;
         let f = &mut self.vrf[p];
         for i in 0..vl {
@@ -96,6 +112,9 @@ impl Machine {
     pub fn vslidedown(&mut self, p: usize, vd: usize, vs: usize, off: usize, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.slide, vl);
         self.issue(p, &[vs], Some(vd), c);
+        if !self.has_data() {
+            return;
+        }
         let v = self.vlen;
         let (d, s) = self.two(p, vd, vs);
         // d[i] = s[i + off] inside the register, 0 past its end.
@@ -107,6 +126,9 @@ impl Machine {
     /// xvmv.x.s: the host reads element `idx` of `vs` (waits for the VPU).
     pub fn vmv_x_s(&mut self, p: usize, vs: usize, idx: usize) -> i32 {
         self.sync_read(p, vs);
+        if !self.has_data() {
+            return 0;
+        }
         self.vrf[p][vs * self.vlen + idx]
     }
 
@@ -141,6 +163,9 @@ impl Machine {
             self.host(self.arch.host.issue_cycles);
         }
         self.issue(p, &[vd], Some(vd), total);
+        if !self.has_data() {
+            return;
+        }
         let r = self.reg(vd);
         let d = &mut self.vrf[p][r][..vl];
         if rq.len() == 1 {

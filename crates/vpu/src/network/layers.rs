@@ -142,9 +142,10 @@ impl Net<'_> {
                 y: y_addr,
                 out: out.clone(),
             };
-            let df = self.run_kernel(KernelKind::Depthwise, None, &|m, df| {
-                depthwise::depthwise(m, &job, df)
-            })?;
+            let df =
+                self.run_kernel(KernelKind::Depthwise, None, (y_addr, y_bytes), &|m, df| {
+                    depthwise::depthwise(m, &job, df)
+                })?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
             return Ok((KernelKind::Depthwise, Some(df), work, shape));
         }
@@ -216,7 +217,7 @@ impl Net<'_> {
             }
             Ok(())
         };
-        let df = self.run_kernel(kind, None, &run)?;
+        let df = self.run_kernel(kind, None, (y_addr, y_bytes), &run)?;
         self.collect(n, y, y_addr, Layout::Chw, out.elem)?;
         Ok((kind, Some(df), work, shape))
     }
@@ -231,7 +232,8 @@ impl Net<'_> {
             vecmat(&mut self.m, job)?;
             Ok((KernelKind::Vm, None))
         } else {
-            let df = self.run_kernel(KernelKind::Mm, prefer, &|m, df| matmul(m, job, df))?;
+            let out = (job.y, job.m * job.n * job.out.elem.size());
+            let df = self.run_kernel(KernelKind::Mm, prefer, out, &|m, df| matmul(m, job, df))?;
             Ok((KernelKind::Mm, Some(df)))
         }
     }
