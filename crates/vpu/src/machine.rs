@@ -677,6 +677,7 @@ impl Machine {
     }
 
     /// Issue one vector instruction to VPU `p`: returns its (start, end).
+    #[inline]
     pub(crate) fn issue(
         &mut self,
         p: usize,
@@ -910,10 +911,13 @@ impl Machine {
     /// line missed. Returns the end.
     fn occupy_channel(&mut self, start: u64, onchip_bytes: usize, d: &CacheStats) -> u64 {
         let onchip = ceil_u64(onchip_bytes as f64 / self.arch.dma.bytes_per_cycle);
-        let offchip = ceil_u64(
-            (d.misses + d.evictions) as f64 * self.cache.line_bytes() as f64
-                / self.arch.memory.bandwidth,
-        );
+        // No line to move (most bursts hit): 0 cycles, what the division gives.
+        let lines = d.misses + d.evictions;
+        let offchip = if lines == 0 {
+            0
+        } else {
+            ceil_u64(lines as f64 * self.cache.line_bytes() as f64 / self.arch.memory.bandwidth)
+        };
         let lat = if d.misses > 0 {
             self.arch.memory.latency_cycles
         } else {

@@ -93,6 +93,22 @@ impl Machine {
         }
     }
 
+    /// vmacc.vx into several registers from one source, in order: for each `(vd, x)` of
+    /// `to`, vd[i] += x * vs2[i]. The same instructions as one `vmacc_vx` per target
+    /// (their cost computed once).
+    pub fn vmacc_vx_each(&mut self, p: usize, vs2: usize, vl: usize, to: &[(usize, i32)]) {
+        let c = self.vcost(self.arch.vpu.cycles.mac, vl);
+        for &(vd, x) in to {
+            self.issue(p, &[vd, vs2], Some(vd), c);
+            if self.has_data() {
+                let (d, s) = self.two(p, vd, vs2);
+                for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
+                    *d = d.wrapping_add(x.wrapping_mul(s));
+                }
+            }
+        }
+    }
+
     /// vmacc.vv: vd[i] += vs1[i] * vs2[i].
     pub fn vmacc_vv(&mut self, p: usize, vd: usize, vs1: usize, vs2: usize, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.mac, vl);

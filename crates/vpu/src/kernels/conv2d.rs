@@ -231,6 +231,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
     let p = m.vpus();
     let w_chunks = g.wo.div_ceil(g.wc);
     let mut taps = TapCache::default();
+    let mut scratch = MacScratch::new(p);
     match df {
         Dataflow::Os => {
             for (t, wx, co) in os_order(m, j, &g, w_chunks) {
@@ -244,7 +245,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             load_band(m, j, &g, q, tile, wx, ci)?;
                         }
                     }
-                    macs(m, j, &g, t, wx, ci, tv)?;
+                    macs(m, j, &g, t, wx, ci, tv, &mut scratch)?;
                 }
                 finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
             }
@@ -263,7 +264,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                             m.host_loop(1);
                             let tv = taps.get(m, j, &g, co, ci)?;
                             init(m, j, &g, t, wx, co, ci)?;
-                            macs(m, j, &g, t, wx, ci, tv)?;
+                            macs(m, j, &g, t, wx, ci, tv, &mut scratch)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -284,7 +285,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                                     load_band(m, j, &g, q, tile, wx, ci)?;
                                 }
                             }
-                            macs(m, j, &g, t, wx, ci, tv)?;
+                            macs(m, j, &g, t, wx, ci, tv, &mut scratch)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -455,8 +456,33 @@ fn load_band(
     Ok(())
 }
 
+/// `macs`' per-VPU working lists, allocated once per kernel call (`macs` runs once
+/// per channel pair and tile).
+struct MacScratch {
+    tiles: Vec<Option<(usize, usize)>>,
+    /// Per VPU, the users of the current input row: (output row, ky).
+    users: Vec<[(usize, usize); MAX_OUT_ROWS]>,
+    nus: Vec<usize>,
+    ihs: Vec<usize>,
+    /// One tap column's (accumulator, tap) targets.
+    group: Vec<(usize, i32)>,
+}
+
+impl MacScratch {
+    fn new(p: usize) -> MacScratch {
+        MacScratch {
+            tiles: vec![None; p],
+            users: vec![[(0, 0); MAX_OUT_ROWS]; p],
+            nus: vec![0; p],
+            ihs: vec![0; p],
+            group: Vec::with_capacity(MAX_OUT_ROWS),
+        }
+    }
+}
+
 /// All MACs of input channel `ci` for step `t`, issued VPU-interleaved so the
 /// cooperating VPUs run concurrently (same broadcast tap, own input stripe).
+#[allow(clippy::too_many_arguments)]
 fn macs(
     m: &mut Machine,
     j: &ConvJob,
@@ -465,11 +491,15 @@ fn macs(
     wx: usize,
     ci: usize,
     taps: &[i32],
+    s: &mut MacScratch,
 ) -> Result<()> {
     let (w0, nw) = chunk(g, wx);
     let p = m.vpus();
-    let tiles: Vec<Option<(usize, usize)>> = (0..p).map(|q| g.tile(q, t)).collect();
-    let count = tiles
+    for (q, tile) in s.tiles.iter_mut().enumerate() {
+        *tile = g.tile(q, t);
+    }
+    let count = s
+        .tiles
         .iter()
         .flatten()
         .map(|&tile| band_rows(j, tile).1)
@@ -478,9 +508,13 @@ fn macs(
     let mut sc = 0;
     // Per VPU, the users of the current input row (the same for every kx: computed
     // once per row, not once per tap column).
-    let mut users = vec![[(0usize, 0usize); MAX_OUT_ROWS]; p];
-    let mut nus = vec![0usize; p];
-    let mut ihs = vec![0usize; p];
+    let MacScratch {
+        tiles,
+        users,
+        nus,
+        ihs,
+        group,
+    } = s;
     for r in 0..count {
         for (q, tile) in tiles.iter().enumerate() {
             nus[q] = 0;
@@ -524,9 +558,13 @@ fn macs(
                     load_segment(m, j, q, SCRATCH[sc], ci, ih, col0, nw, j.stride.1)?;
                     SCRATCH[sc]
                 };
-                for &(o, ky) in &users[q][..nu] {
-                    m.vmacc_vx(q, ACC0 + o, taps[ky * j.kw + kx], src, nw);
-                }
+                group.clear();
+                group.extend(
+                    users[q][..nu]
+                        .iter()
+                        .map(|&(o, ky)| (ACC0 + o, taps[ky * j.kw + kx])),
+                );
+                m.vmacc_vx_each(q, src, nw, group);
             }
             if any {
                 sc ^= 1;
