@@ -21,6 +21,7 @@ pub mod report;
 pub mod roofline;
 pub mod run;
 pub mod scalar;
+mod turns;
 mod vector;
 
 pub use arch::Arch;

@@ -13,6 +13,7 @@
 use crate::arch::Arch;
 use crate::cache::{Cache, CacheStats};
 use crate::error::{Result, VpuError};
+use crate::turns::Turns;
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -288,6 +289,8 @@ pub struct Machine {
 pub struct TrialBound {
     best: Arc<AtomicU64>,
     t0: u64,
+    /// Set for a trial that shares threads with others by taking turns.
+    turns: Option<Arc<Turns>>,
 }
 
 impl TrialBound {
@@ -296,6 +299,14 @@ impl TrialBound {
         TrialBound {
             best: Arc::new(AtomicU64::new(u64::MAX)),
             t0,
+            turns: None,
+        }
+    }
+    /// The same bound for a trial that takes turns with others at its bound checks.
+    pub(crate) fn with_turns(&self, turns: &Arc<Turns>) -> TrialBound {
+        TrialBound {
+            turns: Some(turns.clone()),
+            ..self.clone()
         }
     }
     /// A trial finished in `t` cycles (from `t0`).
@@ -401,6 +412,9 @@ impl Machine {
 
     /// [`VpuError::TrialLost`] when a trial bound is set and this run is already slower.
     fn check_trial_bound(&self) -> Result<()> {
+        if let Some(t) = self.bound.as_ref().and_then(|b| b.turns.as_ref()) {
+            t.tick();
+        }
         match &self.bound {
             Some(b) if self.finish_time() - b.t0 > b.best.load(Ordering::Relaxed) => {
                 Err(VpuError::TrialLost)

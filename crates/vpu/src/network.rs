@@ -19,10 +19,12 @@ use crate::kernels::{Dataflow, OutQuant, conv1d, conv2d, depthwise};
 use crate::machine::{Elem, Machine, Stats, TrialBound};
 use crate::ops::Work;
 use crate::quant::{IntRequant, output_scale};
+use crate::turns::{Turn, Turns};
 use pimkit_ir::{DType, Graph, Node, NodeId, Op, Tensor, ValueId};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 mod host;
 mod layers;
@@ -496,20 +498,54 @@ impl Net<'_> {
                 let empty = Machine::empty(&self.m.arch);
                 let own = std::mem::replace(&mut self.m, empty);
                 runs.insert(0, (last, own));
-                let mut trials: Vec<(usize, Result<()>, u64, Machine)> = runs
-                    .into_par_iter()
-                    .map(|(i, mut m)| {
-                        m.set_trial_bound(Some(bound.clone()));
-                        let t0 = m.now();
-                        let r = run(&mut m, order[i]);
-                        let t = m.finish_time() - t0;
-                        if r.is_ok() && !m.overflowed() {
-                            bound.finished(t);
+                let trial = |(i, mut m): (usize, Machine), b: TrialBound| {
+                    m.set_trial_bound(Some(b));
+                    let t0 = m.now();
+                    let r = run(&mut m, order[i]);
+                    let t = m.finish_time() - t0;
+                    if r.is_ok() && !m.overflowed() {
+                        bound.finished(t);
+                    }
+                    m.set_trial_bound(None);
+                    (i, r, t, m)
+                };
+                let threads = rayon::current_num_threads();
+                let mut trials: Vec<(usize, Result<()>, u64, Machine)> = if threads <= 1
+                    || runs.len() <= threads
+                {
+                    runs.into_par_iter()
+                        .map(|x| trial(x, bound.clone()))
+                        .collect()
+                } else {
+                    // More trials than threads: the family's keeps this thread, the
+                    // others take turns on the rest (`turns`), so none waits for
+                    // another to end before it starts.
+                    let turns = Arc::new(Turns::new(threads - 1));
+                    let mut runs = runs.into_iter();
+                    let family_run = runs.next().ok_or_else(|| {
+                        VpuError::Other("no dataflow trial (a pimkit-vpu bug)".into())
+                    })?;
+                    std::thread::scope(|s| {
+                        let others: Vec<_> = runs
+                            .map(|x| {
+                                let (b, turns, trial) = (bound.with_turns(&turns), &turns, &trial);
+                                s.spawn(move || {
+                                    let _turn = Turn::take(turns);
+                                    trial(x, b)
+                                })
+                            })
+                            .collect();
+                        let mut out = vec![trial(family_run, bound.clone())];
+                        for h in others {
+                            out.push(h.join().map_err(|_| {
+                                VpuError::Other(
+                                    "a dataflow trial's thread panicked (a pimkit-vpu bug)".into(),
+                                )
+                            })?);
                         }
-                        m.set_trial_bound(None);
-                        (i, r, t, m)
-                    })
-                    .collect();
+                        Ok::<_, VpuError>(out)
+                    })?
+                };
                 trials.sort_by_key(|tr| tr.0);
                 let mut best: Option<(u64, usize)> = None;
                 let mut results = Vec::with_capacity(trials.len());
