@@ -143,3 +143,6 @@ impl Spill {
         m.dma_in(&x)
     }
 }
+
+#[cfg(test)]
+mod timing_only_tests;
