@@ -199,6 +199,20 @@ fn zero_named(regs: &mut [i32], arch: &Arch, code: &[CoreInstr]) {
     }
 }
 
+/// One read of words whose counters are all > 0: each counter that is not
+/// `PERSISTENT` drops by one (no branch per word); true when one reached 0 (the words
+/// became invalid, which may wake a waiter).
+#[inline]
+fn read_once(counts: &mut [u32]) -> bool {
+    debug_assert!(counts.iter().all(|&n| n > 0));
+    let mut zero = false;
+    for n in counts {
+        *n -= (*n != PERSISTENT) as u32;
+        zero |= *n == 0;
+    }
+    zero
+}
+
 /// The element type and shape of input `t` must be the program's (`io`).
 pub(crate) fn check_input(io: &crate::program::IoMap, t: &Tensor) -> Result<(), SimError> {
     if t.dtype() != io.dtype || t.shape != io.shape {
@@ -672,23 +686,32 @@ impl<'a> Machine<'a> {
             .wake(tile, at, lo, hi, self.cur, &mut self.heap);
     }
 
+    #[inline]
     fn check_regs(&self, ci: usize, pc: usize, ranges: &[(u32, u32)]) -> Result<(), SimError> {
         let n = self.arch.reg_space() as u64;
         for &(a, len) in ranges {
             if a as u64 + len as u64 > n {
-                let nc = self.arch.tile.cores;
-                return Err(fault(
-                    ci / nc,
-                    Some(ci % nc),
-                    pc,
-                    format!("register range {a}+{len} outside the {n}-word register space"),
-                ));
+                return Err(self.reg_fault(ci, pc, a, len));
             }
         }
         Ok(())
     }
 
+    #[cold]
+    #[inline(never)]
+    fn reg_fault(&self, ci: usize, pc: usize, a: u32, len: u32) -> SimError {
+        let n = self.arch.reg_space();
+        let nc = self.arch.tile.cores;
+        fault(
+            ci / nc,
+            Some(ci % nc),
+            pc,
+            format!("register range {a}+{len} outside the {n}-word register space"),
+        )
+    }
+
     /// Wait for MVMUs whose XbarIn/XbarOut a non-blocking instruction touches.
+    #[inline]
     fn sync_mvmu(&mut self, ci: usize, addrs: &[u32]) {
         if self.arch.core.mvm_blocking {
             return;
@@ -825,29 +848,23 @@ impl<'a> Machine<'a> {
                             if is_load { "load" } else { "store" }
                         );
                     }
-                    let mut changed = false;
+                    let changed;
                     let dst = (d1 + chunk * width) as usize;
                     if is_load {
                         let c = &mut self.cores[ci];
-                        for k in 0..w {
-                            c.regs[dst + k] = ts.mem[a + k];
-                            if ts.count[a + k] != PERSISTENT {
-                                ts.count[a + k] = ts.count[a + k].saturating_sub(1);
-                                if ts.count[a + k] == 0 {
-                                    changed = true;
-                                }
-                            }
-                        }
+                        c.regs[dst..dst + w].copy_from_slice(&ts.mem[a..a + w]);
+                        // Every counter is > 0 here (checked above): one read each.
+                        changed = read_once(&mut ts.count[a..a + w]);
                         self.energy.register_file += w as f64 * reg_pj(arch, e, d1, true);
                     } else {
                         let CoreInstr::Store { counter, .. } = *ins else {
                             unreachable!()
                         };
                         let c = &self.cores[ci];
-                        for k in 0..w {
-                            ts.mem[a + k] = c.regs[dst + k] as i16 as i32;
-                            ts.count[a + k] = counter;
+                        for (m, &r) in ts.mem[a..a + w].iter_mut().zip(&c.regs[dst..dst + w]) {
+                            *m = r as i16 as i32;
                         }
+                        ts.count[a..a + w].fill(counter);
                         changed = true;
                         self.energy.register_file += w as f64 * reg_pj(arch, e, d1, false);
                     }
@@ -1173,18 +1190,11 @@ impl<'a> Machine<'a> {
                     ts.edram_busy += lat.edram_cycles;
                     ts.unit_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
-                    let mut changed = false;
                     let mut data = self.pool.pop().unwrap_or_default();
                     data.clear();
                     data.extend_from_slice(&ts.mem[a..a + w]);
-                    for k in a..a + w {
-                        if ts.count[k] != PERSISTENT {
-                            ts.count[k] = ts.count[k].saturating_sub(1);
-                            if ts.count[k] == 0 {
-                                changed = true;
-                            }
-                        }
-                    }
+                    // Every counter is > 0 here (checked above): one read each.
+                    let changed = read_once(&mut ts.count[a..a + w]);
                     ts.t = done;
                     let mut ready = done + arch.network.latency_cycles;
                     let (sn, dn) = (t / arch.node.tiles, target as usize / arch.node.tiles);
@@ -1272,10 +1282,8 @@ impl<'a> Machine<'a> {
                     ts.edram_busy += lat.edram_cycles;
                     ts.unit_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
-                    for (k, &v) in pk.data.iter().enumerate() {
-                        ts.mem[a + k] = v;
-                        ts.count[a + k] = counter;
-                    }
+                    ts.mem[a..a + w].copy_from_slice(&pk.data);
+                    ts.count[a..a + w].fill(counter);
                     self.pool.push(pk.data);
                     ts.t = done;
                     self.energy.edram(e);
