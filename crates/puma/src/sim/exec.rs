@@ -58,10 +58,10 @@ struct CoreSt {
     waited: u64,
 }
 
-struct Packet {
+pub(super) struct Packet {
     dst: u32,
     fifo: u32,
-    data: Vec<i32>,
+    pub(super) data: Vec<i32>,
     ready: u64,
     arrival: u64,
 }
@@ -141,6 +141,13 @@ impl Drop for Machine<'_> {
             .map(|t| (std::mem::take(&mut t.mem), std::mem::take(&mut t.count)))
             .unzip();
         pool::give_back(regs.chain(mem), count);
+        // Packet queues and buffers (undelivered packets' too) for the next run.
+        let queues = self.net.iter_mut().map(|n| std::mem::take(&mut n.q));
+        let fifos = self
+            .tiles
+            .iter_mut()
+            .flat_map(|t| std::mem::take(&mut t.fifos));
+        pool::give_back_packets(std::mem::take(&mut self.pool), queues.chain(fifos));
     }
 }
 
@@ -429,7 +436,7 @@ impl<'a> Machine<'a> {
             tiles,
             net: (0..ntiles)
                 .map(|_| NetQ {
-                    q: VecDeque::new(),
+                    q: pool::deque(),
                     last: 0,
                 })
                 .collect(),
@@ -453,7 +460,7 @@ impl<'a> Machine<'a> {
             trace: std::env::var_os("PUMA_TRACE").is_some(),
             split: fixed::Split::new(),
             scratch: (Vec::new(), Vec::new()),
-            pool: Vec::new(),
+            pool: pool::packet_buffers(),
             // Lazy waking needs every wake-up to lie strictly after the change.
             waiters: Waiters::new(
                 lazy && arch.tables().latency.edram_cycles > 0,
@@ -1101,7 +1108,7 @@ impl<'a> Machine<'a> {
             let (dst, fifo) = (pk.dst as usize, pk.fifo);
             let fifos = &mut self.tiles[dst].fifos;
             if fifos.len() <= fifo as usize {
-                fifos.resize_with(fifo as usize + 1, VecDeque::new);
+                fifos.resize_with(fifo as usize + 1, pool::deque);
             }
             let f = &mut fifos[fifo as usize];
             if f.len() >= depth {
