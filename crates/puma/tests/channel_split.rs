@@ -197,6 +197,27 @@ fn a_one_output_dense_layer_is_split_by_input_channels() {
     }
 }
 
+/// A MatMul of a 3-D input ([1, 3, 2048] x [2048, 1], no bias) on 128-word tiles:
+/// split along K like a Gemm, every row of the output a partial sum.
+#[test]
+fn a_one_output_matmul_is_split_by_input_channels() {
+    let mut g = Graph::new("matmul_split");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![1, 3, 2048]));
+    let w = g.add_const(
+        "w",
+        Tensor::from_f32(vec![2048, 1], det(2048, 11, (1.0 / 2048f32).sqrt())),
+    );
+    let y = g.op("mm", Op::MatMul, &[x, w]).unwrap();
+    g.outputs.push(y);
+    let arch = small_arch(128, 256);
+    assert!(check(&g, &arch, 0.05).unwrap());
+    let n = notes(&g, &arch);
+    assert!(
+        n.contains("`mm` split by input channels (1024 + 1024 of 2048)"),
+        "{n}"
+    );
+}
+
 /// A 1x1 convolution with one output channel and 1,024 input channels on 96-word tiles
 /// (more than 96 words needed at one output pixel) is split by input channels.
 #[test]
