@@ -206,6 +206,19 @@ fn zero_named(regs: &mut [i32], arch: &Arch, code: &[CoreInstr]) {
     }
 }
 
+/// Every counter > 0 (the words are valid): no early exit, so the compiler vectorizes
+/// the 16-word chunks the ISA moves.
+#[inline]
+fn all_valid(counts: &[u32]) -> bool {
+    counts.iter().fold(true, |ok, &n| ok & (n > 0))
+}
+
+/// Every counter 0 (all readers have read the words; a store may overwrite them).
+#[inline]
+fn all_drained(counts: &[u32]) -> bool {
+    counts.iter().fold(0, |acc, &n| acc | n) == 0
+}
+
 /// One read of words whose counters are all > 0: each counter that is not
 /// `PERSISTENT` drops by one (no branch per word); true when one reached 0 (the words
 /// became invalid, which may wake a waiter).
@@ -825,9 +838,9 @@ impl<'a> Machine<'a> {
                     let a = a as usize;
                     let w = width as usize;
                     let ok = if is_load {
-                        ts.count[a..a + w].iter().all(|&n| n > 0)
+                        all_valid(&ts.count[a..a + w])
                     } else {
-                        ts.count[a..a + w].iter().all(|&n| n == 0)
+                        all_drained(&ts.count[a..a + w])
                     };
                     if !ok {
                         let c = &mut self.cores[ci];
@@ -1185,7 +1198,7 @@ impl<'a> Machine<'a> {
                             "send target tile or address out of range",
                         ));
                     }
-                    if !self.tiles[t].count[a..a + w].iter().all(|&n| n > 0) {
+                    if !all_valid(&self.tiles[t].count[a..a + w]) {
                         self.tiles[t].parked = Some(Park::Send(a, a + w));
                         let me = (self.ncores + t) as u32;
                         self.waiters.park(t, me, a, a + w, false);
@@ -1276,7 +1289,7 @@ impl<'a> Machine<'a> {
                             format!("received a {plen}-word packet, instruction expects {w}"),
                         ));
                     }
-                    if self.tiles[t].count[a..a + w].iter().any(|&n| n > 0) {
+                    if !all_drained(&self.tiles[t].count[a..a + w]) {
                         self.tiles[t].parked = Some(Park::Drain(a, a + w));
                         let me = (self.ncores + t) as u32;
                         self.waiters.park(t, me, a, a + w, false);
