@@ -614,3 +614,53 @@ fn progress_stays_off_stderr_when_it_is_not_a_terminal() {
         assert!(e.is_empty(), "{a:?}: stderr {e:?}");
     }
 }
+
+/// `puma run --per-layer` on a model whose only node has one output and more inputs
+/// than a tile holds (an ONNX Gemm of 2,048 inputs and 1 output on 128-word tiles,
+/// which failed before: one output cannot be split by outputs): the layer runs as
+/// partial sums over its input channels, says so, and reports its error.
+#[test]
+fn puma_per_layer_splits_a_one_output_layer_by_input_channels() {
+    use pimkit_ir::{DType, Graph, Op, Tensor, TensorType};
+    let dir = tempfile::tempdir().unwrap();
+    let (k, n) = (2048usize, 1usize);
+    let mut g = Graph::new("one_output");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![1, k]));
+    let w: Vec<f32> = (0..k * n)
+        .map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.5) / (k as f32).sqrt())
+        .collect();
+    let w = g.add_const("w", Tensor::from_f32(vec![n, k], w));
+    let b = g.add_const("b", Tensor::from_f32(vec![n], vec![0.25]));
+    let gemm = Op::Gemm {
+        alpha: 1.0,
+        beta: 1.0,
+        trans_a: false,
+        trans_b: true,
+    };
+    let y = g.op("fc", gemm, &[x, w, b]).unwrap();
+    g.outputs.push(y);
+    let model = dir.path().join("one_output.onnx");
+    pimkit_onnx::save(&g, &model).unwrap();
+    let arch = dir.path().join("small.toml");
+    std::fs::write(&arch, "[tile]\nshared_mem_words = 128\n").unwrap();
+    let (m, a) = (model.display().to_string(), arch.display().to_string());
+    let o = pimkit(&["puma", "run", &m, "--per-layer", "--arch", &a, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let text = v.to_string();
+    assert!(
+        text.contains("`fc` split by input channels (1024 + 1024 of 2048)"),
+        "{text}"
+    );
+    let err = text
+        .split("\"max_abs_error\":")
+        .nth(1)
+        .and_then(|s| s.split([',', '}']).next())
+        .and_then(|s| s.parse::<f64>().ok())
+        .expect("an error figure");
+    assert!(err < 0.05, "{err}");
+    // The same model without the small tile needs no split.
+    let o = pimkit(&["puma", "run", &m, "--per-layer", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(!stdout(&o).contains("split by input channels"));
+}

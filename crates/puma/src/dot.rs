@@ -33,6 +33,9 @@ pub struct Split {
     acc: Vec<i64>,
     #[cfg(target_arch = "x86_64")]
     avx2: bool,
+    /// AVX-512 F+BW+VNNI: the narrow path's one-instruction multiply-accumulate.
+    #[cfg(target_arch = "x86_64")]
+    avx512: bool,
 }
 
 impl Split {
@@ -45,6 +48,8 @@ impl Split {
             acc: Vec::new(),
             #[cfg(target_arch = "x86_64")]
             avx2: std::arch::is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            avx512: x86::avx512_available(),
         }
     }
 
@@ -60,7 +65,7 @@ impl Split {
         }
         self.max_abs = m;
         #[cfg(target_arch = "x86_64")]
-        if self.avx2 && n <= BLOCK && m <= NARROW_MAX {
+        if (self.avx2 || self.avx512) && n <= BLOCK && m <= NARROW_MAX {
             // `dots` takes the narrow path: lo/hi are not needed (`dot` falls back to
             // the raw words).
             self.lo.clear();
@@ -116,6 +121,13 @@ impl Split {
     pub fn dots(&self, w: &[i16], stride: usize, out: &mut [i64]) {
         let n = self.raw.len();
         assert!(out.is_empty() || (out.len() - 1) * stride + n <= w.len());
+        #[cfg(target_arch = "x86_64")]
+        if self.avx512 && n <= BLOCK && self.max_abs <= NARROW_MAX {
+            // SAFETY: the CPU supports AVX-512 F, BW and VNNI (checked at construction);
+            // |x| ≤ NARROW_MAX.
+            unsafe { x86::dots_narrow_avx512(w, stride, &self.raw, out) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if self.avx2 && n <= BLOCK {
             if self.max_abs <= NARROW_MAX {
@@ -261,6 +273,79 @@ mod x86 {
             unsafe { _mm256_storeu_si256(v.as_mut_ptr() as *mut __m256i, widen(a)) };
             out[r] = v.iter().sum::<i64>() + tail(r);
         }
+    }
+
+    /// The narrow path with AVX-512 (F, BW, VNNI): the input row (≤ 128 words) stays in
+    /// four registers, each weight vector of 32 words is one masked load and one
+    /// `vpdpwssd` (multiply pairs and accumulate in i32). Each i32 lane sums 2 products
+    /// per 32 columns, at most 8 for 128 columns: |lane| ≤ 8·2¹⁵·4095 < 2³¹; the lanes
+    /// are widened to i64 before the horizontal sum. Masked loads read nothing past a
+    /// row's `x.len()` columns (the masked-out lanes are zero in both operands).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F, BW and VNNI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub unsafe fn dots_narrow_avx512(w: &[i16], stride: usize, x: &[i16], out: &mut [i64]) {
+        let n = x.len();
+        let rows = out.len();
+        if rows == 0 || n == 0 {
+            out.fill(0);
+            return;
+        }
+        assert!(n <= super::BLOCK && (rows - 1) * stride + n <= w.len());
+        debug_assert!(x.iter().all(|&v| (v as i32).abs() <= super::NARROW_MAX));
+        let chunks = n.div_ceil(32);
+        let mut xv = [_mm512_setzero_si512(); 4];
+        for (c, v) in xv.iter_mut().enumerate().take(chunks) {
+            // SAFETY: the mask covers only words c·32 .. n of x.
+            *v = unsafe { _mm512_maskz_loadu_epi16(chunk_mask(n, c), x.as_ptr().add(32 * c)) };
+        }
+        for (r, o) in out.iter_mut().enumerate() {
+            if r % 4 == 0 && r + 16 < rows {
+                // Weights stream from memory once per MVM: fetch four rows, 16 ahead.
+                let a = (r + 16) * stride;
+                let end = ((r + 20).min(rows) - 1) * stride + n;
+                let mut q = a;
+                while q < end {
+                    // SAFETY: prefetch is a hint; q < w.len() (asserted bound).
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(w.as_ptr().add(q) as *const i8) };
+                    q += 32;
+                }
+            }
+            // SAFETY: row r's words r·stride .. r·stride + n lie within w (asserted).
+            *o = unsafe { row_avx512(w.as_ptr().add(r * stride), n, &xv[..chunks]) };
+        }
+    }
+
+    /// Lane mask of chunk `c` (32 words) of a row of `n` words.
+    #[inline]
+    fn chunk_mask(n: usize, c: usize) -> __mmask32 {
+        let left = n - 32 * c;
+        if left >= 32 { !0 } else { (1u32 << left) - 1 }
+    }
+
+    /// Σ_j p[j]·x[j] for j < n (x as 32-word chunks, zero past n), exactly.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VNNI; p[..n] readable; |x| ≤ NARROW_MAX and n ≤ 128.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    unsafe fn row_avx512(p: *const i16, n: usize, xv: &[__m512i]) -> i64 {
+        let mut acc = _mm512_setzero_si512();
+        for (c, &xc) in xv.iter().enumerate() {
+            // SAFETY: the mask covers only words c·32 .. n of the row.
+            let wv = unsafe { _mm512_maskz_loadu_epi16(chunk_mask(n, c), p.add(32 * c)) };
+            acc = _mm512_dpwssd_epi32(acc, wv, xc);
+        }
+        let lo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc));
+        let hi = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64::<1>(acc));
+        _mm512_reduce_add_epi64(_mm512_add_epi64(lo, hi))
+    }
+
+    pub fn avx512_available() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
     }
 
     /// [`super::Split::dots`] for rows of at most `BLOCK` columns, one call per matrix.
@@ -488,7 +573,16 @@ mod tests {
     #[test]
     fn narrow_path_equals_reference_at_its_bound() {
         let mut next = rng(5);
-        for &(rows, cols, stride) in &[(128, 128, 128), (7, 100, 128), (5, 16, 16), (9, 33, 40)] {
+        for &(rows, cols, stride) in &[
+            (128, 128, 128),
+            (7, 100, 128),
+            (5, 16, 16),
+            (9, 33, 40),
+            (21, 127, 128),
+            (3, 1, 1),
+            (40, 64, 128),
+            (17, 97, 100),
+        ] {
             for case in 0..5 {
                 let w: Vec<i16> = (0..(rows - 1) * stride + cols)
                     .map(|_| match case {
@@ -530,6 +624,16 @@ mod tests {
                     assert_eq!(
                         out, want,
                         "narrow kernel rows={rows} cols={cols} case={case}"
+                    );
+                }
+                #[cfg(target_arch = "x86_64")]
+                if case < 3 && x86::avx512_available() {
+                    let mut out = vec![0i64; rows];
+                    // SAFETY: AVX-512 F/BW/VNNI are available; |x| ≤ NARROW_MAX.
+                    unsafe { x86::dots_narrow_avx512(&w, stride, &s.raw, &mut out) };
+                    assert_eq!(
+                        out, want,
+                        "avx512 kernel rows={rows} cols={cols} case={case}"
                     );
                 }
             }

@@ -142,8 +142,11 @@ pub fn mvm_with(
                 for (o, &a) in out[..rows].iter_mut().zip(acc) {
                     // a / 2^shift rounded to nearest, ties away from zero (= div_round),
                     // then saturated (= fit in exact mode).
+                    // Branch-free sign (the signs of MVM outputs are unpredictable):
+                    // (m ^ s) − s is −m for s = −1 and m for s = 0.
                     let m = ((a.unsigned_abs() + half) >> sh) as i64;
-                    let q = if a < 0 { -m } else { m };
+                    let s = a >> 63;
+                    let q = (m ^ s) - s;
                     let c = q.clamp(lo, hi);
                     unfit += (c != q) as u64;
                     *o = c as i32;

@@ -159,6 +159,102 @@ fn wide_inputs_need_no_split() {
     assert!(!check(&g, &small_arch(512, 512), 0.05).unwrap());
 }
 
+/// The notes of the per-layer run of `g` (which must succeed).
+fn notes(g: &Graph, arch: &Arch) -> String {
+    run_per_layer(
+        g,
+        arch,
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        None,
+    )
+    .unwrap()
+    .layers
+    .iter()
+    .flat_map(|l| l.notes.clone())
+    .collect::<Vec<_>>()
+    .join("\n")
+}
+
+/// A dense layer with one output whose 2,048 inputs do not fit 128-word tiles (it
+/// failed before: one output feature cannot be split by outputs) runs as partial sums
+/// over halves of its inputs, recursively, each added by a part of its own.
+#[test]
+fn a_one_output_dense_layer_is_split_by_input_channels() {
+    for trans_b in [false, true] {
+        let g = dense(2048, 1, trans_b);
+        let arch = small_arch(128, 256);
+        assert!(check(&g, &arch, 0.05).unwrap());
+        let n = notes(&g, &arch);
+        assert!(
+            n.contains("`fc` split by input channels (1024 + 1024 of 2048) into two partial sums (the bias in the first) added by a third part `fc/sum`"),
+            "{n}"
+        );
+        assert!(
+            n.contains("`fc/ic0-1024` split by input channels (512 + 512 of 1024)"),
+            "{n}"
+        );
+    }
+}
+
+/// A MatMul of a 3-D input ([1, 3, 2048] x [2048, 1], no bias) on 128-word tiles:
+/// split along K like a Gemm, every row of the output a partial sum.
+#[test]
+fn a_one_output_matmul_is_split_by_input_channels() {
+    let mut g = Graph::new("matmul_split");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![1, 3, 2048]));
+    let w = g.add_const(
+        "w",
+        Tensor::from_f32(vec![2048, 1], det(2048, 11, (1.0 / 2048f32).sqrt())),
+    );
+    let y = g.op("mm", Op::MatMul, &[x, w]).unwrap();
+    g.outputs.push(y);
+    let arch = small_arch(128, 256);
+    assert!(check(&g, &arch, 0.05).unwrap());
+    let n = notes(&g, &arch);
+    assert!(
+        n.contains("`mm` split by input channels (1024 + 1024 of 2048)"),
+        "{n}"
+    );
+}
+
+/// A 1x1 convolution with one output channel and 1,024 input channels on 96-word tiles
+/// (more than 96 words needed at one output pixel) is split by input channels.
+#[test]
+fn a_one_output_convolution_is_split_by_input_channels() {
+    let g = conv(1024, 1, 1, 1, 1, 3);
+    let arch = small_arch(96, 512);
+    assert!(check(&g, &arch, 0.05).unwrap());
+    let n = notes(&g, &arch);
+    assert!(
+        n.contains("`conv` split by input channels (512 + 512 of 1024)"),
+        "{n}"
+    );
+}
+
+/// A tile smaller than a node's fixed working set (a padded 3x3 convolution's zero
+/// row alone takes 128 words) fits at no split: the node's own error, naming the
+/// words needed and what to raise, not a part's.
+#[test]
+fn a_tile_smaller_than_the_fixed_working_set_keeps_the_nodes_error() {
+    let g = conv(256, 1, 3, 1, 1, 3);
+    let e = run_per_layer(
+        &g,
+        &small_arch(128, 256),
+        &CompileOptions::default(),
+        &SimOptions::default(),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("layer `conv`: tile 2 needs at least"), "{e}");
+    assert!(e.contains("raise tile.shared_mem_words"), "{e}");
+    assert!(
+        e.contains("split by input channels down to one, it does not fit either"),
+        "{e}"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
@@ -177,5 +273,34 @@ proptest! {
     ) {
         let g = conv(cin_g * group, cout_g * group, k, stride, group, hw);
         check(&g, &small_arch(shm, 2048), 0.05)?;
+    }
+
+    /// Random convolutions with one output channel and 64–1,024 input channels on
+    /// tiles of 64–256 words (1x1 kernels, whose working set grows with the inputs) and
+    /// 192–256 words (3x3, 5x5): every one runs, split by input channels where its
+    /// inputs do not fit, within 0.05 of the interpreter.
+    #[test]
+    fn per_layer_runs_any_one_output_convolution(
+        cin in 64usize..=1024,
+        k in prop::sample::select(vec![1usize, 1, 3, 5]),
+        stride in 1usize..=2,
+        hw in 2usize..=4,
+        small in prop::sample::select(vec![64usize, 96, 128]),
+        large in prop::sample::select(vec![192usize, 256]),
+    ) {
+        let shm = if k == 1 { small } else { large };
+        let g = conv(cin, 1, k, stride, 1, hw);
+        check(&g, &small_arch(shm, 512), 0.05)?;
+    }
+
+    /// Random dense layers with one output and 256–4,096 inputs on 128–256-word tiles
+    /// run (split by inputs where needed) within 0.05 of the interpreter.
+    #[test]
+    fn per_layer_runs_any_one_output_dense_layer(
+        k in 256usize..=4096,
+        trans_b in any::<bool>(),
+        shm in prop::sample::select(vec![128usize, 192, 256]),
+    ) {
+        check(&dense(k, 1, trans_b), &small_arch(shm, 512), 0.05)?;
     }
 }

@@ -113,13 +113,16 @@ impl Weighted {
         }
     }
 
-    /// One part as a graph: input channels `ci`, output channels `co`, `groups` groups.
+    /// One part as a graph: input channels `ci`, output channels `co`, `groups` groups;
+    /// with the bias (of channels `co`) when `bias` (a partial sum over input channels
+    /// other than the first part's has none: the bias is added once).
     pub(super) fn part(
         &self,
         name: &str,
         ci: (usize, usize),
         co: (usize, usize),
         groups: usize,
+        bias: bool,
     ) -> Result<(Graph, Tensor), String> {
         let xs = &self.x.shape;
         let cax = if self.conv.is_some() { 1 } else { xs.len() - 1 };
@@ -131,6 +134,7 @@ impl Weighted {
         let b = self
             .b
             .as_ref()
+            .filter(|_| bias)
             .map(|b| Tensor::from_f32(vec![co.1 - co.0], b[co.0..co.1].to_vec()));
         let y = match &self.conv {
             Some(c) => {

@@ -1,6 +1,7 @@
-//! A single weighted node that fits no placement and no window (issue #17 (a)): its
-//! channels are split in two and each part runs as a layer of its own, recursively, so
-//! per-layer mode never fails for memory while a part has more than one channel.
+//! A single weighted node that fits no placement and no window (issue #17 (a), item 7):
+//! its channels are split in two and each part runs as a layer of its own,
+//! recursively, so per-layer mode never fails for memory while the part's working set
+//! shrinks with its channels.
 //!
 //! * **By output channels** (Conv with one group, Gemm/MatMul by output features): each
 //!   part computes its output channels from the whole input with its rows of the
@@ -9,13 +10,12 @@
 //!   grows with its outputs; its inputs stream through the MVMUs' tiles by crossbar
 //!   columns.
 //! * **Grouped convolutions** split between groups (both channel ranges at once).
+//! * **By input channels** when one output channel is left (one group): two partial
+//!   sums over halves of the reduction axis (the bias in the first only) and a third
+//!   part that adds them; the node's error is bounded by the three parts' errors
+//!   added. A node whose fixed working set exceeds the tile (a padded convolution's
+//!   zero row) fits at no split and keeps its own error.
 //! * **Channel-wise nodes** (elementwise ops, pools: a layer's tail) split by channels.
-//!
-//! Splitting by input channels (partial sums and an add) is not built: no case needed
-//! it — a layer's inputs stream through its MVMUs' tiles by crossbar columns, so a
-//! 3×3 convolution of 4,096 input channels and one output channel fits 512-word tiles
-//! at one output pixel (`tests/channel_split.rs`); a node with one output channel that
-//! does not fit keeps the error.
 //!
 //! The parts run one after the other (cycles and energy add up, as between layers),
 //! each on its reference inputs (the input's channel slice for grouped parts).
@@ -23,8 +23,8 @@
 use super::LayerResult;
 use super::cut::{Weighted, slice};
 use super::layer::{Failure, Layer, add};
-use crate::outcome::RunError;
-use pimkit_ir::{DType, Graph, Op, Tensor, TensorType, ValueId};
+use crate::outcome::{RunError, output_range};
+use pimkit_ir::{BinaryOp, DType, Graph, Op, Tensor, TensorType, ValueId};
 use std::collections::HashMap;
 
 /// `sub` appended to `notes` without repeats (every part of a split says how it was
@@ -98,6 +98,10 @@ impl Layer<'_> {
                 vec![((0, cin), (0, h), 1), ((0, cin), (h, cout), 1)],
                 format!("by output channels ({h} + {} of {cout})", cout - h),
             )
+        } else if cin >= 2 {
+            return self
+                .split_inputs(ni, &wt, why, notes, input_shape)
+                .map(Some);
         } else {
             return Ok(None);
         };
@@ -110,7 +114,7 @@ impl Layer<'_> {
         for &(ci, co, gr) in &parts {
             let pname = format!("{name}/oc{}-{}", co.0, co.1);
             let (pg, px) = wt
-                .part(&pname, ci, co, gr)
+                .part(&pname, ci, co, gr, true)
                 .map_err(|m| Failure::Other(RunError::Layer(format!("layer `{name}`: {m}"))))?;
             results.push(self.run_part(&pg, vec![px], &copts, &mut sub)?);
         }
@@ -128,6 +132,104 @@ impl Layer<'_> {
         ));
         dedup_into(notes, sub);
         Ok(Some(r))
+    }
+
+    /// A weighted node with one output channel (one group) split along its reduction
+    /// axis: two parts over halves of the input channels, each the whole output's partial
+    /// sum (the bias in the first part only), and a third part that adds the two on
+    /// PUMA (as the compiler adds the partial sums of a matrix taller than a crossbar).
+    /// Each part runs on its reference inputs (the partial sums from the interpreter);
+    /// the error of the sum is bounded by the parts' errors added (an Add is 1-Lipschitz
+    /// in each operand), reported against the whole node's output range.
+    fn split_inputs(
+        &self,
+        ni: usize,
+        wt: &Weighted,
+        why: &RunError,
+        notes: &mut Vec<String>,
+        input_shape: Vec<usize>,
+    ) -> Result<LayerResult, Failure> {
+        let name = &self.g.nodes[ni].name;
+        let (cin, cout, _) = wt.channels();
+        let h = cin / 2;
+        let copts = crate::compile::CompileOptions {
+            calibration: Vec::new(),
+            ..self.copts.clone()
+        };
+        let layer_err = |m: String| Failure::Other(RunError::Layer(format!("layer `{name}`: {m}")));
+        // A part that fits nowhere either (down to one input channel: the tile is
+        // smaller than the node's fixed working set) leaves the node's own error.
+        let own = |f: Failure| match f {
+            Failure::Memory(_) if self.depth == 0 => Failure::Memory(RunError::Layer(format!(
+                "{why} (split by input channels down to one, it does not fit either)"
+            ))),
+            Failure::Memory(_) => Failure::Memory(RunError::Layer(why.to_string())),
+            other => other,
+        };
+        let mut sub = Vec::new();
+        let mut results = Vec::new();
+        let mut partials = Vec::new();
+        for (k, ci) in [(0, h), (h, cin)].into_iter().enumerate() {
+            let pname = format!("{name}/ic{}-{}", ci.0, ci.1);
+            let (pg, px) = wt
+                .part(&pname, ci, (0, cout), 1, k == 0)
+                .map_err(layer_err)?;
+            let ins = HashMap::from([("x".to_string(), px.clone())]);
+            let mut y = pimkit_interp::run(&pg, &ins)
+                .map_err(|e| Failure::Other(RunError::Reference(e.to_string())))?;
+            partials.push(y.remove(0));
+            results.push(
+                self.run_part(&pg, vec![px], &copts, &mut sub)
+                    .map_err(own)?,
+            );
+        }
+        // The partial sums added by a part of their own (channel-wise: it windows and
+        // splits like any elementwise node).
+        let sname = format!("{name}/sum");
+        let mut sg = Graph::new(sname.clone());
+        let ty = TensorType::new(DType::F32, partials[0].shape.clone());
+        let a = sg.add_input("p0", ty.clone());
+        let b = sg.add_input("p1", ty);
+        let y = sg
+            .op(&sname, Op::Binary(BinaryOp::Add), &[a, b])
+            .map_err(|e| layer_err(e.to_string()))?;
+        sg.outputs.push(y);
+        let whole: Vec<f32> = partials[0]
+            .to_f32_vec()
+            .iter()
+            .zip(partials[1].to_f32_vec())
+            .map(|(p, q)| p + q)
+            .collect();
+        let whole = Tensor::from_f32(partials[0].shape.clone(), whole);
+        results.push(
+            self.run_part(&sg, partials, &copts, &mut sub)
+                .map_err(own)?,
+        );
+        let bound = results
+            .iter()
+            .map(|r| r.max_abs_error)
+            .try_fold(0.0, |a, e| e.map(|e| a + e));
+        let mut it = results.into_iter();
+        let first = it.next().expect("three parts");
+        let simulated_shape = first.simulated_shape.clone();
+        let mut r = it.fold(first, add);
+        r.name = self.g.nodes[self.all.start].name.clone();
+        r.nodes = vec![name.clone()];
+        r.input_shape = input_shape;
+        r.simulated_shape = simulated_shape;
+        r.max_abs_error = bound;
+        r.relative_error = bound.map(|e| e / output_range(&[whole]));
+        notes.push(if self.depth == 0 {
+            format!(
+                "`{name}` split by input channels ({h} + {} of {cin}) into two partial sums (the bias in the first) added by a third part `{sname}`, the parts simulated one after the other; its error is bounded by the parts' errors added{}",
+                cin - h,
+                self.why(why)
+            )
+        } else {
+            format!("`{name}` split by input channels ({h} + {} of {cin})", cin - h)
+        });
+        dedup_into(notes, sub);
+        Ok(r)
     }
 
     /// A node that works on each channel alone (elementwise ops, pools) split in two

@@ -259,19 +259,52 @@ fn general_fmt(
     sat
 }
 
-/// Word-at-a-time shift: `v / 2^sh` rounded to nearest, ties away from zero (sh ≤ 62).
-#[inline]
+/// Word-at-a-time shift: `v / 2^sh` rounded to nearest, ties away from zero (1 ≤ sh ≤ 62),
+/// without a branch on the sign (unpredictable in data): (m ^ s) − s negates m for s = −1.
+#[inline(always)]
 fn shr_round(v: i64, sh: u32) -> i64 {
-    if sh == 0 {
-        return v;
-    }
     let m = ((v.unsigned_abs() + (1u64 << (sh - 1))) >> sh) as i64;
-    if v < 0 { -m } else { m }
+    let s = v >> 63;
+    (m ^ s) - s
+}
+
+/// One result of [`fast_fmt`]: `v` (at `fd + down − up` fraction bits) brought to fd
+/// (shifted up by `up` or rounded down by `down`, one of them 0), counted when it does
+/// not fit the word, and fitted. The branches are the same for every lane of a call.
+#[inline(always)]
+fn put(f: Fmt, mode: NumMode, (up, down): (u32, u32), v: i64, sat: &mut u64) -> i32 {
+    let v = if down > 0 {
+        shr_round(v, down)
+    } else {
+        v << up
+    };
+    *sat += (v < f.min() || v > f.max()) as u64;
+    f.fit(v, mode)
+}
+
+/// `out[i] = put(op(a[i], b[i]))` (the loop monomorphized per op).
+#[inline(always)]
+fn lanes2(
+    f: Fmt,
+    mode: NumMode,
+    sh: (u32, u32),
+    a: &[i32],
+    b: &[i32],
+    out: &mut [i32],
+    op: impl Fn(i64, i64) -> i64,
+) -> u64 {
+    let r = |x: i32| x as i16 as i64;
+    let mut sat = 0u64;
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = put(f, mode, sh, op(r(x), r(y)), &mut sat);
+    }
+    sat
 }
 
 /// The common formatted ops in 64-bit arithmetic (same results as the general loop of
 /// [`apply_fmt`]): add/sub/max/min with equal operand formats, mul, relu, with shifts
-/// that stay below 2^62. `None` for anything else.
+/// that stay below 2^62; sigmoid, tanh and exp lane by lane without the general
+/// loop's per-lane dispatch. `None` for anything else.
 fn fast_fmt(
     f: Fmt,
     mode: NumMode,
@@ -281,52 +314,60 @@ fn fast_fmt(
     b: &[i32],
     out: &mut [i32],
 ) -> Option<u64> {
-    let (lo, hi) = (f.min(), f.max());
-    let mut sat = 0u64;
-    let mut put = |o: &mut i32, v: i64| {
-        if v < lo || v > hi {
-            sat += 1;
-        }
-        *o = f.fit(v, mode);
-    };
     let r = |x: i32| x as i16 as i64;
-    // Result at `from` fraction bits brought to fd.
-    let conv = |v: i64, from: u32| -> i64 {
+    // Result at `from` fraction bits brought to fd: (left shift, right shift).
+    let conv = |from: u32| {
         if fd >= from {
-            v << (fd - from)
+            (fd - from, 0)
         } else {
-            shr_round(v, from - fd)
+            (0, from - fd)
         }
     };
     // |x ± y| < 2^17: left shifts up to 44 bits stay below 2^62.
     let same = fa == fb && fd <= fa + 44;
-    match op {
+    let sat = match op {
         AluOp::Add | AluOp::Sub | AluOp::Max | AluOp::Min if same && b.len() == a.len() => {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                let (x, y) = (r(x), r(y));
-                let v = match op {
-                    AluOp::Add => x + y,
-                    AluOp::Sub => x - y,
-                    AluOp::Max => x.max(y),
-                    // AluOp::Min: the outer arm admits only Add, Sub, Max and Min
-                    _ => x.min(y),
-                };
-                put(o, conv(v, fa));
+            let sh = conv(fa);
+            match op {
+                AluOp::Add => lanes2(f, mode, sh, a, b, out, |x, y| x + y),
+                AluOp::Sub => lanes2(f, mode, sh, a, b, out, |x, y| x - y),
+                AluOp::Max => lanes2(f, mode, sh, a, b, out, |x, y| x.max(y)),
+                // AluOp::Min: the outer arm admits only Add, Sub, Max and Min
+                _ => lanes2(f, mode, sh, a, b, out, |x, y| x.min(y)),
             }
         }
         AluOp::Relu if fd <= fa + 44 => {
+            let sh = conv(fa);
+            let mut sat = 0;
             for (o, &x) in out.iter_mut().zip(a) {
-                put(o, conv(r(x).max(0), fa));
+                *o = put(f, mode, sh, r(x).max(0), &mut sat);
             }
+            sat
         }
         AluOp::Mul if fa + fb <= 62 && fd + 32 <= fa + fb + 62 && b.len() == a.len() => {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                put(o, conv(r(x) * r(y), fa + fb));
+            lanes2(f, mode, conv(fa + fb), a, b, out, |x, y| x * y)
+        }
+        AluOp::Sig | AluOp::Tanh | AluOp::Exp => {
+            // As the general loop: x / 2^fa in f64, the function, × 2^fd rounded.
+            let one = (1i64 << fd) as f64;
+            let scale = (1i64 << fa) as f64;
+            let real = |v: f64| (v * one).round().clamp(-1e15, 1e15) as i64;
+            let mut sat = 0;
+            for (o, &x) in out.iter_mut().zip(a) {
+                let xf = r(x) as f64 / scale;
+                let v = match op {
+                    AluOp::Sig => real(1.0 / (1.0 + (-xf).exp())),
+                    AluOp::Tanh => real(xf.tanh()),
+                    // AluOp::Exp: the outer arm admits only Sig, Tanh and Exp
+                    _ => real(xf.exp()),
+                };
+                *o = put(f, mode, (0, 0), v, &mut sat);
             }
+            sat
         }
         // ops without an exact wide-accumulator path (the caller falls back to the lane loop)
         _ => return None,
-    }
+    };
     Some(sat)
 }
 
@@ -414,7 +455,10 @@ mod tests {
                 AluOp::Min,
                 AluOp::Relu,
                 AluOp::Mul,
-            ][(next() % 6) as usize];
+                AluOp::Sig,
+                AluOp::Tanh,
+                AluOp::Exp,
+            ][(next() % 9) as usize];
             let fa = (next() % 49) as u32;
             let fb = if next() % 2 == 0 {
                 fa

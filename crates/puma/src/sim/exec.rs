@@ -58,10 +58,10 @@ struct CoreSt {
     waited: u64,
 }
 
-struct Packet {
+pub(super) struct Packet {
     dst: u32,
     fifo: u32,
-    data: Vec<i32>,
+    pub(super) data: Vec<i32>,
     ready: u64,
     arrival: u64,
 }
@@ -141,6 +141,13 @@ impl Drop for Machine<'_> {
             .map(|t| (std::mem::take(&mut t.mem), std::mem::take(&mut t.count)))
             .unzip();
         pool::give_back(regs.chain(mem), count);
+        // Packet queues and buffers (undelivered packets' too) for the next run.
+        let queues = self.net.iter_mut().map(|n| std::mem::take(&mut n.q));
+        let fifos = self
+            .tiles
+            .iter_mut()
+            .flat_map(|t| std::mem::take(&mut t.fifos));
+        pool::give_back_packets(std::mem::take(&mut self.pool), queues.chain(fifos));
     }
 }
 
@@ -197,6 +204,33 @@ fn zero_named(regs: &mut [i32], arch: &Arch, code: &[CoreInstr]) {
             regs[b * B..((b + 1) * B).min(n)].fill(0);
         }
     }
+}
+
+/// Every counter > 0 (the words are valid): no early exit, so the compiler vectorizes
+/// the 16-word chunks the ISA moves.
+#[inline]
+fn all_valid(counts: &[u32]) -> bool {
+    counts.iter().fold(true, |ok, &n| ok & (n > 0))
+}
+
+/// Every counter 0 (all readers have read the words; a store may overwrite them).
+#[inline]
+fn all_drained(counts: &[u32]) -> bool {
+    counts.iter().fold(0, |acc, &n| acc | n) == 0
+}
+
+/// One read of words whose counters are all > 0: each counter that is not
+/// `PERSISTENT` drops by one (no branch per word); true when one reached 0 (the words
+/// became invalid, which may wake a waiter).
+#[inline]
+fn read_once(counts: &mut [u32]) -> bool {
+    debug_assert!(counts.iter().all(|&n| n > 0));
+    let mut zero = false;
+    for n in counts {
+        *n -= (*n != PERSISTENT) as u32;
+        zero |= *n == 0;
+    }
+    zero
 }
 
 /// The element type and shape of input `t` must be the program's (`io`).
@@ -415,7 +449,7 @@ impl<'a> Machine<'a> {
             tiles,
             net: (0..ntiles)
                 .map(|_| NetQ {
-                    q: VecDeque::new(),
+                    q: pool::deque(),
                     last: 0,
                 })
                 .collect(),
@@ -439,7 +473,7 @@ impl<'a> Machine<'a> {
             trace: std::env::var_os("PUMA_TRACE").is_some(),
             split: fixed::Split::new(),
             scratch: (Vec::new(), Vec::new()),
-            pool: Vec::new(),
+            pool: pool::packet_buffers(),
             // Lazy waking needs every wake-up to lie strictly after the change.
             waiters: Waiters::new(
                 lazy && arch.tables().latency.edram_cycles > 0,
@@ -672,23 +706,32 @@ impl<'a> Machine<'a> {
             .wake(tile, at, lo, hi, self.cur, &mut self.heap);
     }
 
+    #[inline]
     fn check_regs(&self, ci: usize, pc: usize, ranges: &[(u32, u32)]) -> Result<(), SimError> {
         let n = self.arch.reg_space() as u64;
         for &(a, len) in ranges {
             if a as u64 + len as u64 > n {
-                let nc = self.arch.tile.cores;
-                return Err(fault(
-                    ci / nc,
-                    Some(ci % nc),
-                    pc,
-                    format!("register range {a}+{len} outside the {n}-word register space"),
-                ));
+                return Err(self.reg_fault(ci, pc, a, len));
             }
         }
         Ok(())
     }
 
+    #[cold]
+    #[inline(never)]
+    fn reg_fault(&self, ci: usize, pc: usize, a: u32, len: u32) -> SimError {
+        let n = self.arch.reg_space();
+        let nc = self.arch.tile.cores;
+        fault(
+            ci / nc,
+            Some(ci % nc),
+            pc,
+            format!("register range {a}+{len} outside the {n}-word register space"),
+        )
+    }
+
     /// Wait for MVMUs whose XbarIn/XbarOut a non-blocking instruction touches.
+    #[inline]
     fn sync_mvmu(&mut self, ci: usize, addrs: &[u32]) {
         if self.arch.core.mvm_blocking {
             return;
@@ -795,9 +838,9 @@ impl<'a> Machine<'a> {
                     let a = a as usize;
                     let w = width as usize;
                     let ok = if is_load {
-                        ts.count[a..a + w].iter().all(|&n| n > 0)
+                        all_valid(&ts.count[a..a + w])
                     } else {
-                        ts.count[a..a + w].iter().all(|&n| n == 0)
+                        all_drained(&ts.count[a..a + w])
                     };
                     if !ok {
                         let c = &mut self.cores[ci];
@@ -825,29 +868,23 @@ impl<'a> Machine<'a> {
                             if is_load { "load" } else { "store" }
                         );
                     }
-                    let mut changed = false;
+                    let changed;
                     let dst = (d1 + chunk * width) as usize;
                     if is_load {
                         let c = &mut self.cores[ci];
-                        for k in 0..w {
-                            c.regs[dst + k] = ts.mem[a + k];
-                            if ts.count[a + k] != PERSISTENT {
-                                ts.count[a + k] = ts.count[a + k].saturating_sub(1);
-                                if ts.count[a + k] == 0 {
-                                    changed = true;
-                                }
-                            }
-                        }
+                        c.regs[dst..dst + w].copy_from_slice(&ts.mem[a..a + w]);
+                        // Every counter is > 0 here (checked above): one read each.
+                        changed = read_once(&mut ts.count[a..a + w]);
                         self.energy.register_file += w as f64 * reg_pj(arch, e, d1, true);
                     } else {
                         let CoreInstr::Store { counter, .. } = *ins else {
                             unreachable!()
                         };
                         let c = &self.cores[ci];
-                        for k in 0..w {
-                            ts.mem[a + k] = c.regs[dst + k] as i16 as i32;
-                            ts.count[a + k] = counter;
+                        for (m, &r) in ts.mem[a..a + w].iter_mut().zip(&c.regs[dst..dst + w]) {
+                            *m = r as i16 as i32;
                         }
+                        ts.count[a..a + w].fill(counter);
                         changed = true;
                         self.energy.register_file += w as f64 * reg_pj(arch, e, d1, false);
                     }
@@ -1084,7 +1121,7 @@ impl<'a> Machine<'a> {
             let (dst, fifo) = (pk.dst as usize, pk.fifo);
             let fifos = &mut self.tiles[dst].fifos;
             if fifos.len() <= fifo as usize {
-                fifos.resize_with(fifo as usize + 1, VecDeque::new);
+                fifos.resize_with(fifo as usize + 1, pool::deque);
             }
             let f = &mut fifos[fifo as usize];
             if f.len() >= depth {
@@ -1161,7 +1198,7 @@ impl<'a> Machine<'a> {
                             "send target tile or address out of range",
                         ));
                     }
-                    if !self.tiles[t].count[a..a + w].iter().all(|&n| n > 0) {
+                    if !all_valid(&self.tiles[t].count[a..a + w]) {
                         self.tiles[t].parked = Some(Park::Send(a, a + w));
                         let me = (self.ncores + t) as u32;
                         self.waiters.park(t, me, a, a + w, false);
@@ -1173,18 +1210,11 @@ impl<'a> Machine<'a> {
                     ts.edram_busy += lat.edram_cycles;
                     ts.unit_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
-                    let mut changed = false;
                     let mut data = self.pool.pop().unwrap_or_default();
                     data.clear();
                     data.extend_from_slice(&ts.mem[a..a + w]);
-                    for k in a..a + w {
-                        if ts.count[k] != PERSISTENT {
-                            ts.count[k] = ts.count[k].saturating_sub(1);
-                            if ts.count[k] == 0 {
-                                changed = true;
-                            }
-                        }
-                    }
+                    // Every counter is > 0 here (checked above): one read each.
+                    let changed = read_once(&mut ts.count[a..a + w]);
                     ts.t = done;
                     let mut ready = done + arch.network.latency_cycles;
                     let (sn, dn) = (t / arch.node.tiles, target as usize / arch.node.tiles);
@@ -1259,7 +1289,7 @@ impl<'a> Machine<'a> {
                             format!("received a {plen}-word packet, instruction expects {w}"),
                         ));
                     }
-                    if self.tiles[t].count[a..a + w].iter().any(|&n| n > 0) {
+                    if !all_drained(&self.tiles[t].count[a..a + w]) {
                         self.tiles[t].parked = Some(Park::Drain(a, a + w));
                         let me = (self.ncores + t) as u32;
                         self.waiters.park(t, me, a, a + w, false);
@@ -1272,10 +1302,8 @@ impl<'a> Machine<'a> {
                     ts.edram_busy += lat.edram_cycles;
                     ts.unit_busy += lat.edram_cycles;
                     let done = start + lat.edram_cycles;
-                    for (k, &v) in pk.data.iter().enumerate() {
-                        ts.mem[a + k] = v;
-                        ts.count[a + k] = counter;
-                    }
+                    ts.mem[a..a + w].copy_from_slice(&pk.data);
+                    ts.count[a..a + w].fill(counter);
                     self.pool.push(pk.data);
                     ts.t = done;
                     self.energy.edram(e);
