@@ -5,6 +5,7 @@
 
 use super::fgemm::PackB;
 use super::im2col::Conv2d;
+use std::borrow::Cow;
 
 /// Per row k: where its taps read.
 #[derive(Clone, Copy)]
@@ -21,8 +22,15 @@ struct Tap {
 }
 
 /// One (image, group) of a 2-D convolution input as a [`PackB`] source.
+///
+/// With a horizontal stride s > 1 every input row is first split into its s phases
+/// (`phase p, element i` = column `i * s + p`, phases one after another in the row), so
+/// the taps of a run of output columns read a contiguous run: column `ox * s + x0` is
+/// element `ox + floor(x0 / s)` of phase `x0 mod s`.
 pub(crate) struct ConvCols<'a> {
-    x: &'a [f32],
+    x: Cow<'a, [f32]>,
+    /// Start of each phase within a row (`[0]` when the stride is 1).
+    phase_at: Vec<usize>,
     taps: Vec<Tap>,
     ih: usize,
     iw: usize,
@@ -66,8 +74,26 @@ impl<'a> ConvCols<'a> {
                 }
             }
         }
+        let mut phase_at = vec![0usize; sw];
+        for p in 1..sw {
+            phase_at[p] = phase_at[p - 1] + (iw - (p - 1).min(iw)).div_ceil(sw);
+        }
+        let x = if sw == 1 || iw == 0 {
+            Cow::Borrowed(x)
+        } else {
+            let mut v = vec![0f32; x.len()];
+            for (src, dst) in x.chunks_exact(iw).zip(v.chunks_exact_mut(iw)) {
+                for (p, &at) in phase_at.iter().enumerate() {
+                    for (d, &s) in dst[at..].iter_mut().zip(src.iter().skip(p).step_by(sw)) {
+                        *d = s;
+                    }
+                }
+            }
+            Cow::Owned(v)
+        };
         ConvCols {
             x,
+            phase_at,
             taps,
             ih,
             iw,
@@ -99,37 +125,39 @@ impl PackB for ConvCols<'_> {
                 .iter()
                 .zip(panel.chunks_exact_mut(nr))
             {
-                row[end - jq..].fill(0.0);
+                zero(&mut row[end - jq..]);
                 for &(oy, ox0, lane, len) in &pieces {
                     let d = &mut row[lane..lane + len];
                     let iy = (oy * self.sh) as isize + t.y0;
-                    if iy < 0 || iy >= self.ih as isize {
-                        d.fill(0.0);
-                        continue;
-                    }
                     // Valid output columns of this piece: ox0.max(lo)..(ox0 + len).min(hi).
                     let (a, b) = (ox0.max(t.lo), (ox0 + len).min(t.hi));
-                    if a >= b {
-                        d.fill(0.0);
+                    if iy < 0 || iy >= self.ih as isize || a >= b {
+                        zero(d);
                         continue;
                     }
-                    d[..a - ox0].fill(0.0);
-                    d[b - ox0..].fill(0.0);
-                    let src0 = t.plane as isize
-                        + iy * self.iw as isize
-                        + a as isize * self.sw as isize
-                        + t.x0;
-                    let src = &self.x[src0 as usize..];
+                    zero(&mut d[..a - ox0]);
+                    zero(&mut d[b - ox0..]);
+                    // Input column a * sw + x0: in phase x0 mod sw, element a + x0 div sw.
+                    let sw = self.sw as isize;
+                    let col = self.phase_at[t.x0.rem_euclid(sw) as usize] as isize
+                        + a as isize
+                        + t.x0.div_euclid(sw);
+                    let src0 = t.plane as isize + iy * self.iw as isize + col;
                     let run = &mut d[a - ox0..b - ox0];
-                    if self.sw == 1 {
-                        run.copy_from_slice(&src[..run.len()]);
-                    } else {
-                        for (v, &s) in run.iter_mut().zip(src.iter().step_by(self.sw)) {
-                            *v = s;
-                        }
+                    let src = &self.x[src0 as usize..][..run.len()];
+                    // An index loop: the runs are at most NR long, short for memcpy.
+                    for i in 0..run.len() {
+                        run[i] = src[i];
                     }
                 }
             }
         }
+    }
+}
+
+#[inline(always)]
+fn zero(d: &mut [f32]) {
+    for v in d {
+        *v = 0.0;
     }
 }
