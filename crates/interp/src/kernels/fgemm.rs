@@ -21,7 +21,8 @@ use std::cell::RefCell;
 const KC: usize = 256;
 /// Rows of A per block (the `MC x KC` block of A stays in L2).
 const MC: usize = 192;
-/// Columns of B packed per block.
+
+/// Columns of B packed per block (a multiple of every NR).
 const NC: usize = 1024;
 
 /// A matrix packed once in the panel layout of one kernel family: `rows` (m of A or n

@@ -125,18 +125,18 @@ impl PackB for ConvCols<'_> {
                 .iter()
                 .zip(panel.chunks_exact_mut(nr))
             {
-                zero(&mut row[end - jq..]);
+                row[end - jq..].fill(0.0);
                 for &(oy, ox0, lane, len) in &pieces {
                     let d = &mut row[lane..lane + len];
                     let iy = (oy * self.sh) as isize + t.y0;
                     // Valid output columns of this piece: ox0.max(lo)..(ox0 + len).min(hi).
                     let (a, b) = (ox0.max(t.lo), (ox0 + len).min(t.hi));
                     if iy < 0 || iy >= self.ih as isize || a >= b {
-                        zero(d);
+                        d.fill(0.0);
                         continue;
                     }
-                    zero(&mut d[..a - ox0]);
-                    zero(&mut d[b - ox0..]);
+                    d[..a - ox0].fill(0.0);
+                    d[b - ox0..].fill(0.0);
                     // Input column a * sw + x0: in phase x0 mod sw, element a + x0 div sw.
                     let sw = self.sw as isize;
                     let col = self.phase_at[t.x0.rem_euclid(sw) as usize] as isize
@@ -145,19 +145,9 @@ impl PackB for ConvCols<'_> {
                     let src0 = t.plane as isize + iy * self.iw as isize + col;
                     let run = &mut d[a - ox0..b - ox0];
                     let src = &self.x[src0 as usize..][..run.len()];
-                    // An index loop: the runs are at most NR long, short for memcpy.
-                    for i in 0..run.len() {
-                        run[i] = src[i];
-                    }
+                    run.copy_from_slice(src);
                 }
             }
         }
-    }
-}
-
-#[inline(always)]
-fn zero(d: &mut [f32]) {
-    for v in d {
-        *v = 0.0;
     }
 }
