@@ -306,11 +306,17 @@ unsafe fn block(
                         abuf.resize(mpan * kc * mr, 0.0);
                         pack_a_block(data, (*rs, *cs), (ic, mc), (pc, kc), mr, abuf);
                     }
-                    for q in 0..npan {
-                        let (bp, ldb) = bsrc(q, bbuf);
-                        let nw = nr.min(jc + nc - (jc + q * nr));
-                        let jj = jc + q * nr;
-                        for r in 0..mpan {
+                    // A narrow output (few B panels): each A micro-panel stays in L1
+                    // across them, so the weights stream from memory once per block;
+                    // otherwise each B micro-panel stays in L1 across the A panels.
+                    let a_outer = npan <= 2;
+                    let (outer, inner) = if a_outer { (mpan, npan) } else { (npan, mpan) };
+                    for o in 0..outer {
+                        for x in 0..inner {
+                            let (q, r) = if a_outer { (x, o) } else { (o, x) };
+                            let (bp, ldb) = bsrc(q, bbuf);
+                            let nw = nr.min(jc + nc - (jc + q * nr));
+                            let jj = jc + q * nr;
                             let ii = ic + r * mr;
                             let mw = mr.min(ic + mc - ii);
                             let ap = match a {
