@@ -12,6 +12,9 @@ use std::collections::HashMap;
 pub(crate) struct Ctx<'a> {
     pub ins: Vec<Option<&'a Tensor>>,
     pub out_tys: Vec<&'a TensorType>,
+    /// Where the kernel may keep its prepared constant operand (packed weights) across
+    /// runs; `None` when that input is not a constant or nothing is kept.
+    pub prep: Option<&'a crate::prepared::Slot>,
 }
 
 impl<'a> Ctx<'a> {
@@ -73,6 +76,17 @@ pub fn run_substituted(
     substitute: &mut Substitute<'_>,
     observe: &mut dyn FnMut(NodeId, &[Tensor]),
 ) -> Result<Vec<Tensor>, InterpError> {
+    crate::Session::new(g).run_substituted(inputs, substitute, observe)
+}
+
+/// [`run_substituted`] with the prepared-operand cache of a [`crate::Session`].
+pub(crate) fn run_with(
+    g: &Graph,
+    slots: &[crate::prepared::Slot],
+    inputs: &HashMap<String, Tensor>,
+    substitute: &mut Substitute<'_>,
+    observe: &mut dyn FnMut(NodeId, &[Tensor]),
+) -> Result<Vec<Tensor>, InterpError> {
     pimkit_ir::verify(g)?;
     crate::check_memory(g)?;
     for name in inputs.keys() {
@@ -94,7 +108,7 @@ pub fn run_substituted(
             })?;
         bound.push(t);
     }
-    execute(g, &bound, substitute, observe)
+    execute(g, &bound, slots, substitute, observe)
 }
 
 /// Run a verified graph on its inputs given in `g.inputs` order (subgraph bodies).
@@ -110,12 +124,14 @@ pub(crate) fn run_positional(g: &Graph, inputs: &[&Tensor]) -> Result<Vec<Tensor
             ),
         });
     }
-    execute(g, inputs, &mut |_, _| None, &mut |_, _| {})
+    let slots: Vec<crate::prepared::Slot> = g.nodes.iter().map(|_| Default::default()).collect();
+    execute(g, inputs, &slots, &mut |_, _| None, &mut |_, _| {})
 }
 
 fn execute(
     g: &Graph,
     inputs: &[&Tensor],
+    slots: &[crate::prepared::Slot],
     substitute: &mut Substitute<'_>,
     observe: &mut dyn FnMut(NodeId, &[Tensor]),
 ) -> Result<Vec<Tensor>, InterpError> {
@@ -183,7 +199,9 @@ fn execute(
                 drop(ins);
                 in_place(&node.op, v, &mut vals)
             } else {
-                eval_node(node, ins, node.outputs.iter().map(|&o| g.ty(o)).collect())?
+                let prep = crate::prepared::slot_for(g, ni, slots);
+                let tys = node.outputs.iter().map(|&o| g.ty(o)).collect();
+                eval_prepared(node, ins, tys, prep)?
             }
         };
         if outs.len() != node.outputs.len() {
@@ -249,7 +267,17 @@ pub fn eval_node(
     ins: Vec<Option<&Tensor>>,
     out_tys: Vec<&TensorType>,
 ) -> Result<Vec<Tensor>, InterpError> {
-    let ctx = Ctx { ins, out_tys };
+    eval_prepared(node, ins, out_tys, None)
+}
+
+/// [`eval_node`] with the node's prepared-operand slot.
+fn eval_prepared(
+    node: &pimkit_ir::Node,
+    ins: Vec<Option<&Tensor>>,
+    out_tys: Vec<&TensorType>,
+    prep: Option<&crate::prepared::Slot>,
+) -> Result<Vec<Tensor>, InterpError> {
+    let ctx = Ctx { ins, out_tys, prep };
     crate::threads::install(|| ops::eval(&node.op, &ctx)).map_err(|e| match e {
         OpError::Unsupported(msg) => InterpError::Unsupported {
             node: node.name.clone(),

@@ -20,6 +20,8 @@
 //! assert_eq!(out[0].as_f32().unwrap(), &[0.0, 0.0, 2.0]);
 //! ```
 
+#[doc(hidden)]
+pub mod bench_api;
 mod elem;
 mod erf;
 mod error;
@@ -27,6 +29,7 @@ mod exec;
 mod kernels;
 mod ops;
 mod ort_kernels;
+mod prepared;
 pub mod quant;
 mod random;
 mod threads;
@@ -36,6 +39,7 @@ pub use exec::{Substitute, eval_node, run, run_observed, run_substituted};
 pub use kernels::isa_name;
 pub use ops::elementwise::sigmoid_f32;
 pub use ort_kernels::{OrtKernels, ort_kernels, set_ort_kernels};
+pub use prepared::Session;
 pub use random::{check_memory, min_run_bytes, random_inputs};
 
 /// The output extent of an op whose output size depends on its input data (NonZero,

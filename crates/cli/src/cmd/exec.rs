@@ -46,27 +46,29 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     // Per-node progress on a terminal (a single node may run for minutes on huge inputs).
     let pb = crate::output::progress(g.nodes.len() as u64, "nodes");
     let shown = !pb.is_hidden();
+    // One session for every run: constant weights are packed for the GEMM once.
+    let session = pimkit_interp::Session::new(&g);
     for _ in 0..a.runs {
         pb.set_position(0);
         let c0 = cpu_time_s();
         let t0 = std::time::Instant::now();
         let run = if a.profile {
             let mut last = std::time::Instant::now();
-            pimkit_interp::run_observed(&g, &inputs, &mut |id, _| {
+            session.run_observed(&inputs, &mut |id, _| {
                 let now = std::time::Instant::now();
                 let s = &mut node_s[id.0 as usize];
                 *s = s.min((now - last).as_secs_f64());
                 last = now;
             })
         } else if shown {
-            pimkit_interp::run_observed(&g, &inputs, &mut |id, _| {
+            session.run_observed(&inputs, &mut |id, _| {
                 pb.set_position(id.0 as u64 + 1);
                 if let Some(next) = g.nodes.get(id.0 as usize + 1) {
                     pb.set_message(next.name.clone());
                 }
             })
         } else {
-            pimkit_interp::run(&g, &inputs)
+            session.run(&inputs)
         };
         outs = run.map_err(|e| {
             pb.finish_and_clear();

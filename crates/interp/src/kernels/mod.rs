@@ -13,6 +13,13 @@
 pub(crate) mod depthwise;
 pub(crate) mod depthwise_int;
 pub(crate) mod ewise;
+pub(crate) mod fgemm;
+pub(crate) mod fgemm_kernels;
+#[cfg(test)]
+mod fgemm_tests;
+#[cfg(target_arch = "x86_64")]
+mod fgemm_x86;
+pub(crate) mod fim2col;
 pub(crate) mod im2col;
 mod interleave;
 pub(crate) mod pool2d;

@@ -1,21 +1,23 @@
-//! f32 GEMM: `matrixmultiply` (packed AVX2/FMA kernels with runtime dispatch; on this
-//! project's hosts it is faster than the `gemm` crate on 9 of 11 conv shapes:
-//! tools/gemm_compare, docs/interpreter.md) for matrices, vectorized dot products / axpys for the
-//! matrix-vector shapes it is slow at (a fully connected layer on one sample, one RNN
-//! step), and rayon over column blocks. No reduction is split, so the thread count does
-//! not change any result.
+//! f32 matrix products: the packed GEMM (`kernels::fgemm`) for matrices, with a constant
+//! B operand packed once per session ([`sgemm_const_b`]), and vectorized dot products /
+//! axpys for matrix-vector shapes (a fully connected layer on one sample, one RNN step),
+//! where packing would cost more than the product. No reduction is split, so the thread
+//! count does not change any result.
 
+use super::fgemm::{AOp, BOp, Panels, StridedB, fgemm};
+use super::fgemm_kernels::{Fk, fk};
 use super::{SendPtr, threads};
+use crate::prepared::{Prepared, Slot};
 use rayon::prelude::*;
 
 /// `c[m x n] = alpha * a * b + beta * c` with element strides (row, column) for a and
 /// b; c is row-major contiguous. `beta == 0` ignores the old contents of c.
 ///
 /// Matrix-vector shapes with a contiguous operand (a fully connected layer on one
-/// sample: m == 1) go to the register-blocked [`gemv`] path: `matrixmultiply` would
-/// pack the whole weight matrix at every call, which cost more than the product itself
-/// (MobileNetV2's classifier: 1.3 ms of a 16 ms run). Every other shape goes to
-/// `matrixmultiply`. [`sgemm_rnn`] also takes the matrix-vector path for any strides.
+/// sample: m == 1) go to the register-blocked [`gemv`] path: packing the whole weight
+/// matrix at every call cost more than the product itself (MobileNetV2's classifier:
+/// 1.3 ms of a 16 ms run). Every other shape goes to the packed GEMM (both operands
+/// packed per call). [`sgemm_rnn`] also takes the matrix-vector path for any strides.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sgemm(
     m: usize,
@@ -47,49 +49,85 @@ pub(crate) fn sgemm(
         gemv(m, k, n, alpha, a, (rsa, csa), b, (rsb, csb), beta, c);
         return;
     }
-    let th = threads();
-    let cols = if th > 1 && m * n * k >= 1 << 21 {
-        // Column blocks of at least 64, about four per thread.
-        n.div_ceil(4 * th).max(64)
-    } else {
-        n
+    let sb = StridedB {
+        data: b,
+        rs: rsb,
+        cs: csb,
+        n,
     };
-    let cp = SendPtr(c.as_mut_ptr());
-    let block = |j0: usize| {
-        let w = cols.min(n - j0);
-        // SAFETY: the asserts above bound every element of a and b that is read
-        // (i*rs + j*cs inside the slices); this block writes the disjoint columns
-        // j0..j0+w of the m x n output.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                w,
-                alpha,
-                a.as_ptr(),
-                rsa as isize,
-                csa as isize,
-                b.as_ptr().add(j0 * csb),
-                rsb as isize,
-                csb as isize,
-                beta,
-                cp.get().add(j0),
-                n as isize,
-                1,
-            );
+    product(
+        fk(),
+        (m, k, n),
+        alpha,
+        (a, (rsa, csa)),
+        &BOp::Source(&sb),
+        beta,
+        c,
+    );
+}
+
+/// [`sgemm`] with a B operand that does not change between runs (a constant of the
+/// graph): packed once into `prep` (the node's session slot) and reused; without a
+/// slot it is packed for this call. Same results as [`sgemm`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_const_b(
+    (m, k, n): (usize, usize, usize),
+    alpha: f32,
+    a: &[f32],
+    sa: (usize, usize),
+    b: &[f32],
+    sb: (usize, usize),
+    prep: Option<&Slot>,
+    beta: f32,
+    c: &mut [f32],
+) {
+    if m == 0 || n == 0 || k == 0 || gemv_fast(m, n, sa, sb) || prep.is_none() {
+        sgemm(m, k, n, alpha, a, sa, b, sb, beta, c);
+        return;
+    }
+    assert!(c.len() >= m * n, "sgemm: output buffer too small");
+    assert!(
+        a.len() > (m - 1) * sa.0 + (k - 1) * sa.1,
+        "sgemm: a too small"
+    );
+    assert!(
+        b.len() > (k - 1) * sb.0 + (n - 1) * sb.1,
+        "sgemm: b too small"
+    );
+    let fk = fk();
+    let pack = || Prepared::MatB(Panels::pack_b(fk, b, sb, k, n));
+    match prep.map(|s| s.get_or_init(pack)) {
+        Some(Prepared::MatB(p)) if p.fk == fk && p.rows == n && p.k == k => {
+            product(fk, (m, k, n), alpha, (a, sa), &BOp::Packed(p), beta, c)
         }
-    };
-    if cols >= n {
-        block(0);
-    } else {
-        (0..n.div_ceil(cols))
-            .into_par_iter()
-            .for_each(|i| block(i * cols));
+        _ => sgemm(m, k, n, alpha, a, sa, b, sb, beta, c),
+    }
+}
+
+/// `c = alpha * a * b + beta * c` on the packed GEMM (`beta == 0` ignores c).
+fn product(
+    fk: Fk,
+    (m, k, n): (usize, usize, usize),
+    alpha: f32,
+    (a, (rs, cs)): (&[f32], (usize, usize)),
+    b: &BOp,
+    beta: f32,
+    c: &mut [f32],
+) {
+    let a = AOp::Strided { data: a, rs, cs };
+    if alpha == 1.0 && beta == 0.0 {
+        fgemm(fk, (m, k, n), &a, b, c, n, None);
+        return;
+    }
+    let mut t = vec![0f32; m * n];
+    fgemm(fk, (m, k, n), &a, b, &mut t, n, None);
+    for (cv, &tv) in c.iter_mut().zip(&t) {
+        store(cv, tv, alpha, beta);
     }
 }
 
 /// [`sgemm`], with matrix-vector shapes (m == 1 or n == 1) on the register-blocked path
-/// below instead of `matrixmultiply` (which packs both operands at every call): one
+/// below instead of the packed GEMM (which packs both operands at every call): one
 /// RNN step is such a product. Sums in a different order, so results differ from
 /// [`sgemm`]'s in the last bits.
 #[allow(clippy::too_many_arguments)]
@@ -122,7 +160,7 @@ pub(crate) fn sgemm_rnn(
 }
 
 /// True when [`gemv_impl`] has a vectorized loop for this matrix-vector shape (the
-/// others fall back to its scalar triple loop, slower than `matrixmultiply`).
+/// others fall back to its scalar triple loop, slower than the packed GEMM).
 fn gemv_fast(m: usize, n: usize, (_, csa): (usize, usize), (rsb, csb): (usize, usize)) -> bool {
     (m == 1 && ((rsb == 1 && csa == 1) || csb == 1)) || (n == 1 && csa == 1 && rsb == 1)
 }

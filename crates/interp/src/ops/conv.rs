@@ -1,10 +1,16 @@
-//! Float convolution (any spatial rank): im2col + matrixmultiply sgemm per group, with
-//! a direct kernel for 2-D depthwise convolution and no im2col at all for 1x1/stride-1
-//! convolutions. The geometry and the generic im2col are shared with the quantized
+//! Float convolution (any spatial rank): the packed f32 GEMM (`kernels::fgemm`) per
+//! group with the weights packed once per session, B packed straight from the input for
+//! 1-D/2-D (`kernels::fim2col`), read in place for 1x1/stride-1 convolutions and from an
+//! im2col matrix for other ranks; a direct kernel for 2-D depthwise convolution. The geometry and the generic im2col are shared with the quantized
 //! convolutions in `qconv.rs`.
 
-use crate::elem::{float_tensor, floats, sgemm, strides};
+use crate::elem::{float_tensor, floats, strides};
 use crate::error::{OpError, OpResult};
+use crate::kernels::fgemm::{AOp, BOp, Panels, fgemm};
+use crate::kernels::fgemm_kernels;
+use crate::kernels::fim2col::ConvCols;
+use crate::kernels::im2col::Conv2d;
+use crate::prepared::{Prepared, Slot};
 use pimkit_ir::{ConvAttrs, Tensor, conv_output_hw};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -98,6 +104,24 @@ impl Geom {
             in_vol: self.in_vol,
             out_vol: self.out_vol,
             k_vol: self.k_vol,
+        })
+    }
+
+    /// The 2-D geometry of a 1-D or 2-D convolution (1-D is 2-D with height 1).
+    pub fn conv2d(&self) -> Option<Conv2d> {
+        let r = self.kernel.len();
+        if r != 1 && r != 2 {
+            return None;
+        }
+        let two = |v: &[usize], one: usize| if r == 2 { [v[0], v[1]] } else { [one, v[0]] };
+        Some(Conv2d {
+            channels: self.cg,
+            input: two(&self.in_sp, 1),
+            out: two(&self.out_sp, 1),
+            kernel: two(&self.kernel, 1),
+            strides: two(&self.strides, 1),
+            dilations: two(&self.dilations, 1),
+            pad_begin: two(&self.pad_begin, 0),
         })
     }
 
@@ -254,43 +278,71 @@ pub(crate) fn conv(
     w: &Tensor,
     bias: Option<&Tensor>,
     a: &ConvAttrs,
+    prep: Option<&Slot>,
 ) -> OpResult<Tensor> {
     let g = Geom::new(&x.shape, &w.shape, a)?;
     let xf = floats(x);
-    let wf = floats(w);
-    let (ov, kv) = (g.out_vol, g.k_vol);
+    let ov = g.out_vol;
     let mut out = vec![0f32; g.n * g.m * ov];
-    let dw = g.depthwise2d();
-    if let Some(dg) = &dw {
-        crate::kernels::depthwise::depthwise_f32(&xf, &wf, dg, &mut out);
-    }
-    for n in 0..g.n {
-        if dw.is_some() {
-            break;
+    let bf = bias.map(floats);
+    if let Some(dg) = g.depthwise2d() {
+        crate::kernels::depthwise::depthwise_f32(&xf, &floats(w), &dg, &mut out);
+        if let Some(b) = &bf {
+            add_channel_bias(&mut out, b, ov);
         }
-        let out_n = &mut out[n * g.m * ov..(n + 1) * g.m * ov];
+        return Ok(float_tensor(x.dtype(), g.out_shape(), out));
+    }
+    // The weights as GEMM panels, one per group: packed once per session when they are
+    // a constant of the graph.
+    let fk = fgemm_kernels::fk();
+    let pack = || Prepared::ConvWeights(pack_weights(&floats(w), &g, fk));
+    let local;
+    let panels = match prep.map(|s| s.get_or_init(pack)) {
+        Some(Prepared::ConvWeights(p)) => p,
+        _ => {
+            local = pack();
+            match &local {
+                Prepared::ConvWeights(p) => p,
+                Prepared::MatB(_) => unreachable!("pack() builds conv weights"),
+            }
+        }
+    };
+    let kk = g.cg * g.k_vol;
+    let geo2 = g.conv2d();
+    for n in 0..g.n {
         for grp in 0..g.group {
             let xs = &xf[(n * g.cin + grp * g.cg) * g.in_vol..][..g.cg * g.in_vol];
-            let ws = &wf[grp * g.mg * g.cg * kv..][..g.mg * g.cg * kv];
-            let os = &mut out_n[grp * g.mg * ov..][..g.mg * ov];
-            let kk = g.cg * kv;
+            let os = &mut out[(n * g.m + grp * g.mg) * ov..][..g.mg * ov];
+            let bg = bf.as_ref().map(|b| &b[grp * g.mg..(grp + 1) * g.mg]);
+            let a = AOp::Packed(&panels[grp]);
+            let dims = (g.mg, kk, ov);
             if g.is_pointwise() {
-                sgemm(g.mg, kk, ov, 1.0, ws, kk, 1, xs, ov, 1, 0.0, os);
+                // The input planes are the B matrix itself.
+                let b = BOp::InPlace { data: xs, ld: ov };
+                fgemm(fk, dims, &a, &b, os, ov, bg);
+            } else if let Some(geo) = &geo2 {
+                let cols = ConvCols::new(xs, geo);
+                fgemm(fk, dims, &a, &BOp::Source(&cols), os, ov, bg);
             } else {
                 COL.with(|buf| {
                     let mut col = buf.borrow_mut();
                     col.resize(kk * ov, 0.0);
                     im2col(xs, &g, 0.0, &mut col);
-                    sgemm(g.mg, kk, ov, 1.0, ws, kk, 1, &col, ov, 1, 0.0, os);
+                    let b = BOp::InPlace { data: &col, ld: ov };
+                    fgemm(fk, dims, &a, &b, os, ov, bg);
                 });
             }
         }
     }
-    if let Some(b) = bias {
-        let bf = floats(b);
-        add_channel_bias(&mut out, &bf, ov);
-    }
     Ok(float_tensor(x.dtype(), g.out_shape(), out))
+}
+
+/// Each group's `[mg, cg * k_vol]` weight matrix as GEMM A panels.
+fn pack_weights(wf: &[f32], g: &Geom, fk: fgemm_kernels::Fk) -> Vec<Panels> {
+    let kk = g.cg * g.k_vol;
+    (0..g.group)
+        .map(|grp| Panels::pack_a(fk, &wf[grp * g.mg * kk..][..g.mg * kk], (kk, 1), g.mg, kk))
+        .collect()
 }
 
 /// `out[(n, c, ..)] += bias[c]` over planes of `plane` elements, in the vector

@@ -2,6 +2,8 @@
 
 use crate::elem::{broadcast_map, float_tensor, floats, sgemm};
 use crate::error::{OpResult, unsupported};
+use crate::kernels::sgemm::sgemm_const_b;
+use crate::prepared::Slot;
 use pimkit_ir::{Tensor, TensorData, TensorType, broadcast_shapes};
 
 /// Batched matmul plan: per output batch, the offsets of the a and b matrices.
@@ -51,7 +53,14 @@ pub(crate) fn plan(ash: &[usize], bsh: &[usize]) -> OpResult<MatmulPlan> {
     })
 }
 
-pub(crate) fn matmul(a: &Tensor, b: &Tensor, out_ty: &TensorType) -> OpResult<Tensor> {
+/// `prep`: the node's session slot when b is a constant of the graph (its packed panels
+/// are kept there).
+pub(crate) fn matmul(
+    a: &Tensor,
+    b: &Tensor,
+    out_ty: &TensorType,
+    prep: Option<&Slot>,
+) -> OpResult<Tensor> {
     let p = plan(&a.shape, &b.shape)?;
     let (m, k, n) = (p.m, p.k, p.n);
     let shape = out_ty.shape.clone();
@@ -62,6 +71,14 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out_ty: &TensorType) -> OpResult<Te
         ) if a.dtype() == b.dtype() => {
             let (af, bf) = (floats(a), floats(b));
             let mut out = vec![0f32; p.batches.len() * m * n];
+            if b.shape.len() == 2 {
+                // One b for every batch, and a's matrices are consecutive: one product
+                // of all rows of a with b.
+                let rows = p.batches.len() * m;
+                let dims = (rows, k, n);
+                sgemm_const_b(dims, 1.0, &af, (k, 1), &bf, (n, 1), prep, 0.0, &mut out);
+                return Ok(float_tensor(a.dtype(), shape, out));
+            }
             for (bi, &(oa, ob)) in p.batches.iter().enumerate() {
                 sgemm(
                     m,
@@ -130,6 +147,7 @@ pub(crate) fn gemm(
     beta: f32,
     trans_a: bool,
     trans_b: bool,
+    prep: Option<&Slot>,
 ) -> OpResult<Tensor> {
     if !a.dtype().is_float() || !b.dtype().is_float() {
         return unsupported(format!("Gemm on {} x {}", a.dtype(), b.dtype()));
@@ -155,8 +173,7 @@ pub(crate) fn gemm(
         }
         beta_eff = beta;
     }
-    sgemm(
-        m, k, n, alpha, &af, rsa, csa, &bf, rsb, csb, beta_eff, &mut out,
-    );
+    let (sa, sb) = ((rsa, csa), (rsb, csb));
+    sgemm_const_b((m, k, n), alpha, &af, sa, &bf, sb, prep, beta_eff, &mut out);
     Ok(float_tensor(a.dtype(), vec![m, n], out))
 }

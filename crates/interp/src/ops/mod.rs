@@ -42,7 +42,7 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
             e8m0_round,
         } => one(elementwise::cast(c.input(0)?, *to, *saturate, *e8m0_round)),
         Op::Identity => one(c.input(0)?.clone()),
-        Op::Conv(a) => one(conv::conv(c.input(0)?, c.input(1)?, c.opt(2), a)?),
+        Op::Conv(a) => one(conv::conv(c.input(0)?, c.input(1)?, c.opt(2), a, c.prep)?),
         Op::ConvTranspose(a) => one(upsample::conv_transpose(
             c.input(0)?,
             c.input(1)?,
@@ -69,8 +69,14 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
             *beta,
             *trans_a,
             *trans_b,
+            c.prep,
         )?),
-        Op::MatMul => one(linalg::matmul(c.input(0)?, c.input(1)?, c.out_ty(0))?),
+        Op::MatMul => one(linalg::matmul(
+            c.input(0)?,
+            c.input(1)?,
+            c.out_ty(0),
+            c.prep,
+        )?),
         Op::BatchNorm { epsilon } => one(norm::batch_norm(c, *epsilon)?),
         Op::LayerNorm { axis, epsilon } => one(norm::layer_norm(
             c.input(0)?,
