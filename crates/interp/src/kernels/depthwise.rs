@@ -12,8 +12,11 @@
 //! Padding reads 0: the integer path stores `x - x_zp`, so padded taps contribute
 //! nothing, exactly as a zero-point pad would. Every output sums its taps in (ky, kx)
 //! order with separate multiplies and adds, like the direct kernel this replaces (the
-//! integer path runs on exact f32 integers and may fuse them).
+//! integer path runs on exact f32 integers and may fuse them); the f32 bias is added
+//! once, after the last tap. The vector lanes are different outputs, so no output's
+//! order depends on the block, the ISA or the thread count.
 
+use super::depthwise_int::fill;
 use super::{Isa, SendPtr, isa};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -40,6 +43,7 @@ pub(crate) struct Geom {
 /// `FMA` fuses it (only where the instruction exists: in software it would be slow).
 pub(crate) trait DwElem: Copy + Default + Send + Sync + 'static {
     fn mac<const FMA: bool>(acc: Self, w: Self, x: Self) -> Self;
+    fn add(a: Self, b: Self) -> Self;
 }
 
 impl DwElem for f32 {
@@ -47,12 +51,20 @@ impl DwElem for f32 {
     fn mac<const FMA: bool>(acc: f32, w: f32, x: f32) -> f32 {
         if FMA { w.mul_add(x, acc) } else { acc + w * x }
     }
+    #[inline(always)]
+    fn add(a: f32, b: f32) -> f32 {
+        a + b
+    }
 }
 
 impl DwElem for i32 {
     #[inline(always)]
     fn mac<const FMA: bool>(acc: i32, w: i32, x: i32) -> i32 {
         acc.wrapping_add(w.wrapping_mul(x))
+    }
+    #[inline(always)]
+    fn add(a: i32, b: i32) -> i32 {
+        a.wrapping_add(b)
     }
 }
 
@@ -96,58 +108,22 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// Fill the phase planes of one input plane (`src(iy * iw + ix)`, 0 outside it).
-#[inline(always)]
-fn fill<T: DwElem>(g: &Geom, p: &Phases, buf: &mut Vec<T>, src: impl Fn(usize) -> T) {
-    let (ih, iw) = (g.in_sp[0], g.in_sp[1]);
-    let (ph, pw) = (g.pad_begin[0], g.pad_begin[1]);
-    let (sh, sw) = (g.strides[0], g.strides[1]);
-    buf.clear();
-    // BLOCK spare elements: the last register block may read past the last run.
-    buf.resize(sh * sw * p.len() + BLOCK, T::default());
-    for py in 0..sh {
-        for r in 0..p.rows {
-            let Some(iy) = (r * sh + py).checked_sub(ph).filter(|&v| v < ih) else {
-                continue;
-            };
-            let xrow = iy * iw;
-            for px in 0..sw {
-                // Columns c with 0 <= c * sw + px - pw < iw.
-                let lo = pw.saturating_sub(px).div_ceil(sw);
-                let hi = (iw + pw).saturating_sub(px).div_ceil(sw).min(p.cols);
-                if lo >= hi {
-                    continue;
-                }
-                let base = (py * sw + px) * p.len() + r * p.cols;
-                let dst = &mut buf[base + lo..base + hi];
-                let x0 = xrow + lo * sw + px - pw;
-                match sw {
-                    1 => dst
-                        .iter_mut()
-                        .enumerate()
-                        .for_each(|(i, d)| *d = src(x0 + i)),
-                    _ => dst
-                        .iter_mut()
-                        .enumerate()
-                        .for_each(|(i, d)| *d = src(x0 + i * sw)),
-                }
-            }
-        }
-    }
-}
-
-/// Outputs per register block of [`plane`].
-pub(crate) const BLOCK: usize = 32;
+/// Outputs per register block of [`plane`]: 64 lanes are four AVX-512 (eight AVX2)
+/// independent accumulator chains per tap, enough to hide the add latency (32 left
+/// AVX-512 with two chains, latency bound).
+pub(crate) const BLOCK: usize = 64;
 
 /// One output plane from its phase planes, with output rows laid out `p.cols` wide (in
 /// `wide`): for each block of [`BLOCK`] outputs every tap is added in registers (one
-/// load per tap), then the valid columns are copied to `out`.
+/// load per tap), then the valid columns are copied to `out`, adding `bias` (when
+/// given) after the last tap.
 #[inline(always)]
 pub(crate) fn plane<T: DwElem, const FMA: bool>(
     g: &Geom,
     p: &Phases,
     buf: &[T],
     w: &[T],
+    bias: Option<T>,
     wide: &mut Vec<T>,
     out: &mut [T],
 ) {
@@ -179,7 +155,13 @@ pub(crate) fn plane<T: DwElem, const FMA: bool>(
         ob.copy_from_slice(&acc);
     }
     for (orow, wrow) in out.chunks_exact_mut(ow).zip(wide.chunks_exact(p.cols)) {
-        orow.copy_from_slice(&wrow[..ow]);
+        match bias {
+            Some(bv) => orow
+                .iter_mut()
+                .zip(&wrow[..ow])
+                .for_each(|(o, &v)| *o = T::add(v, bv)),
+            None => orow.copy_from_slice(&wrow[..ow]),
+        }
     }
 }
 
@@ -233,6 +215,7 @@ unsafe fn call_avx2<W: PlaneWork>(w: &W, i: usize, s: &mut Scratch) {
 struct F32Work<'a> {
     x: &'a [f32],
     w: &'a [f32],
+    bias: Option<&'a [f32]>,
     g: &'a Geom,
     p: Phases,
     out: SendPtr<f32>,
@@ -250,24 +233,26 @@ impl PlaneWork for F32Work<'_> {
         let o =
             unsafe { std::slice::from_raw_parts_mut(self.out.get().add(i * g.out_vol), g.out_vol) };
         let b = &mut s.f;
-        fill(g, &self.p, &mut b.phases, |j| xs[j]);
+        fill(g, &self.p, &mut b.phases, xs);
         let w = &self.w[oc * g.k_vol..(oc + 1) * g.k_vol];
         // Unfused, taps in (ky, kx) order: the same bits as the direct kernel this
         // replaced (the zoo calibrates its quantized models on these results).
-        plane::<f32, false>(g, &self.p, &b.phases, w, &mut b.wide, o);
+        let bias = self.bias.map(|bs| bs[oc]);
+        plane::<f32, false>(g, &self.p, &b.phases, w, bias, &mut b.wide, o);
     }
 }
 
 /// f32 depthwise convolution of `x` ([N, C, H, W]) with `w` ([M, 1, kh, kw]) into
-/// `out` ([N, M, oh, ow]), without bias.
-pub(crate) fn depthwise_f32(x: &[f32], w: &[f32], g: &Geom, out: &mut [f32]) {
+/// `out` ([N, M, oh, ow]), plus `bias[M]` (added to each output's sum of taps).
+pub(crate) fn depthwise_f32(x: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, out: &mut [f32]) {
     assert!(
-        out.len() >= g.n * g.m * g.out_vol,
-        "depthwise: output too small"
+        out.len() >= g.n * g.m * g.out_vol && bias.is_none_or(|b| b.len() >= g.m),
+        "depthwise: output or bias too small"
     );
     let work = F32Work {
         x,
         w,
+        bias,
         g,
         p: Phases::new(g),
         out: SendPtr(out.as_mut_ptr()),

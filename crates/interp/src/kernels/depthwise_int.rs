@@ -44,9 +44,10 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// Fill the phase planes from a contiguous input plane `src` (`[ih][iw]`), 0 outside.
+/// Fill the phase planes from a contiguous input plane `src` (`[ih][iw]`), 0 outside
+/// (also the f32 kernel's).
 #[inline(always)]
-fn fill<T: Copy + Default>(g: &Geom, p: &Phases, buf: &mut Vec<T>, src: &[T]) {
+pub(super) fn fill<T: Copy + Default>(g: &Geom, p: &Phases, buf: &mut Vec<T>, src: &[T]) {
     let (ih, iw) = (g.in_sp[0], g.in_sp[1]);
     let (ph, pw) = (g.pad_begin[0], g.pad_begin[1]);
     let (sh, sw) = (g.strides[0], g.strides[1]);
@@ -175,7 +176,7 @@ impl<P: Fn(usize, &[i32]) + Sync> Work<'_, P> {
             }
             fill(g, &self.p, &mut b.phases, &b.x);
             b.out.resize(g.out_vol, 0.0);
-            plane::<f32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide, &mut b.out);
+            plane::<f32, FMA>(g, &self.p, &b.phases, &b.w, None, &mut b.wide, &mut b.out);
             for (a, &v) in s.acc.iter_mut().zip(&b.out) {
                 // SAFETY: v is an exact integer below 2^24 in magnitude.
                 *a = unsafe { v.to_int_unchecked::<i32>() };
@@ -191,7 +192,7 @@ impl<P: Fn(usize, &[i32]) + Sync> Work<'_, P> {
                 *d = val(v, xsig).wrapping_sub(xz);
             }
             fill(g, &self.p, &mut b.phases, &b.x);
-            plane::<i32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide, &mut s.acc);
+            plane::<i32, FMA>(g, &self.p, &b.phases, &b.w, None, &mut b.wide, &mut s.acc);
         }
         match &self.post {
             Post::Sums(f) => f(i, &s.acc),

@@ -12,7 +12,6 @@ use crate::kernels::fim2col::ConvCols;
 use crate::kernels::im2col::Conv2d;
 use crate::prepared::{Prepared, Slot};
 use pimkit_ir::{ConvAttrs, Tensor, conv_output_hw};
-use rayon::prelude::*;
 use std::cell::RefCell;
 
 /// Resolved convolution geometry.
@@ -285,11 +284,16 @@ pub(crate) fn conv(
     let ov = g.out_vol;
     let mut out = vec![0f32; g.n * g.m * ov];
     let bf = bias.map(floats);
+    if bf.as_ref().is_some_and(|b| b.len() != g.m) {
+        return Err(OpError::Invalid(format!(
+            "bias has {} elements, expected one per output channel ({})",
+            bf.as_ref().map_or(0, |b| b.len()),
+            g.m
+        )));
+    }
     if let Some(dg) = g.depthwise2d() {
-        crate::kernels::depthwise::depthwise_f32(&xf, &floats(w), &dg, &mut out);
-        if let Some(b) = &bf {
-            add_channel_bias(&mut out, b, ov);
-        }
+        let bs = bf.as_deref();
+        crate::kernels::depthwise::depthwise_f32(&xf, &floats(w), bs, &dg, &mut out);
         return Ok(float_tensor(x.dtype(), g.out_shape(), out));
     }
     // The weights as GEMM panels, one per group: packed once per session when they are
@@ -343,29 +347,4 @@ fn pack_weights(wf: &[f32], g: &Geom, fk: fgemm_kernels::Fk) -> Vec<Panels> {
     (0..g.group)
         .map(|grp| Panels::pack_a(fk, &wf[grp * g.mg * kk..][..g.mg * kk], (kk, 1), g.mg, kk))
         .collect()
-}
-
-/// `out[(n, c, ..)] += bias[c]` over planes of `plane` elements, in the vector
-/// trampoline (threads only for outputs large enough to pay for them).
-pub(crate) fn add_channel_bias(out: &mut [f32], bias: &[f32], plane: usize) {
-    if plane == 0 || bias.is_empty() {
-        return;
-    }
-    let m = bias.len();
-    let add = |i: usize, o: &mut [f32]| {
-        let bv = bias[i % m];
-        crate::kernels::ewise::simd(
-            #[inline(always)]
-            || o.iter_mut().for_each(|v| *v += bv),
-        )
-    };
-    if crate::kernels::threads() > 1 && out.len() >= 1 << 16 {
-        out.par_chunks_mut(plane)
-            .enumerate()
-            .for_each(|(i, o)| add(i, o));
-    } else {
-        for (i, o) in out.chunks_mut(plane).enumerate() {
-            add(i, o);
-        }
-    }
 }
