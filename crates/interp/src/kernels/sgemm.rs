@@ -18,6 +18,30 @@ use rayon::prelude::*;
 /// matrix at every call cost more than the product itself (MobileNetV2's classifier:
 /// 1.3 ms of a 16 ms run). Every other shape goes to the packed GEMM (both operands
 /// packed per call). [`sgemm_rnn`] also takes the matrix-vector path for any strides.
+/// The bounds every entry point checks before its unchecked kernels: c holds m x n, and
+/// (when k > 0) the last element a (m x k) and b (k x n) address lies inside them.
+/// Callers return early on m == 0 or n == 0.
+fn check_operands(
+    (m, k, n): (usize, usize, usize),
+    a: &[f32],
+    sa: (usize, usize),
+    b: &[f32],
+    sb: (usize, usize),
+    c: &[f32],
+) {
+    assert!(c.len() >= m * n, "sgemm: output buffer too small");
+    if k > 0 {
+        assert!(
+            a.len() > (m - 1) * sa.0 + (k - 1) * sa.1,
+            "sgemm: a too small"
+        );
+        assert!(
+            b.len() > (k - 1) * sb.0 + (n - 1) * sb.1,
+            "sgemm: b too small"
+        );
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sgemm(
     m: usize,
@@ -34,17 +58,7 @@ pub(crate) fn sgemm(
     if m == 0 || n == 0 {
         return;
     }
-    assert!(c.len() >= m * n, "sgemm: output buffer too small");
-    if k > 0 {
-        assert!(
-            a.len() > (m - 1) * rsa + (k - 1) * csa,
-            "sgemm: a too small"
-        );
-        assert!(
-            b.len() > (k - 1) * rsb + (n - 1) * csb,
-            "sgemm: b too small"
-        );
-    }
+    check_operands((m, k, n), a, (rsa, csa), b, (rsb, csb), c);
     if k > 0 && gemv_fast(m, n, (rsa, csa), (rsb, csb)) {
         gemv(m, k, n, alpha, a, (rsa, csa), b, (rsb, csb), beta, c);
         return;
@@ -85,15 +99,7 @@ pub(crate) fn sgemm_const_b(
         sgemm(m, k, n, alpha, a, sa, b, sb, beta, c);
         return;
     }
-    assert!(c.len() >= m * n, "sgemm: output buffer too small");
-    assert!(
-        a.len() > (m - 1) * sa.0 + (k - 1) * sa.1,
-        "sgemm: a too small"
-    );
-    assert!(
-        b.len() > (k - 1) * sb.0 + (n - 1) * sb.1,
-        "sgemm: b too small"
-    );
+    check_operands((m, k, n), a, sa, b, sb, c);
     let fk = fk();
     let pack = || Prepared::MatB(Panels::pack_b(fk, b, sb, k, n));
     match prep.map(|s| s.get_or_init(pack)) {
@@ -144,15 +150,7 @@ pub(crate) fn sgemm_rnn(
     c: &mut [f32],
 ) {
     if k > 0 && (m == 1 || n == 1) {
-        assert!(c.len() >= m * n, "sgemm: output buffer too small");
-        assert!(
-            a.len() > (m - 1) * sa.0 + (k - 1) * sa.1,
-            "sgemm: a too small"
-        );
-        assert!(
-            b.len() > (k - 1) * sb.0 + (n - 1) * sb.1,
-            "sgemm: b too small"
-        );
+        check_operands((m, k, n), a, sa, b, sb, c);
         gemv(m, k, n, alpha, a, sa, b, sb, beta, c);
     } else {
         sgemm(m, k, n, alpha, a, sa, b, sb, beta, c);
