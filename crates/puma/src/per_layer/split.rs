@@ -118,14 +118,7 @@ impl Layer<'_> {
                 .map_err(|m| Failure::Other(RunError::Layer(format!("layer `{name}`: {m}"))))?;
             results.push(self.run_part(&pg, vec![px], &copts, &mut sub)?);
         }
-        let mut it = results.into_iter();
-        let first = it.next().expect("two parts");
-        let simulated_shape = first.simulated_shape.clone();
-        let mut r = it.fold(first, add);
-        r.name = self.g.nodes[self.all.start].name.clone();
-        r.nodes = vec![name.clone()];
-        r.input_shape = input_shape;
-        r.simulated_shape = simulated_shape;
+        let r = self.combine(results, name, input_shape);
         notes.push(format!(
             "`{name}` split {how}, the parts simulated one after the other{}",
             self.why(why)
@@ -209,14 +202,7 @@ impl Layer<'_> {
             .iter()
             .map(|r| r.max_abs_error)
             .try_fold(0.0, |a, e| e.map(|e| a + e));
-        let mut it = results.into_iter();
-        let first = it.next().expect("three parts");
-        let simulated_shape = first.simulated_shape.clone();
-        let mut r = it.fold(first, add);
-        r.name = self.g.nodes[self.all.start].name.clone();
-        r.nodes = vec![name.clone()];
-        r.input_shape = input_shape;
-        r.simulated_shape = simulated_shape;
+        let mut r = self.combine(results, name, input_shape);
         r.max_abs_error = bound;
         r.relative_error = bound.map(|e| e / output_range(&[whole]));
         notes.push(if self.depth == 0 {
@@ -339,19 +325,13 @@ impl Layer<'_> {
             pg.outputs.push(y);
             results.push(self.run_part(&pg, vals, &copts, &mut sub)?);
         }
-        let mut it = results.into_iter();
-        let first = it.next().expect("two parts");
-        let simulated_shape = first.simulated_shape.clone();
-        let mut r = it.fold(first, add);
-        r.name = g.nodes[self.all.start].name.clone();
-        r.nodes = vec![name.clone()];
-        r.input_shape = ins
+        let input_shape = ins
             .iter()
             .flatten()
             .next()
             .map(|t| t.shape.clone())
             .unwrap_or_default();
-        r.simulated_shape = simulated_shape;
+        let r = self.combine(results, name, input_shape);
         notes.push(format!(
             "`{name}` split by channels ({h} + {} of {c}), the parts simulated one after the other{}",
             c - h,
@@ -362,6 +342,26 @@ impl Layer<'_> {
     }
 
     /// `pg` run as a layer of its own on `inputs` (in `pg.inputs` order).
+    /// The parts' results summed (cycles, energy, errors: `add`) and labelled as the split
+    /// node: its name, the layer's first node, the node's input shape, and the first part's
+    /// simulated shape.
+    fn combine(
+        &self,
+        results: Vec<LayerResult>,
+        name: &str,
+        input_shape: Vec<usize>,
+    ) -> LayerResult {
+        let mut it = results.into_iter();
+        let first = it.next().expect("a split has at least two parts");
+        let simulated_shape = first.simulated_shape.clone();
+        let mut r = it.fold(first, add);
+        r.name = self.g.nodes[self.all.start].name.clone();
+        r.nodes = vec![name.to_string()];
+        r.input_shape = input_shape;
+        r.simulated_shape = simulated_shape;
+        r
+    }
+
     fn run_part(
         &self,
         pg: &Graph,
