@@ -379,6 +379,16 @@ fn vpu_bad_settings_exit_2_naming_them() {
             &["--bandwidth"],
         );
     }
+    assert_user_error(
+        &pimkit(&[
+            "vpu",
+            "run",
+            "zoo:qlinear_matmul?m=4&k=8&n=16",
+            "--characterize",
+            "every",
+        ]),
+        &["--characterize every", "shape or layer"],
+    );
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad_arch.toml");
     std::fs::write(&bad, "[vpu]\nlanes = \"eight\"\n").unwrap();

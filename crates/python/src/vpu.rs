@@ -10,7 +10,7 @@ use pimkit_engine::Engine;
 use pimkit_engine::EngineError;
 use pimkit_ir::Tensor;
 use pimkit_vpu::Arch;
-use pimkit_vpu::network::{DataflowChoice, Method, NetOptions};
+use pimkit_vpu::network::{Characterize, DataflowChoice, Method, NetOptions};
 use pimkit_vpu::roofline::{Point, Scale, Sweep, run_sweep_with, table3};
 use pimkit_vpu::{Vpu, VpuOptions};
 use pyo3::prelude::*;
@@ -26,7 +26,7 @@ fn arch_of(p: Option<&PathBuf>) -> Result<Arch, EngineError> {
 /// random data (seed 0).
 #[pyfunction]
 #[pyo3(signature = (model, inputs=None, vpus=None, bandwidth=None, dataflow="auto",
-    cold=false, method="pimkit", arch=None, out=None, progress=None))]
+    cold=false, method="pimkit", arch=None, out=None, progress=None, characterize="shape"))]
 pub fn vpu_run<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
@@ -39,8 +39,10 @@ pub fn vpu_run<'py>(
     arch: Option<PathBuf>,
     out: Option<PathBuf>,
     progress: Option<Py<PyAny>>,
+    characterize: &str,
 ) -> PyResult<(String, Bound<'py, PyDict>)> {
     let m = ModelArg::extract(model)?;
+    let characterize_arg = characterize.to_string();
     let mut given: Vec<(String, Tensor)> = vec![];
     if let Some(d) = &inputs {
         for (k, v) in d.iter() {
@@ -70,6 +72,11 @@ pub fn vpu_run<'py>(
                 "dataflow {dataflow}: use auto, family, os, is or ws"
             ))
         })?;
+        let characterize = Characterize::parse(&characterize_arg).ok_or_else(|| {
+            user(format!(
+                "characterize {characterize_arg}: use shape or layer"
+            ))
+        })?;
         let method = Method::parse(&method)
             .ok_or_else(|| user(format!("method {method}: use pimkit or paper")))?;
         if let Some(dir) = &out {
@@ -95,6 +102,7 @@ pub fn vpu_run<'py>(
                 dataflow: df,
                 cold_layers: cold,
                 method,
+                characterize,
             },
             inputs: Some(ins),
             quantize_float: false,

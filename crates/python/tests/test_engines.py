@@ -86,6 +86,10 @@ def test_vpu_run_matches_cli(cli):
     py = pimkit.vpu.run(spec, dataflow="family", progress=lambda i, n, w: seen.append(i))
     same_as_cli(py, cli("vpu", "run", spec, "--dataflow", "family", "--json"))
     assert seen and py.outputs
+    every = pimkit.vpu.run(spec, characterize="layer")
+    same_as_cli(every, cli("vpu", "run", spec, "--characterize", "layer", "--json"))
+    assert every["characterize"] == "layer"
+    assert not any("dataflow_from" in layer for layer in every["layers"])
 
 
 def test_vpu_roofline_and_table3_match_cli(cli, tmp_path):

@@ -28,6 +28,8 @@ def test_bad_options_are_input_errors(tmp_path):
         pimkit.xbar.sweep("zoo:lenet5", budgets=[-1], sdw=[1], samples=[1])
     with pytest.raises(pimkit.InputError, match="dataflow"):
         pimkit.vpu.run("zoo:q_mobilenet_v2?res=32", dataflow="zz")
+    with pytest.raises(pimkit.InputError, match="characterize"):
+        pimkit.vpu.run("zoo:q_mobilenet_v2?res=32", characterize="zz")
     (tmp_path / "bad.toml").write_text("[crossbar]\nrows = 0\n")
     with pytest.raises(pimkit.InputError, match="crossbar.rows"):
         pimkit.xbar.map("zoo:lenet5", arch=tmp_path / "bad.toml")

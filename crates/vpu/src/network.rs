@@ -28,6 +28,10 @@ use std::sync::Arc;
 
 mod host;
 mod layers;
+mod workload;
+
+pub use workload::Characterize;
+use workload::{Characterized, Workload};
 
 /// How each kernel layer picks its dataflow (serialized as "auto", "os", "is", "ws").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +80,7 @@ impl DataflowChoice {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KernelKind {
     Mm,
@@ -121,6 +125,8 @@ pub struct NetOptions {
     /// layer to layer (quinn §5.11 ran the layers "back-to-back in ONNX order").
     pub cold_layers: bool,
     pub method: Method,
+    /// `Auto` only: characterize each distinct workload once (the default) or every layer.
+    pub characterize: Characterize,
 }
 
 impl Default for NetOptions {
@@ -129,6 +135,7 @@ impl Default for NetOptions {
             dataflow: DataflowChoice::Auto,
             cold_layers: false,
             method: Method::Pimkit,
+            characterize: Characterize::Shape,
         }
     }
 }
@@ -155,6 +162,10 @@ pub struct LayerResult {
     pub energy_j: f64,
     /// Whether the layer is part of the totals (see [`Method`]).
     pub counted: bool,
+    /// `auto` with [`Characterize::Shape`]: the earlier layer of the same workload whose
+    /// trials chose this layer's dataflow (no trials ran here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataflow_from: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -165,6 +176,7 @@ pub struct NetworkResult {
     pub dataflow: DataflowChoice,
     pub cold_layers: bool,
     pub method: Method,
+    pub characterize: Characterize,
     /// Totals below sum the counted layers only (all of them with `Method::Pimkit`;
     /// the kernel layers with `Method::Paper`).
     pub cycles: u64,
@@ -230,6 +242,11 @@ struct Net<'a> {
     notes: Vec<String>,
     /// Machines of finished trials, reused as the next trials' copies.
     spares: Vec<Machine>,
+    /// `auto`'s winners per workload, when they are reused ([`Characterize::Shape`]).
+    characterized: Option<Characterized>,
+    /// The node being run, and the layer whose trials chose its dataflow if it reused one.
+    layer: String,
+    dataflow_from: Option<String>,
 }
 
 /// Run graph `g` on the simulated system. `inputs` as for the interpreter.
@@ -291,6 +308,9 @@ pub fn run_network_with(
         charge_layout: !paper,
         notes: Vec::new(),
         spares: Vec::new(),
+        characterized: (opts.characterize == Characterize::Shape).then(Characterized::default),
+        layer: String::new(),
+        dataflow_from: None,
     };
     let mut layers = Vec::with_capacity(g.nodes.len());
     for (i, n) in g.nodes.iter().enumerate() {
@@ -300,6 +320,8 @@ pub fn run_network_with(
         }
         let s0 = net.m.counters();
         let hb0 = net.host_bytes;
+        net.layer.clone_from(&n.name);
+        net.dataflow_from = None;
         // Kernel errors name the layer they came from.
         let (kernel, df, work, shape) = net.node(NodeId(i as u32), n).map_err(|e| match e {
             VpuError::Node { .. } => e,
@@ -329,6 +351,7 @@ pub fn run_network_with(
             ops: work.n_op(),
             energy_j: energy_j(arch, st.cycles),
             counted: !paper || kernel != KernelKind::Host,
+            dataflow_from: net.dataflow_from.take(),
         });
     }
     // The layers share one machine, whose clock did not overflow (checked per layer), so
@@ -349,6 +372,7 @@ pub fn run_network_with(
         dataflow: choice,
         cold_layers: opts.cold_layers,
         method: opts.method,
+        characterize: opts.characterize,
         cycles,
         compute_cycles: sum(|l| l.compute_cycles),
         dma_stall_cycles: sum(|l| l.dma_stall_cycles),
@@ -452,7 +476,35 @@ impl Net<'_> {
     /// (a snapshot that keeps `out`, the kernel's output bytes: a kernel writes nothing
     /// else below the memory's end) and the winner runs again with values; its clocks
     /// and counters must equal its timing-only run's (else an internal error).
+    ///
+    /// With [`Characterize::Shape`], a `workload` characterized before runs the dataflow
+    /// its trials chose (recorded in `dataflow_from`) and a new one's winner is recorded.
     fn run_kernel(
+        &mut self,
+        kind: KernelKind,
+        prefer: Option<Dataflow>,
+        workload: Workload,
+        out: (u64, usize),
+        run: &(dyn Fn(&mut Machine, Dataflow) -> Result<()> + Sync),
+    ) -> Result<Dataflow> {
+        let auto = prefer.is_none() && self.choice == DataflowChoice::Auto;
+        let known = self.characterized.as_ref().and_then(|c| c.get(&workload));
+        let prefer = match (auto, known) {
+            (true, Some((df, layer))) => {
+                self.dataflow_from = Some(layer.clone());
+                Some(*df)
+            }
+            _ => prefer,
+        };
+        let df = self.choose_and_run(kind, prefer, out, run)?;
+        if auto && let Some(c) = &mut self.characterized {
+            c.insert(workload, df, &self.layer);
+        }
+        Ok(df)
+    }
+
+    /// [`Net::run_kernel`] without the reuse.
+    fn choose_and_run(
         &mut self,
         kind: KernelKind,
         prefer: Option<Dataflow>,
@@ -536,6 +588,8 @@ impl Net<'_> {
                             })
                             .collect();
                         let mut out = vec![trial(family_run, bound.clone())];
+                        // This thread is free: the trials still running share it too.
+                        turns.add_permit();
                         for h in others {
                             out.push(h.join().map_err(|_| {
                                 VpuError::Other(

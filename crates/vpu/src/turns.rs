@@ -5,7 +5,7 @@
 //! stops the others) holds one thread, the others share the rest by taking turns of a
 //! few milliseconds each, so every loser reaches the winner's time at about the same
 //! moment. At most `permits` trials run at once (with the family's own thread, the
-//! `--threads` count). Which trial wins does not depend on the turns (see
+//! `--threads` count); once the family's trial ends, its thread takes turns too. Which trial wins does not depend on the turns (see
 //! `machine::TrialBound`): only the wall time does.
 
 use std::cell::Cell;
@@ -71,6 +71,12 @@ impl Turns {
         self.cv.notify_all();
         TICKS.with(|t| t.set(0));
         SINCE.with(|t| t.set(Some(Instant::now())));
+    }
+
+    /// One more trial may run at once (a thread that held no turn became free).
+    pub fn add_permit(&self) {
+        self.lock().free += 1;
+        self.cv.notify_all();
     }
 
     /// Give the calling thread's turn back.

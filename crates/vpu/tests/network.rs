@@ -1,7 +1,9 @@
 //! Whole quantized graphs on the simulated system: outputs equal the interpreter's,
 //! kernels are used where expected, and cache state carries across layers.
 
-use pimkit_vpu::network::{DataflowChoice, KernelKind, Method, NetOptions, run_network};
+use pimkit_vpu::network::{
+    Characterize, DataflowChoice, KernelKind, Method, NetOptions, run_network,
+};
 use pimkit_vpu::{Arch, Dataflow};
 
 fn zoo(spec: &str) -> pimkit_ir::Graph {
@@ -356,8 +358,10 @@ fn auto_trials_in_parallel_equal_one_thread() {
     // be the one a single thread (trials one after another) gives, layer by layer.
     let g = zoo("q_mobilenet_v2?res=32");
     let inputs = pimkit_interp::random_inputs(&g, 3);
+    // Every layer's trials run (no reuse by workload), so every layer races threads.
     let o = NetOptions {
         dataflow: DataflowChoice::Auto,
+        characterize: Characterize::Layer,
         ..Default::default()
     };
     let run_with = |threads: usize| {
@@ -378,5 +382,49 @@ fn auto_trials_in_parallel_equal_one_thread() {
             serde_json::to_string(&many.layers).unwrap()
         );
         assert_eq!(one.outputs, many.outputs);
+    }
+}
+
+#[test]
+fn characterizing_each_workload_once_equals_characterizing_every_layer() {
+    // `auto` tries the dataflows at the first layer of each workload and reuses the winner
+    // for later layers of the same workload. On these CNNs the reused choices are the ones
+    // each layer's own trials make: the two modes give the same result, layer by layer.
+    for (spec, min_reused) in [("q_resnet18?res=32", 9), ("q_mobilenet_v2?res=32", 10)] {
+        let g = zoo(spec);
+        let inputs = pimkit_interp::random_inputs(&g, 1);
+        let run = |characterize| {
+            let o = NetOptions {
+                characterize,
+                ..Default::default()
+            };
+            run_network(&g, &inputs, &Arch::default(), &o).unwrap()
+        };
+        let (shape, layer) = (run(Characterize::Shape), run(Characterize::Layer));
+        assert_eq!(shape.outputs, layer.outputs, "{spec}");
+        let mut reused = 0;
+        for (s, l) in shape.layers.iter().zip(&layer.layers) {
+            let key = |r: &pimkit_vpu::network::LayerResult| {
+                (r.cycles, r.dataflow, r.offchip_bytes, r.host_cycles)
+            };
+            assert_eq!(key(s), key(l), "{spec} {}", s.name);
+            assert!(l.dataflow_from.is_none());
+            if let Some(from) = &s.dataflow_from {
+                // The layer it names ran earlier, with the same kernel and shape.
+                let first = shape.layers.iter().position(|x| &x.name == from).unwrap();
+                let here = shape.layers.iter().position(|x| x.name == s.name).unwrap();
+                assert!(first < here && shape.layers[first].dataflow_from.is_none());
+                assert_eq!(
+                    (shape.layers[first].kernel, &shape.layers[first].shape),
+                    (s.kernel, &s.shape)
+                );
+                reused += 1;
+            }
+        }
+        assert!(
+            reused >= min_reused,
+            "{spec}: {reused} layers reused a choice"
+        );
+        assert_eq!(shape.cycles, layer.cycles);
     }
 }

@@ -5,7 +5,7 @@ use crate::model::model_label;
 use crate::output::print_json;
 use pimkit_engine::Engine;
 use pimkit_vpu::Arch;
-use pimkit_vpu::network::{DataflowChoice, NetOptions};
+use pimkit_vpu::network::{Characterize, DataflowChoice, NetOptions};
 use pimkit_vpu::roofline::{Point, Scale, Sweep, run_sweep_with, table3};
 use std::path::{Path, PathBuf};
 
@@ -28,6 +28,10 @@ pub enum VpuCmd {
         /// Dataflow of the kernel layers: auto (each layer's fastest, tried on the simulated system) | family (each kernel family's characterized winner) | os | is | ws
         #[arg(long, default_value = "auto")]
         dataflow: String,
+        /// With --dataflow auto: shape (try the dataflows once per distinct layer workload, later
+        /// layers of that workload reuse the winner) | layer (try them at every layer)
+        #[arg(long, default_value = "shape")]
+        characterize: String,
         /// Start every layer with a cold cache (each layer ends by writing its dirty lines back)
         #[arg(long)]
         cold: bool,
@@ -91,6 +95,7 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
             vpus,
             bandwidth,
             dataflow,
+            characterize,
             cold,
             method,
             arch,
@@ -113,6 +118,9 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                     "--dataflow {dataflow}: use auto, family, os, is or ws"
                 ))
             })?;
+            let characterize = Characterize::parse(&characterize).ok_or_else(|| {
+                user(format!("--characterize {characterize}: use shape or layer"))
+            })?;
             let method = pimkit_vpu::network::Method::parse(&method)
                 .ok_or_else(|| user(format!("--method {method}: use pimkit or paper")))?;
             if let Some(dir) = &out {
@@ -128,6 +136,7 @@ pub fn run(c: VpuCmd) -> anyhow::Result<()> {
                     dataflow: df,
                     cold_layers: cold,
                     method,
+                    characterize,
                 },
                 inputs: Some(inputs),
                 quantize_float: false,

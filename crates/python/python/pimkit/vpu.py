@@ -23,6 +23,7 @@ def run(
     vpus: Optional[int] = None,
     bandwidth: Optional[float] = None,
     dataflow: str = "auto",
+    characterize: str = "shape",
     cold: bool = False,
     method: str = "pimkit",
     arch: Optional[str] = None,
@@ -32,6 +33,8 @@ def run(
     """Run a quantized (QOperator) model end to end on the simulated VPUs
     (``pimkit vpu run --json``). Inputs not given get the CLI's deterministic random data.
     ``progress(done, total, node)`` is called per node. Outputs: ``result.outputs``.
+    ``characterize`` (with ``dataflow="auto"``): ``"shape"`` tries the dataflows once per
+    distinct layer workload, ``"layer"`` at every layer (``--characterize``).
 
     >>> r = pimkit.vpu.run("zoo:q_mobilenet_v2?res=64", dataflow="family")
     """
@@ -41,6 +44,7 @@ def run(
         vpus=vpus,
         bandwidth=bandwidth,
         dataflow=dataflow,
+        characterize=characterize,
         cold=cold,
         method=method,
         arch=arch,

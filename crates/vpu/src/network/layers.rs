@@ -142,10 +142,13 @@ impl Net<'_> {
                 y: y_addr,
                 out: out.clone(),
             };
-            let df =
-                self.run_kernel(KernelKind::Depthwise, None, (y_addr, y_bytes), &|m, df| {
-                    depthwise::depthwise(m, &job, df)
-                })?;
+            let df = self.run_kernel(
+                KernelKind::Depthwise,
+                None,
+                Workload::depthwise(&job),
+                (y_addr, y_bytes),
+                &|m, df| depthwise::depthwise(m, &job, df),
+            )?;
             self.collect(n, y, y_addr, Layout::Hwc, out.elem)?;
             return Ok((KernelKind::Depthwise, Some(df), work, shape));
         }
@@ -205,6 +208,7 @@ impl Net<'_> {
         } else {
             KernelKind::Conv2d
         };
+        let workload = Workload::conv(kind, &job, groups);
         // A grouped (not depthwise) convolution runs the kernel once per group.
         let jobs = job.split_groups(groups);
         let run = |m: &mut Machine, df: Dataflow| -> Result<()> {
@@ -217,7 +221,7 @@ impl Net<'_> {
             }
             Ok(())
         };
-        let df = self.run_kernel(kind, None, (y_addr, y_bytes), &run)?;
+        let df = self.run_kernel(kind, None, workload, (y_addr, y_bytes), &run)?;
         self.collect(n, y, y_addr, Layout::Chw, out.elem)?;
         Ok((kind, Some(df), work, shape))
     }
@@ -233,7 +237,9 @@ impl Net<'_> {
             Ok((KernelKind::Vm, None))
         } else {
             let out = (job.y, job.m * job.n * job.out.elem.size());
-            let df = self.run_kernel(KernelKind::Mm, prefer, out, &|m, df| matmul(m, job, df))?;
+            let w = Workload::matmul(job);
+            let df =
+                self.run_kernel(KernelKind::Mm, prefer, w, out, &|m, df| matmul(m, job, df))?;
             Ok((KernelKind::Mm, Some(df)))
         }
     }
