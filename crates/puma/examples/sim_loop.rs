@@ -8,7 +8,8 @@
 //! * `--non-blocking`: non-blocking MVMs (`core.mvm_blocking = false`);
 //! * `--shmem N`: shared-memory words per tile (VGG16 needs `1048576`);
 //! * `--json`: print one JSON line with the complete statistics, the outputs as f32 bit
-//!   patterns and a hash of core (0, 0)'s final registers, to compare simulator
+//!   patterns and a hash of the final registers of the core with the longest program
+//!   (`dumped_core`), to compare simulator
 //!   versions for bit-identical results (`diff` the lines of two builds).
 
 use pimkit_puma::{Arch, CompileOptions, NumMode, SimOptions, compile, simulate};
@@ -44,8 +45,21 @@ fn main() {
     let g = pimkit_zoo::build(name, &params).expect("zoo model");
     let p = compile(&g, &arch, &CompileOptions::default()).expect("compiles");
     let inputs = pimkit_interp::random_inputs(&g, 0);
+    // The core with the longest program (the first on a tie): an active core, whose
+    // final registers say something (core (0, 0) is often an idle `hlt`).
+    let busiest = p
+        .tiles
+        .iter()
+        .enumerate()
+        .flat_map(|(t, tp)| {
+            tp.cores
+                .iter()
+                .enumerate()
+                .map(move |(c, code)| (t, c, code.len()))
+        })
+        .fold((0, 0, 0), |best, x| if x.2 > best.2 { x } else { best });
     if json {
-        opts.dump_core = Some((0, 0));
+        opts.dump_core = Some((busiest.0, busiest.1));
     }
     // On-CPU time of this thread (ns), robust against other processes on a shared machine.
     let cpu = || -> f64 {
@@ -81,7 +95,7 @@ fn main() {
         let v = serde_json::json!({
             "model": name, "params": params, "mode": format!("{:?}", opts.mode),
             "mvm_blocking": arch.core.mvm_blocking, "stats": o.stats,
-            "outputs_f32_bits": outputs, "core00_regs_fnv": h,
+            "outputs_f32_bits": outputs, "dumped_core": [busiest.0, busiest.1], "core_regs_fnv": h,
         });
         println!("{v}");
         return;
