@@ -1,6 +1,7 @@
 //! The machine state and the event loop.
 
 use super::energy::{Energy, reg_pj};
+use super::packet::Packet;
 use super::wait::Waiters;
 use super::{Blocked, SimError, SimOptions, SimOutput, SimStats, alu, pool};
 use crate::arch::Arch;
@@ -56,14 +57,6 @@ struct CoreSt {
     /// memory: busy − waited is its share of a steady state.
     busy: u64,
     waited: u64,
-}
-
-pub(super) struct Packet {
-    dst: u32,
-    fifo: u32,
-    pub(super) data: Vec<i32>,
-    ready: u64,
-    arrival: u64,
 }
 
 struct TileSt {

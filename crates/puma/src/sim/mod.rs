@@ -13,6 +13,7 @@ mod alu;
 mod energy;
 mod exec;
 mod nonideal;
+mod packet;
 mod pool;
 mod wait;
 

@@ -4,7 +4,7 @@
 //! for MLP-L4). Fresh allocations are page-faulted in on every run, which cost as much
 //! as a third of a short simulation; recycled buffers only need to be zeroed.
 
-use super::exec::Packet;
+use super::packet::Packet;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
