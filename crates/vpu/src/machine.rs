@@ -278,6 +278,8 @@ pub struct Machine {
     /// `Some(bytes)` on a timing-only copy ([`Machine::timing_copy_into`]): `mem` and
     /// `vrf` hold no data and this is the simulated memory's size.
     timing_only: Option<usize>,
+    /// Values only, no timing model ([`Machine::set_data_only`]).
+    data_only: bool,
 }
 
 /// The shortest time a finished trial of the same kernel call took, shared by its
@@ -342,6 +344,7 @@ impl Machine {
             },
             bound: None,
             timing_only: None,
+            data_only: false,
         })
     }
 
@@ -373,6 +376,7 @@ impl Machine {
             },
             bound: None,
             timing_only: None,
+            data_only: false,
         }
     }
 
@@ -391,6 +395,32 @@ impl Machine {
         dst.t.clone_from(&self.t);
         dst.bound.clone_from(&self.bound);
         dst.timing_only = Some(self.mem_size());
+        dst.data_only = false;
+    }
+
+    /// Compute values only: vector instructions, host cycles and DMA bursts skip the
+    /// timing model (clocks, register times, cache, counters), which is left stale until
+    /// [`Machine::adopt_timing`] replaces it. With a timing-only copy running the same
+    /// kernel calls beside it, the two halves of one run take two threads.
+    pub(crate) fn set_data_only(&mut self, on: bool) {
+        self.data_only = on;
+    }
+
+    /// After data-only kernel calls: take the timing state of `t`, a timing-only copy of
+    /// this machine (made before those calls) that ran the same calls. Values and timing
+    /// are then what running the calls on this machine would have left (no kernel's
+    /// timing depends on a value; see [`Machine::timing_copy_into`]).
+    pub(crate) fn adopt_timing(&mut self, t: &Machine) -> Result<()> {
+        if t.timing_only != Some(self.mem.len()) {
+            return Err(VpuError::Other(format!(
+                "a timing-only run allocated {:?} bytes, its data-only twin {} (a pimkit-vpu bug: please report)",
+                t.timing_only,
+                self.mem.len()
+            )));
+        }
+        self.t.clone_from(&t.t);
+        self.cache.clone_from(&t.cache);
+        Ok(())
     }
 
     /// Whether this machine computes values (false on a timing-only copy).
@@ -577,6 +607,9 @@ impl Machine {
 
     /// Host executes `cycles` of scalar control code.
     pub fn host(&mut self, cycles: u64) {
+        if self.data_only {
+            return;
+        }
         let t = self.sat_add(self.t.host_t, cycles);
         self.wait_until(t, Wait::Control);
     }
@@ -699,6 +732,9 @@ impl Machine {
         dst: Option<usize>,
         cycles: u64,
     ) -> (u64, u64) {
+        if self.data_only {
+            return (0, 0);
+        }
         self.host(self.arch.host.issue_cycles);
         if let Some(s) = self.t.queue.blocking(p, self.t.host_t) {
             self.wait_vpu(p, s);
@@ -818,6 +854,9 @@ impl Machine {
         let last = x.addr as usize + (x.rows - 1) * x.row_stride + (x.cols - 1) * x.col_stride;
         self.check(x.addr, last + es - x.addr as usize)?;
         if !data {
+            if self.data_only {
+                return Ok(());
+            }
             return self.dma_lines_only(x, to_mem);
         }
         let vr_last = x.vrf_off + (x.rows - 1) * x.vrf_row_stride + x.cols - 1;
@@ -826,6 +865,10 @@ impl Machine {
                 "DMA outside the VRF of VPU {} (element {vr_last})",
                 x.vpu
             )));
+        }
+        if self.data_only {
+            self.move_data(x, to_mem);
+            return Ok(());
         }
         self.program_dma();
         let regs = self.regs_of(x.vrf_off, vr_last + 1 - x.vrf_off);
@@ -844,24 +887,7 @@ impl Machine {
         self.t.dma_vpu = p;
         // Data, then the cache lines the burst touches.
         if self.has_data() {
-            for r in 0..x.rows {
-                let base = x.addr as usize + r * x.row_stride;
-                let vbase = x.vrf_off + r * x.vrf_row_stride;
-                let v = &mut self.vrf[p][vbase..vbase + x.cols];
-                if x.col_stride == es {
-                    // A contiguous run: one conversion loop per element type.
-                    let mem = &mut self.mem[base..base + x.cols * es];
-                    copy_run(mem, v, x.elem, to_mem);
-                } else if to_mem {
-                    for (c, &e) in v.iter().enumerate() {
-                        write_elem(&mut self.mem, base + c * x.col_stride, x.elem, e);
-                    }
-                } else {
-                    for (c, e) in v.iter_mut().enumerate() {
-                        *e = read_elem(&self.mem, base + c * x.col_stride, x.elem);
-                    }
-                }
-            }
+            self.move_data(x, to_mem);
         }
         let d = self.touch_lines(x, to_mem);
         // The VRF side moves one 32-bit element per beat: 8-bit operands widened into
@@ -879,6 +905,29 @@ impl Machine {
             }
         }
         Ok(())
+    }
+
+    /// The values of burst `x` (checked to lie inside memory and the VRF).
+    fn move_data(&mut self, x: &Xfer, to_mem: bool) {
+        let es = x.elem.size();
+        for r in 0..x.rows {
+            let base = x.addr as usize + r * x.row_stride;
+            let vbase = x.vrf_off + r * x.vrf_row_stride;
+            let v = &mut self.vrf[x.vpu][vbase..vbase + x.cols];
+            if x.col_stride == es {
+                // A contiguous run: one conversion loop per element type.
+                let mem = &mut self.mem[base..base + x.cols * es];
+                copy_run(mem, v, x.elem, to_mem);
+            } else if to_mem {
+                for (c, &e) in v.iter().enumerate() {
+                    write_elem(&mut self.mem, base + c * x.col_stride, x.elem, e);
+                }
+            } else {
+                for (c, e) in v.iter_mut().enumerate() {
+                    *e = read_elem(&self.mem, base + c * x.col_stride, x.elem);
+                }
+            }
+        }
     }
 
     fn dma_lines_only(&mut self, x: &Xfer, to_mem: bool) -> Result<()> {
@@ -954,6 +1003,11 @@ impl Machine {
         dst_reg: usize,
         n: usize,
     ) {
+        let v = self.vlen;
+        if self.data_only {
+            self.vrf_move(src_p, src_reg * v, dst_p, dst_reg * v, n);
+            return;
+        }
         self.program_dma();
         let (src, dst) = (
             src_p * self.t.vregs + src_reg,
@@ -965,16 +1019,20 @@ impl Machine {
         self.t.dma_vpu_wait = start;
         self.t.dma_vpu = src_p;
         let end = self.occupy_channel(start, n * 4, &CacheStats::default());
-        let v = self.vlen;
         if self.has_data() {
-            let tmp: Vec<i32> = self.vrf[src_p][src_reg * v..src_reg * v + n].to_vec();
-            self.vrf[dst_p][dst_reg * v..dst_reg * v + n].copy_from_slice(&tmp);
+            self.vrf_move(src_p, src_reg * v, dst_p, dst_reg * v, n);
         }
         self.t.regs[src].free = self.t.regs[src].free.max(end);
         let d = &mut self.t.regs[dst];
         d.avail = end;
         d.dma = true;
         d.free = end;
+    }
+
+    /// `n` values from VRF element `src` of VPU `src_p` to element `dst` of `dst_p`.
+    fn vrf_move(&mut self, src_p: usize, src: usize, dst_p: usize, dst: usize, n: usize) {
+        let tmp: Vec<i32> = self.vrf[src_p][src..src + n].to_vec();
+        self.vrf[dst_p][dst..dst + n].copy_from_slice(&tmp);
     }
 }
 

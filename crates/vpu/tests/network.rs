@@ -358,30 +358,39 @@ fn auto_trials_in_parallel_equal_one_thread() {
     // be the one a single thread (trials one after another) gives, layer by layer.
     let g = zoo("q_mobilenet_v2?res=32");
     let inputs = pimkit_interp::random_inputs(&g, 3);
-    // Every layer's trials run (no reuse by workload), so every layer races threads.
-    let o = NetOptions {
-        dataflow: DataflowChoice::Auto,
-        characterize: Characterize::Layer,
-        ..Default::default()
-    };
-    let run_with = |threads: usize| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(|| run_network(&g, &inputs, &Arch::default(), &o).unwrap())
-    };
-    let one = run_with(1);
-    // Four threads run the three trials side by side; two run the family's on one and
-    // the others by turns on the second (turns.rs).
-    for n in [2, 4] {
-        let many = run_with(n);
-        assert_eq!(one.cycles, many.cycles);
-        assert_eq!(
-            serde_json::to_string(&one.layers).unwrap(),
-            serde_json::to_string(&many.layers).unwrap()
-        );
-        assert_eq!(one.outputs, many.outputs);
+    // With `Characterize::Layer` every layer's trials run, so every layer races threads;
+    // with `Shape` and a fixed dataflow, the known dataflows run in halves (values on one
+    // thread, timing on another, network.rs `run_halves`).
+    for o in [
+        NetOptions {
+            characterize: Characterize::Layer,
+            ..Default::default()
+        },
+        NetOptions::default(),
+        NetOptions {
+            dataflow: DataflowChoice::Fixed(Dataflow::Ws),
+            ..Default::default()
+        },
+    ] {
+        let run_with = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| run_network(&g, &inputs, &Arch::default(), &o).unwrap())
+        };
+        let one = run_with(1);
+        // Four threads run the three trials side by side; two run the family's on one
+        // and the others by turns on the second (turns.rs).
+        for n in [2, 4] {
+            let many = run_with(n);
+            assert_eq!(one.cycles, many.cycles);
+            assert_eq!(
+                serde_json::to_string(&one.layers).unwrap(),
+                serde_json::to_string(&many.layers).unwrap()
+            );
+            assert_eq!(one.outputs, many.outputs);
+        }
     }
 }
 

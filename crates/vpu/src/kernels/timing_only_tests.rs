@@ -1,6 +1,7 @@
 //! Every kernel and dataflow runs to the same cycles, counters and cache state on a
 //! timing-only copy of a machine as on the machine itself (what `auto`'s losing trials
-//! rely on, network.rs `run_kernel`).
+//! rely on, network.rs `run_kernel`), and to the same values and timing when run as a
+//! data-only half plus a timing-only half (network.rs `run_halves`).
 
 use super::{Dataflow, conv1d, conv2d, depthwise, matmul};
 use crate::arch::{Arch, KernelStyle};
@@ -8,16 +9,34 @@ use crate::machine::Machine;
 use crate::problem::{Gen, QConv};
 use crate::run::place_matmul;
 
-/// Run `k` on `m` and on a timing-only copy of it; both must end alike.
+/// Run `k` on `m` and on a timing-only copy of it; both must end alike. And run it in
+/// halves (network.rs `run_halves`): on a data-only clone of `m` and a timing-only copy,
+/// after which the clone takes the copy's timing and must equal `m` in values and timing.
 fn same_timing(m: &mut Machine, what: &str, k: impl Fn(&mut Machine) -> crate::error::Result<()>) {
     let mut copy = Machine::empty(&m.arch);
     m.timing_copy_into(&mut copy);
+    let mut data = m.clone();
+    let mut timing = Machine::empty(&m.arch);
+    m.timing_copy_into(&mut timing);
     k(m).unwrap();
     k(&mut copy).unwrap();
     assert_eq!(m.counters(), copy.counters(), "{what}");
     assert_eq!(m.finish_time(), copy.finish_time(), "{what}");
     assert_eq!(m.now(), copy.now(), "{what}");
     assert!(!copy.has_data());
+
+    data.set_data_only(true);
+    k(&mut data).unwrap();
+    k(&mut timing).unwrap();
+    data.set_data_only(false);
+    data.adopt_timing(&timing).unwrap();
+    assert_eq!(data.counters(), m.counters(), "{what} in halves");
+    assert_eq!(data.finish_time(), m.finish_time(), "{what} in halves");
+    assert_eq!(data.now(), m.now(), "{what} in halves");
+    assert!(
+        data.mem == m.mem && data.vrf == m.vrf,
+        "{what} in halves: values"
+    );
 }
 
 fn arches() -> Vec<Arch> {
