@@ -18,6 +18,8 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod issue_each;
+
 /// Element type of a memory operand moved by the DMA (the DMA widens to or narrows from
 /// the VRF's 32-bit elements, like the X-HEEP DMA's data-type conversion [unverified]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -98,13 +98,16 @@ impl Machine {
     /// (their cost computed once).
     pub fn vmacc_vx_each(&mut self, p: usize, vs2: usize, vl: usize, to: &[(usize, i32)]) {
         let c = self.vcost(self.arch.vpu.cycles.mac, vl);
+        // The timing of the whole group first (no instruction's timing depends on a
+        // value), then the values in the same order.
+        self.issue_each(p, vs2, to.iter().map(|&(vd, _)| vd), c);
+        if !self.has_data() {
+            return;
+        }
         for &(vd, x) in to {
-            self.issue(p, &[vd, vs2], Some(vd), c);
-            if self.has_data() {
-                let (d, s) = self.two(p, vd, vs2);
-                for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
-                    *d = d.wrapping_add(x.wrapping_mul(s));
-                }
+            let (d, s) = self.two(p, vd, vs2);
+            for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
+                *d = d.wrapping_add(x.wrapping_mul(s));
             }
         }
     }
