@@ -74,6 +74,7 @@ impl Cache {
     }
 
     /// Access line number `line` (address >> log2(line size)).
+    #[inline]
     pub fn access_line(&mut self, line: u64, write: bool) -> Access {
         self.clock += 1;
         let (set, tag) = match self.set_shift {
@@ -88,7 +89,16 @@ impl Cache {
         let tags = &mut self.tags[ways.clone()];
         let stamp = &mut self.stamp[ways.clone()];
         let dirty = &mut self.dirty[ways];
-        if let Some(w) = tags.iter().position(|&t| t == tag) {
+        // A tag is in a set at most once (only a miss inserts it) and 0 is never a
+        // tag, so a scan without an early exit (which compiles to compares on all ways
+        // at once) finds the same way as the first match.
+        let mut hit = usize::MAX;
+        for (i, &t) in tags.iter().enumerate() {
+            if t == tag {
+                hit = i;
+            }
+        }
+        if let Some(w) = (hit != usize::MAX).then_some(hit) {
             stamp[w] = self.clock;
             dirty[w] |= write;
             self.stats.hits += 1;

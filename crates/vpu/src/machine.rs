@@ -689,7 +689,14 @@ impl Machine {
         if n == 0 {
             return 0..0;
         }
-        off / self.vlen..(off + n - 1) / self.vlen + 1
+        let last = off + n - 1;
+        // By a shift for the usual power-of-two VLEN (two divisions per DMA otherwise).
+        if self.vlen.is_power_of_two() {
+            let k = self.vlen.trailing_zeros();
+            (off >> k)..(last >> k) + 1
+        } else {
+            off / self.vlen..last / self.vlen + 1
+        }
     }
 
     /// Issue one vector instruction to VPU `p`: returns its (start, end).
@@ -854,14 +861,12 @@ impl Machine {
                     // A contiguous run: one conversion loop per element type.
                     let mem = &mut self.mem[base..base + x.cols * es];
                     copy_run(mem, v, x.elem, to_mem);
-                } else if to_mem {
-                    for (c, &e) in v.iter().enumerate() {
-                        write_elem(&mut self.mem, base + c * x.col_stride, x.elem, e);
-                    }
                 } else {
-                    for (c, e) in v.iter_mut().enumerate() {
-                        *e = read_elem(&self.mem, base + c * x.col_stride, x.elem);
-                    }
+                    // Strided: the row's span once (checked above), then every
+                    // `col_stride`-th element without a bounds check per element.
+                    let span = (x.cols - 1) * x.col_stride + es;
+                    let mem = &mut self.mem[base..base + span];
+                    copy_strided(mem, v, x.elem, x.col_stride, to_mem);
                 }
             }
         }
@@ -1023,6 +1028,36 @@ fn copy_run(mem: &mut [u8], v: &mut [i32], e: Elem, to_mem: bool) {
             .chunks_exact_mut(4)
             .zip(v.iter())
             .for_each(|(b, &s)| b.copy_from_slice(&s.to_le_bytes())),
+    }
+}
+
+/// [`copy_run`] for elements `stride` bytes apart (`mem` starts at the first and ends
+/// with the last element).
+fn copy_strided(mem: &mut [u8], v: &mut [i32], e: Elem, stride: usize, to_mem: bool) {
+    match (e, to_mem) {
+        (Elem::U8, false) => v
+            .iter_mut()
+            .zip(mem.iter().step_by(stride))
+            .for_each(|(d, &b)| *d = b as i32),
+        (Elem::I8, false) => v
+            .iter_mut()
+            .zip(mem.iter().step_by(stride))
+            .for_each(|(d, &b)| *d = b as i8 as i32),
+        (Elem::U8 | Elem::I8, true) => mem
+            .iter_mut()
+            .step_by(stride)
+            .zip(v.iter())
+            .for_each(|(b, &s)| *b = s as u8),
+        (Elem::I32, _) => {
+            for (c, e) in v.iter_mut().enumerate() {
+                let a = c * stride;
+                if to_mem {
+                    write_elem(mem, a, Elem::I32, *e);
+                } else {
+                    *e = read_elem(mem, a, Elem::I32);
+                }
+            }
+        }
     }
 }
 

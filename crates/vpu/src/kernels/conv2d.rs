@@ -529,9 +529,17 @@ fn macs(
             // has at most MAX_OUT_ROWS rows).
             let mut nu = 0;
             for o in 0..tile.1 {
-                let d = r as isize - (o * j.stride.0) as isize;
-                if d >= 0 && (d as usize).is_multiple_of(j.dil.0) && (d as usize / j.dil.0) < j.kh {
-                    users[q][nu] = (o, d as usize / j.dil.0);
+                let Some(d) = r.checked_sub(o * j.stride.0) else {
+                    break; // later rows start further down
+                };
+                // No division for the usual undilated filter.
+                let ky = match j.dil.0 {
+                    1 => d,
+                    dil if d.is_multiple_of(dil) => d / dil,
+                    _ => continue,
+                };
+                if ky < j.kh {
+                    users[q][nu] = (o, ky);
                     nu += 1;
                 }
             }
