@@ -910,9 +910,7 @@ impl Machine {
             if x.col_stride == es {
                 let l0 = (base >> line_shift) as u64;
                 let l1 = ((base + x.cols * es - 1) >> line_shift) as u64;
-                for l in l0..=l1 {
-                    self.cache.access_line(l, to_mem);
-                }
+                self.cache.access_run(l0, l1, to_mem);
             } else {
                 let mut prev = u64::MAX;
                 for c in 0..x.cols {

@@ -13,7 +13,7 @@ impl Machine {
     }
 
     /// (mutable vd, shared vs) views of two distinct registers of VPU `p`.
-    #[inline]
+    #[inline(always)]
     fn two(&mut self, p: usize, vd: usize, vs: usize) -> (&mut [i32], &[i32]) {
         let v = self.vlen;
         let f = &mut self.vrf[p];
@@ -98,6 +98,21 @@ impl Machine {
     /// (their cost computed once).
     pub fn vmacc_vx_each(&mut self, p: usize, vs2: usize, vl: usize, to: &[(usize, i32)]) {
         let c = self.vcost(self.arch.vpu.cycles.mac, vl);
+        self.vmacc_vx_each_costing(p, vs2, vl, to, c);
+    }
+
+    /// [`Machine::vmacc_vx_each`] with its per-instruction cost `c` (the MAC class's
+    /// [`Machine::vcost`] at `vl`) computed once by a caller that issues many groups.
+    #[inline]
+    pub(crate) fn vmacc_vx_each_costing(
+        &mut self,
+        p: usize,
+        vs2: usize,
+        vl: usize,
+        to: &[(usize, i32)],
+        c: u64,
+    ) {
+        debug_assert_eq!(c, self.vcost(self.arch.vpu.cycles.mac, vl));
         // The timing of the whole group first (no instruction's timing depends on a
         // value), then the values in the same order.
         self.issue_each(p, vs2, to.iter().map(|&(vd, _)| vd), c);
@@ -130,6 +145,22 @@ impl Machine {
     /// vslidedown.vx: vd[i] = vs[i + off] (0 past the end of the register).
     pub fn vslidedown(&mut self, p: usize, vd: usize, vs: usize, off: usize, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.slide, vl);
+        self.vslidedown_costing(p, vd, vs, off, vl, c);
+    }
+
+    /// [`Machine::vslidedown`] with its cost `c` (the slide class's [`Machine::vcost`]
+    /// at `vl`) computed once by the caller.
+    #[inline]
+    pub(crate) fn vslidedown_costing(
+        &mut self,
+        p: usize,
+        vd: usize,
+        vs: usize,
+        off: usize,
+        vl: usize,
+        c: u64,
+    ) {
+        debug_assert_eq!(c, self.vcost(self.arch.vpu.cycles.slide, vl));
         self.issue(p, &[vs], Some(vd), c);
         if !self.has_data() {
             return;

@@ -506,6 +506,9 @@ fn macs(
         .max()
         .unwrap_or(0);
     let mut sc = 0;
+    // Every MAC and slide here works on `nw` elements: their costs once per call.
+    let mac_c = m.vcost(m.arch.vpu.cycles.mac, nw);
+    let slide_c = m.vcost(m.arch.vpu.cycles.slide, nw);
     // Per VPU, the users of the current input row (the same for every kx: computed
     // once per row, not once per tap column).
     let MacScratch {
@@ -558,7 +561,7 @@ fn macs(
                     if kx == 0 {
                         r
                     } else {
-                        m.vslidedown(q, SCRATCH[sc], r, kx * j.dil.1, nw);
+                        m.vslidedown_costing(q, SCRATCH[sc], r, kx * j.dil.1, nw, slide_c);
                         SCRATCH[sc]
                     }
                 } else {
@@ -572,7 +575,7 @@ fn macs(
                         .iter()
                         .map(|&(o, ky)| (ACC0 + o, taps[ky * j.kw + kx])),
                 );
-                m.vmacc_vx_each(q, src, nw, group);
+                m.vmacc_vx_each_costing(q, src, nw, group, mac_c);
             }
             if any {
                 sc ^= 1;
