@@ -108,3 +108,56 @@ impl Machine {
         self.t.ctr.vpu_busy = self.sat_add(self.t.ctr.vpu_busy, busy);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::arch::Arch;
+    use crate::machine::{Elem, Machine, Xfer};
+
+    /// A state with DMA-written and VPU-written registers and a short queue that fills.
+    fn setup(depth: usize) -> Machine {
+        let mut arch = Arch::default();
+        arch.vpu.queue_depth = depth;
+        let mut m = Machine::new(&arch).unwrap();
+        let v = m.vlen;
+        let x = m.put(Elem::U8, &vec![3; 4 * v]);
+        m.dma_in(&Xfer::rows(0, 0, v, x, Elem::U8, 3, v, v))
+            .unwrap();
+        m.vmv_vx(0, 21, 1, v);
+        m.vslidedown(0, 19, 1, 1, v);
+        m
+    }
+
+    #[test]
+    fn a_group_schedules_as_one_issue_per_instruction() {
+        for depth in [1, 2, 3, 32] {
+            let (mut a, mut b) = (setup(depth), setup(depth));
+            let dsts = [21, 22, 23, 21, 24];
+            for src in [0, 2, 19] {
+                a.issue_each(0, src, dsts.iter().copied(), 7);
+                for &d in &dsts {
+                    b.issue(0, &[d, src], Some(d), 7);
+                }
+                // A DMA into the source waits for its last read (its free time).
+                let (v, x) = (a.vlen, 0);
+                a.dma_in(&Xfer::row(0, src, 0, v, x, Elem::U8, v)).unwrap();
+                b.dma_in(&Xfer::row(0, src, 0, v, x, Elem::U8, v)).unwrap();
+                assert_eq!(a.finish_time(), b.finish_time());
+                // Later instructions reading (avail) and then writing (avail and free)
+                // each target and the source see the same register times.
+                for r in [src, 21, 22, 23, 24] {
+                    assert_eq!(a.issue(0, &[r], Some(25), 1), b.issue(0, &[r], Some(25), 1));
+                    assert_eq!(a.issue(0, &[26], Some(r), 1), b.issue(0, &[26], Some(r), 1));
+                }
+                assert_eq!(a.counters(), b.counters());
+                assert_eq!((a.now(), a.finish_time()), (b.now(), b.finish_time()));
+            }
+            // A target that is the source takes the one-by-one path.
+            a.issue_each(0, 22, [21, 22].into_iter(), 5);
+            b.issue(0, &[21, 22], Some(21), 5);
+            b.issue(0, &[22, 22], Some(22), 5);
+            assert_eq!(a.counters(), b.counters());
+            assert_eq!(a.finish_time(), b.finish_time());
+        }
+    }
+}
