@@ -104,7 +104,7 @@ impl Machine {
         t.ctr.dma_stall += stall;
         t.ctr.vec_instrs += n;
         // One saturating add for the group's `n` saturating adds (all non-negative).
-        let busy = cycles.checked_mul(n).unwrap_or(u64::MAX);
+        let busy = cycles.saturating_mul(n);
         self.t.ctr.vpu_busy = self.sat_add(self.t.ctr.vpu_busy, busy);
     }
 }
