@@ -770,11 +770,10 @@ impl Machine {
         // vl <= VLEN <= 32768 (every vector instruction slices its registers with it),
         // so g fits in u32 and converts with one instruction, not the u64 sequence.
         debug_assert!(g <= u32::MAX as usize);
-        let groups = f64::from(g as u32);
         self.arch
             .vpu
             .startup_cycles
-            .saturating_add(ceil_u64(groups * cpw))
+            .saturating_add(group_cycles(g as u32, cpw))
     }
 
     /// The host reads a value produced on VPU `p` (xvmv.x.s): it waits for the result.
@@ -1005,6 +1004,20 @@ pub(crate) fn ceil_u64(x: f64) -> u64 {
     }
 }
 
+/// `ceil(groups * cpw)` for an instruction's word groups at `cpw` cycles each. For a
+/// whole `cpw` (every default class cost) the product is an exact integer below 2^53
+/// (groups < 2^32, cpw <= 1e6 by validation), so the integer product is the same
+/// number, without the float conversions and rounding on the path of every issue.
+#[inline]
+fn group_cycles(groups: u32, cpw: f64) -> u64 {
+    let whole = cpw as u32; // saturating; NaN gives 0
+    if f64::from(whole) == cpw && cpw <= 1e6 {
+        u64::from(groups) * u64::from(whole)
+    } else {
+        ceil_u64(f64::from(groups) * cpw)
+    }
+}
+
 /// `x / d`, bit for bit: for a power-of-two `d` (the default DMA width, 4 B/cycle) as
 /// `x` times the exact reciprocal of `d`, which rounds the same real number once, as
 /// the division does; a division per descriptor showed in profiles.
@@ -1107,6 +1120,19 @@ mod tests {
         m.dma_out(&Xfer::row(0, 2, 0, v, out, Elem::I32, n))
             .unwrap();
         m.finish();
+    }
+
+    #[test]
+    fn group_cycles_equal_the_float_ceiling() {
+        let cpws = [
+            1.0, 2.0, 3.0, 8.0, 0.33, 0.5, 1.5, 2.25, 1e6, 999_999.5, 1e-6,
+        ];
+        for cpw in cpws {
+            for g in [0u32, 1, 2, 7, 32, 255, 256, 4096, 32768] {
+                let float = ceil_u64(f64::from(g) * cpw);
+                assert_eq!(group_cycles(g, cpw), float, "{g} x {cpw}");
+            }
+        }
     }
 
     #[test]
