@@ -88,9 +88,7 @@ impl Machine {
             return;
         }
         let (d, s) = self.two(p, vd, vs2);
-        for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
-            *d = d.wrapping_add(x.wrapping_mul(s));
-        }
+        macc(&mut d[..vl], &s[..vl], x);
     }
 
     /// vmacc.vx into several registers from one source, in order: for each `(vd, x)` of
@@ -121,9 +119,7 @@ impl Machine {
         }
         for &(vd, x) in to {
             let (d, s) = self.two(p, vd, vs2);
-            for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
-                *d = d.wrapping_add(x.wrapping_mul(s));
-            }
+            macc(&mut d[..vl], &s[..vl], x);
         }
     }
 
@@ -223,5 +219,33 @@ impl Machine {
         } else {
             IntRequant::apply_each(rq, d, zp, lo, hi);
         }
+    }
+}
+
+/// `d[i] += x * s[i]` (int32, wrapping): the MAC data path, with AVX2's 8-lane 32-bit
+/// multiply where the CPU has it (the baseline x86-64 build emulates it with two
+/// 64-bit multiplies per pair of lanes). Wrapping integer arithmetic: the same values
+/// on every path.
+#[inline]
+fn macc(d: &mut [i32], s: &[i32], x: i32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        unsafe { macc_avx2(d, s, x) };
+        return;
+    }
+    macc_portable(d, s, x);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn macc_avx2(d: &mut [i32], s: &[i32], x: i32) {
+    macc_portable(d, s, x);
+}
+
+#[inline(always)]
+fn macc_portable(d: &mut [i32], s: &[i32], x: i32) {
+    for (d, &s) in d.iter_mut().zip(s) {
+        *d = d.wrapping_add(x.wrapping_mul(s));
     }
 }
