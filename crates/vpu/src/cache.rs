@@ -75,6 +75,19 @@ impl Cache {
 
     /// Access line number `line` (address >> log2(line size)).
     pub fn access_line(&mut self, line: u64, write: bool) -> Access {
+        self.touch(line, write)
+    }
+
+    /// Access lines `first..=last` in order (a contiguous burst row): the same as one
+    /// [`Cache::access_line`] per line, without a call per line.
+    pub fn access_run(&mut self, first: u64, last: u64, write: bool) {
+        for l in first..=last {
+            self.touch(l, write);
+        }
+    }
+
+    #[inline(always)]
+    fn touch(&mut self, line: u64, write: bool) -> Access {
         self.clock += 1;
         let (set, tag) = match self.set_shift {
             Some(k) => ((line & ((1u64 << k) - 1)) as usize, (line >> k) + 1),
@@ -88,7 +101,15 @@ impl Cache {
         let tags = &mut self.tags[ways.clone()];
         let stamp = &mut self.stamp[ways.clone()];
         let dirty = &mut self.dirty[ways];
-        if let Some(w) = tags.iter().position(|&t| t == tag) {
+        // A tag is in a set at most once (only a miss inserts it) and 0 is never a
+        // tag, so a scan without an early exit (which compiles to compares on all ways
+        // at once) finds the same way as the first match.
+        let hit = match <&[u64; 8]>::try_from(&*tags) {
+            // quinn's 8 ways: a fixed-length scan the compiler unrolls.
+            Ok(t8) => find_way(t8.as_slice(), tag),
+            Err(_) => find_way(tags, tag),
+        };
+        if let Some(w) = (hit != usize::MAX).then_some(hit) {
             stamp[w] = self.clock;
             dirty[w] |= write;
             self.stats.hits += 1;
@@ -140,6 +161,20 @@ impl Cache {
         self.tags.iter_mut().for_each(|t| *t = 0);
         self.dirty.iter_mut().for_each(|d| *d = false);
     }
+}
+
+/// The way holding `tag` (the last match; a tag is in a set at most once), or
+/// `usize::MAX`.
+/// Inlined, so a fixed-size array's scan has a constant length.
+#[inline(always)]
+fn find_way(tags: &[u64], tag: u64) -> usize {
+    let mut hit = usize::MAX;
+    for (i, &t) in tags.iter().enumerate() {
+        if t == tag {
+            hit = i;
+        }
+    }
+    hit
 }
 
 #[cfg(test)]

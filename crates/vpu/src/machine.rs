@@ -18,6 +18,8 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod issue_each;
+
 /// Element type of a memory operand moved by the DMA (the DMA widens to or narrows from
 /// the VRF's 32-bit elements, like the X-HEEP DMA's data-type conversion [unverified]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -720,7 +722,14 @@ impl Machine {
         if n == 0 {
             return 0..0;
         }
-        off / self.vlen..(off + n - 1) / self.vlen + 1
+        let last = off + n - 1;
+        // By a shift for the usual power-of-two VLEN (two divisions per DMA otherwise).
+        if self.vlen.is_power_of_two() {
+            let k = self.vlen.trailing_zeros();
+            (off >> k)..(last >> k) + 1
+        } else {
+            off / self.vlen..last / self.vlen + 1
+        }
     }
 
     /// Issue one vector instruction to VPU `p`: returns its (start, end).
@@ -797,11 +806,10 @@ impl Machine {
         // vl <= VLEN <= 32768 (every vector instruction slices its registers with it),
         // so g fits in u32 and converts with one instruction, not the u64 sequence.
         debug_assert!(g <= u32::MAX as usize);
-        let groups = f64::from(g as u32);
         self.arch
             .vpu
             .startup_cycles
-            .saturating_add(ceil_u64(groups * cpw))
+            .saturating_add(group_cycles(g as u32, cpw))
     }
 
     /// The host reads a value produced on VPU `p` (xvmv.x.s): it waits for the result.
@@ -918,14 +926,12 @@ impl Machine {
                 // A contiguous run: one conversion loop per element type.
                 let mem = &mut self.mem[base..base + x.cols * es];
                 copy_run(mem, v, x.elem, to_mem);
-            } else if to_mem {
-                for (c, &e) in v.iter().enumerate() {
-                    write_elem(&mut self.mem, base + c * x.col_stride, x.elem, e);
-                }
             } else {
-                for (c, e) in v.iter_mut().enumerate() {
-                    *e = read_elem(&self.mem, base + c * x.col_stride, x.elem);
-                }
+                // Strided: the row's span once (checked above), then every
+                // `col_stride`-th element without a bounds check per element.
+                let span = (x.cols - 1) * x.col_stride + es;
+                let mem = &mut self.mem[base..base + span];
+                copy_strided(mem, v, x.elem, x.col_stride, to_mem);
             }
         }
     }
@@ -952,9 +958,7 @@ impl Machine {
             if x.col_stride == es {
                 let l0 = (base >> line_shift) as u64;
                 let l1 = ((base + x.cols * es - 1) >> line_shift) as u64;
-                for l in l0..=l1 {
-                    self.cache.access_line(l, to_mem);
-                }
+                self.cache.access_run(l0, l1, to_mem);
             } else {
                 let mut prev = u64::MAX;
                 for c in 0..x.cols {
@@ -973,7 +977,10 @@ impl Machine {
     /// side (`onchip_bytes`) and its off-chip lines (`d`), plus the memory latency when a
     /// line missed. Returns the end.
     fn occupy_channel(&mut self, start: u64, onchip_bytes: usize, d: &CacheStats) -> u64 {
-        let onchip = ceil_u64(onchip_bytes as f64 / self.arch.dma.bytes_per_cycle);
+        let onchip = ceil_u64(div_exact(
+            onchip_bytes as f64,
+            self.arch.dma.bytes_per_cycle,
+        ));
         // No line to move (most bursts hit): 0 cycles, what the division gives.
         let lines = d.misses + d.evictions;
         let offchip = if lines == 0 {
@@ -1055,6 +1062,36 @@ pub(crate) fn ceil_u64(x: f64) -> u64 {
     }
 }
 
+/// `ceil(groups * cpw)` for an instruction's word groups at `cpw` cycles each. For a
+/// whole `cpw` (every default class cost) the product is an exact integer below 2^53
+/// (groups < 2^32, cpw <= 1e6 by validation), so the integer product is the same
+/// number, without the float conversions and rounding on the path of every issue.
+#[inline]
+fn group_cycles(groups: u32, cpw: f64) -> u64 {
+    let whole = cpw as u32; // saturating; NaN gives 0
+    if f64::from(whole) == cpw && cpw <= 1e6 {
+        u64::from(groups) * u64::from(whole)
+    } else {
+        ceil_u64(f64::from(groups) * cpw)
+    }
+}
+
+/// `x / d`, bit for bit: for a power-of-two `d` (the default DMA width, 4 B/cycle) as
+/// `x` times the exact reciprocal of `d`, which rounds the same real number once, as
+/// the division does; a division per descriptor showed in profiles.
+#[inline]
+fn div_exact(x: f64, d: f64) -> f64 {
+    const MANTISSA: u64 = (1 << 52) - 1;
+    let bits = d.to_bits();
+    let exp = bits >> 52; // with the sign bit: a negative `d` takes the division
+    if bits & MANTISSA == 0 && (1..=2045).contains(&exp) {
+        // d = 2^(exp - 1023), so 1/d = 2^(1023 - exp), biased exponent 2046 - exp.
+        x * f64::from_bits((2046 - exp) << 52)
+    } else {
+        x / d
+    }
+}
+
 /// Contiguous elements between memory and int32 register lanes: widened on the way in,
 /// narrowed (low bytes) on the way out, as [`read_elem`] / [`write_elem`] do one by one.
 fn copy_run(mem: &mut [u8], v: &mut [i32], e: Elem, to_mem: bool) {
@@ -1079,6 +1116,36 @@ fn copy_run(mem: &mut [u8], v: &mut [i32], e: Elem, to_mem: bool) {
             .chunks_exact_mut(4)
             .zip(v.iter())
             .for_each(|(b, &s)| b.copy_from_slice(&s.to_le_bytes())),
+    }
+}
+
+/// [`copy_run`] for elements `stride` bytes apart (`mem` starts at the first and ends
+/// with the last element).
+fn copy_strided(mem: &mut [u8], v: &mut [i32], e: Elem, stride: usize, to_mem: bool) {
+    match (e, to_mem) {
+        (Elem::U8, false) => v
+            .iter_mut()
+            .zip(mem.iter().step_by(stride))
+            .for_each(|(d, &b)| *d = b as i32),
+        (Elem::I8, false) => v
+            .iter_mut()
+            .zip(mem.iter().step_by(stride))
+            .for_each(|(d, &b)| *d = b as i8 as i32),
+        (Elem::U8 | Elem::I8, true) => mem
+            .iter_mut()
+            .step_by(stride)
+            .zip(v.iter())
+            .for_each(|(b, &s)| *b = s as u8),
+        (Elem::I32, _) => {
+            for (c, e) in v.iter_mut().enumerate() {
+                let a = c * stride;
+                if to_mem {
+                    write_elem(mem, a, Elem::I32, *e);
+                } else {
+                    *e = read_elem(mem, a, Elem::I32);
+                }
+            }
+        }
     }
 }
 
@@ -1111,6 +1178,49 @@ mod tests {
         m.dma_out(&Xfer::row(0, 2, 0, v, out, Elem::I32, n))
             .unwrap();
         m.finish();
+    }
+
+    #[test]
+    fn group_cycles_equal_the_float_ceiling() {
+        let cpws = [
+            1.0, 2.0, 3.0, 8.0, 0.33, 0.5, 1.5, 2.25, 1e6, 999_999.5, 1e-6,
+        ];
+        for cpw in cpws {
+            for g in [0u32, 1, 2, 7, 32, 255, 256, 4096, 32768] {
+                let float = ceil_u64(f64::from(g) * cpw);
+                assert_eq!(group_cycles(g, cpw), float, "{g} x {cpw}");
+            }
+        }
+    }
+
+    #[test]
+    fn div_exact_equals_the_division() {
+        let ds = [
+            4.0,
+            1.0,
+            0.5,
+            0.25,
+            2.0f64.powi(-10),
+            1024.0,
+            1.2,
+            3.0,
+            0.001,
+            1e6,
+        ];
+        for d in ds {
+            for x in [
+                0.0,
+                1.0,
+                3.0,
+                7.0,
+                1023.0,
+                4096.0,
+                123_456_789.0,
+                2f64.powi(60),
+            ] {
+                assert_eq!(div_exact(x, d).to_bits(), (x / d).to_bits(), "{x} / {d}");
+            }
+        }
     }
 
     #[test]

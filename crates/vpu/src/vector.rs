@@ -13,7 +13,7 @@ impl Machine {
     }
 
     /// (mutable vd, shared vs) views of two distinct registers of VPU `p`.
-    #[inline]
+    #[inline(always)]
     fn two(&mut self, p: usize, vd: usize, vs: usize) -> (&mut [i32], &[i32]) {
         let v = self.vlen;
         let f = &mut self.vrf[p];
@@ -88,9 +88,7 @@ impl Machine {
             return;
         }
         let (d, s) = self.two(p, vd, vs2);
-        for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
-            *d = d.wrapping_add(x.wrapping_mul(s));
-        }
+        macc(&mut d[..vl], &s[..vl], x);
     }
 
     /// vmacc.vx into several registers from one source, in order: for each `(vd, x)` of
@@ -98,14 +96,30 @@ impl Machine {
     /// (their cost computed once).
     pub fn vmacc_vx_each(&mut self, p: usize, vs2: usize, vl: usize, to: &[(usize, i32)]) {
         let c = self.vcost(self.arch.vpu.cycles.mac, vl);
+        self.vmacc_vx_each_costing(p, vs2, vl, to, c);
+    }
+
+    /// [`Machine::vmacc_vx_each`] with its per-instruction cost `c` (the MAC class's
+    /// [`Machine::vcost`] at `vl`) computed once by a caller that issues many groups.
+    #[inline]
+    pub(crate) fn vmacc_vx_each_costing(
+        &mut self,
+        p: usize,
+        vs2: usize,
+        vl: usize,
+        to: &[(usize, i32)],
+        c: u64,
+    ) {
+        debug_assert_eq!(c, self.vcost(self.arch.vpu.cycles.mac, vl));
+        // The timing of the whole group first (no instruction's timing depends on a
+        // value), then the values in the same order.
+        self.issue_each(p, vs2, to.iter().map(|&(vd, _)| vd), c);
+        if !self.has_data() {
+            return;
+        }
         for &(vd, x) in to {
-            self.issue(p, &[vd, vs2], Some(vd), c);
-            if self.has_data() {
-                let (d, s) = self.two(p, vd, vs2);
-                for (d, &s) in d[..vl].iter_mut().zip(&s[..vl]) {
-                    *d = d.wrapping_add(x.wrapping_mul(s));
-                }
-            }
+            let (d, s) = self.two(p, vd, vs2);
+            macc(&mut d[..vl], &s[..vl], x);
         }
     }
 
@@ -127,6 +141,22 @@ impl Machine {
     /// vslidedown.vx: vd[i] = vs[i + off] (0 past the end of the register).
     pub fn vslidedown(&mut self, p: usize, vd: usize, vs: usize, off: usize, vl: usize) {
         let c = self.vcost(self.arch.vpu.cycles.slide, vl);
+        self.vslidedown_costing(p, vd, vs, off, vl, c);
+    }
+
+    /// [`Machine::vslidedown`] with its cost `c` (the slide class's [`Machine::vcost`]
+    /// at `vl`) computed once by the caller.
+    #[inline]
+    pub(crate) fn vslidedown_costing(
+        &mut self,
+        p: usize,
+        vd: usize,
+        vs: usize,
+        off: usize,
+        vl: usize,
+        c: u64,
+    ) {
+        debug_assert_eq!(c, self.vcost(self.arch.vpu.cycles.slide, vl));
         self.issue(p, &[vs], Some(vd), c);
         if !self.has_data() {
             return;
@@ -189,5 +219,33 @@ impl Machine {
         } else {
             IntRequant::apply_each(rq, d, zp, lo, hi);
         }
+    }
+}
+
+/// `d[i] += x * s[i]` (int32, wrapping): the MAC data path, with AVX2's 8-lane 32-bit
+/// multiply where the CPU has it (the baseline x86-64 build emulates it with two
+/// 64-bit multiplies per pair of lanes). Wrapping integer arithmetic: the same values
+/// on every path.
+#[inline]
+fn macc(d: &mut [i32], s: &[i32], x: i32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        unsafe { macc_avx2(d, s, x) };
+        return;
+    }
+    macc_portable(d, s, x);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn macc_avx2(d: &mut [i32], s: &[i32], x: i32) {
+    macc_portable(d, s, x);
+}
+
+#[inline(always)]
+fn macc_portable(d: &mut [i32], s: &[i32], x: i32) {
+    for (d, &s) in d.iter_mut().zip(s) {
+        *d = d.wrapping_add(x.wrapping_mul(s));
     }
 }

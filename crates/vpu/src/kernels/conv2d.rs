@@ -506,6 +506,9 @@ fn macs(
         .max()
         .unwrap_or(0);
     let mut sc = 0;
+    // Every MAC and slide here works on `nw` elements: their costs once per call.
+    let mac_c = m.vcost(m.arch.vpu.cycles.mac, nw);
+    let slide_c = m.vcost(m.arch.vpu.cycles.slide, nw);
     // Per VPU, the users of the current input row (the same for every kx: computed
     // once per row, not once per tap column).
     let MacScratch {
@@ -529,9 +532,17 @@ fn macs(
             // has at most MAX_OUT_ROWS rows).
             let mut nu = 0;
             for o in 0..tile.1 {
-                let d = r as isize - (o * j.stride.0) as isize;
-                if d >= 0 && (d as usize).is_multiple_of(j.dil.0) && (d as usize / j.dil.0) < j.kh {
-                    users[q][nu] = (o, d as usize / j.dil.0);
+                let Some(d) = r.checked_sub(o * j.stride.0) else {
+                    break; // later rows start further down
+                };
+                // No division for the usual undilated filter.
+                let ky = match j.dil.0 {
+                    1 => d,
+                    dil if d.is_multiple_of(dil) => d / dil,
+                    _ => continue,
+                };
+                if ky < j.kh {
+                    users[q][nu] = (o, ky);
                     nu += 1;
                 }
             }
@@ -550,7 +561,7 @@ fn macs(
                     if kx == 0 {
                         r
                     } else {
-                        m.vslidedown(q, SCRATCH[sc], r, kx * j.dil.1, nw);
+                        m.vslidedown_costing(q, SCRATCH[sc], r, kx * j.dil.1, nw, slide_c);
                         SCRATCH[sc]
                     }
                 } else {
@@ -564,7 +575,7 @@ fn macs(
                         .iter()
                         .map(|&(o, ky)| (ACC0 + o, taps[ky * j.kw + kx])),
                 );
-                m.vmacc_vx_each(q, src, nw, group);
+                m.vmacc_vx_each_costing(q, src, nw, group, mac_c);
             }
             if any {
                 sc ^= 1;
