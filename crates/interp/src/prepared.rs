@@ -1,5 +1,6 @@
 //! Constant operands prepared once per loaded graph: the packed panels of a Conv's
-//! weights, or of the constant B operand of a MatMul / Gemm, kept per node by a
+//! weights, of the constant B operand of a MatMul / Gemm, or of an LSTM's / GRU's W
+//! (with R transposed), kept per node by a
 //! [`Session`] and reused by every run of it (as onnxruntime pre-packs weights once per
 //! session). The kernels compute exactly what they compute without the cache: the
 //! panels are the same packing the GEMM would do per call.
@@ -16,21 +17,25 @@ pub(crate) enum Prepared {
     ConvWeights(Vec<Panels>),
     /// The constant B operand of a matrix product.
     MatB(Panels),
+    /// An LSTM's or GRU's weights, one entry per direction.
+    Rnn(Vec<crate::ops::rnn::RnnWeights>),
 }
 
 /// One node's cache entry, filled by its kernel on first use.
 pub(crate) type Slot = OnceLock<Prepared>;
 
-/// Which input of `op` a kernel may prepare (when it is a constant of the graph).
-pub(crate) fn prepared_input(op: &Op) -> Option<usize> {
+/// Which inputs of `op` a kernel may prepare (all of them must be constants of the
+/// graph); empty for ops that keep nothing.
+pub(crate) fn prepared_inputs(op: &Op) -> &'static [usize] {
     match op {
-        Op::Conv(_) | Op::MatMul | Op::Gemm { .. } => Some(1),
-        _ => None,
+        Op::Conv(_) | Op::MatMul | Op::Gemm { .. } => &[1],
+        Op::Lstm(_) | Op::Gru(_) => &[1, 2],
+        _ => &[],
     }
 }
 
-/// A loaded graph ready to run many times: the constant weights of its Conv, MatMul and
-/// Gemm nodes are packed for the GEMM on the first run and reused afterwards. The
+/// A loaded graph ready to run many times: the constant weights of its Conv, MatMul,
+/// Gemm, LSTM and GRU nodes are packed for the GEMM on the first run and reused afterwards. The
 /// results are those of [`crate::run`] (which is a one-run session).
 pub struct Session<'g> {
     g: &'g Graph,
@@ -75,11 +80,14 @@ impl<'g> Session<'g> {
     }
 }
 
-/// The cache slot a node's kernel may use: present when the node's preparable input is
-/// a constant with data (so it cannot change between runs).
+/// The cache slot a node's kernel may use: present when the node's preparable inputs
+/// are constants with data (so they cannot change between runs).
 pub(crate) fn slot_for<'s>(g: &Graph, ni: usize, slots: &'s [Slot]) -> Option<&'s Slot> {
     let node = &g.nodes[ni];
-    let i = prepared_input(&node.op)?;
-    let v = (*node.inputs.get(i)?)?;
-    matches!(g.value(v).def, ValueDef::Const(Some(_))).then(|| &slots[ni])
+    let ins = prepared_inputs(&node.op);
+    let constant = |&i: &usize| {
+        let v = node.inputs.get(i).copied().flatten();
+        v.is_some_and(|v| matches!(g.value(v).def, ValueDef::Const(Some(_))))
+    };
+    (!ins.is_empty() && ins.iter().all(constant)).then(|| &slots[ni])
 }

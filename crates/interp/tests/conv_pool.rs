@@ -226,3 +226,81 @@ fn maxpool_on_u8_and_global_pools() {
     let mx = run1(Op::GlobalPool(PoolKind::Max), vec![x]);
     assert_eq!(mx.as_f32().unwrap(), &[4.0, -1.0]);
 }
+
+/// 2-D pooling written from the definition: windows in (ky, kx) order over the taps
+/// inside the input; max keeps the first largest non-NaN tap (f32::MIN when none),
+/// average sums in f32 in that order and divides by the taps inside the input or, with
+/// `count_include_pad`, inside the padded input.
+fn naive_pool2d(x: &[f32], [h, w]: [usize; 2], a: &PoolAttrs, [oh, ow]: [usize; 2]) -> Vec<f32> {
+    let mut out = Vec::new();
+    for oy in 0..oh {
+        for ox in 0..ow {
+            let (mut mx, mut sum, mut inside, mut padded) = (f32::MIN, 0f32, 0usize, 0usize);
+            for ky in 0..a.kernel[0] {
+                for kx in 0..a.kernel[1] {
+                    let iy = (oy * a.strides[0] + ky * a.dilations[0]) as i64 - a.pads[0] as i64;
+                    let ix = (ox * a.strides[1] + kx * a.dilations[1]) as i64 - a.pads[1] as i64;
+                    let in_pad = iy < (h + a.pads[2]) as i64 && ix < (w + a.pads[3]) as i64;
+                    padded += in_pad as usize;
+                    if iy < 0 || ix < 0 || iy >= h as i64 || ix >= w as i64 {
+                        continue;
+                    }
+                    let v = x[iy as usize * w + ix as usize];
+                    inside += 1;
+                    sum += v;
+                    if v > mx {
+                        mx = v;
+                    }
+                }
+            }
+            out.push(match a.kind {
+                PoolKind::Max => mx,
+                _ => {
+                    let cnt = if a.count_include_pad { padded } else { inside };
+                    if cnt == 0 { 0.0 } else { sum / cnt as f32 }
+                }
+            });
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// The vectorized 2-D pooling (stride phases, contiguous taps) against the
+    /// definition, bit for bit, on inputs with NaNs and signed zeros.
+    #[test]
+    fn pool2d_matches_naive_bits(
+        max: bool, c in 1usize..3, h in 1usize..10, w in 1usize..12,
+        kh in 1usize..4, kw in 1usize..4, sh in 1usize..4, sw in 1usize..4,
+        dh in 1usize..3, dw in 1usize..3, pads in proptest::array::uniform4(0usize..3),
+        ceil: bool, cip: bool, seed in 0u64..1000,
+    ) {
+        prop_assume!(h + pads[0] + pads[2] > dh * (kh - 1));
+        prop_assume!(w + pads[1] + pads[3] > dw * (kw - 1));
+        prop_assume!(pads[0] < kh && pads[2] < kh && pads[1] < kw && pads[3] < kw);
+        let mut xv = rand_f32(c * h * w, seed);
+        for (i, v) in xv.iter_mut().enumerate() {
+            match (i as u64 * 7 + seed) % 11 {
+                0 => *v = f32::NAN,
+                1 => *v = 0.0,
+                2 => *v = -0.0,
+                _ => {}
+            }
+        }
+        let kind = if max { PoolKind::Max } else { PoolKind::Avg };
+        let a = PoolAttrs { kind, kernel: vec![kh, kw], strides: vec![sh, sw],
+            pads: pads.to_vec(), dilations: vec![dh, dw], ceil_mode: ceil,
+            count_include_pad: cip };
+        let y = run1(Op::Pool(a.clone()), vec![f32t(&[1, c, h, w], &xv)]);
+        let (oh, ow) = (y.shape[2], y.shape[3]);
+        let got = y.as_f32().unwrap();
+        for p in 0..c {
+            let want = naive_pool2d(&xv[p * h * w..][..h * w], [h, w], &a, [oh, ow]);
+            for (i, (g, e)) in got[p * oh * ow..][..oh * ow].iter().zip(&want).enumerate() {
+                prop_assert!(g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()),
+                    "plane {} out {}: got {} want {}", p, i, g, e);
+            }
+        }
+    }
+}

@@ -1,9 +1,10 @@
-//! A `Session` keeps the packed constant weights of Conv, MatMul and Gemm nodes between
-//! runs: every run gives the bits of a plain `run`, the observer sees every node, and
+//! A `Session` keeps the packed constant weights of Conv, MatMul, Gemm, LSTM and GRU
+//! nodes between runs: every run gives the bits of a plain `run`, the observer sees every node, and
 //! products with a constant operand match an f64 reference.
 
 use pimkit_interp::{Session, random_inputs, run, run_observed};
-use pimkit_ir::{ConvAttrs, DType, Graph, Op, Tensor, TensorType};
+use pimkit_ir::{ConvAttrs, DType, Graph, Op, RnnAttrs, RnnDirection, Tensor, TensorType};
+use std::collections::HashMap;
 
 fn weights(shape: Vec<usize>, seed: usize) -> Tensor {
     let n: usize = shape.iter().product();
@@ -107,4 +108,59 @@ fn constant_operand_products_match_f64() {
         }
     }
     assert_eq!(out[0].shape, vec![2, 4, 6, 13]);
+}
+
+/// x [6, 2, 5] -> bidirectional LSTM (hidden 7, biases), whose Y_h [2, 2, 7] a GRU
+/// (hidden 4, linear_before_reset) reads as a 2-step sequence. With `consts` the W and R
+/// operands are constants of the graph (prepared once per session), otherwise graph
+/// inputs (prepared at every call).
+fn rnn_graph(consts: bool) -> (Graph, HashMap<String, Tensor>) {
+    let mut g = Graph::new("rnn-session");
+    let mut feeds = HashMap::new();
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![6, 2, 5]));
+    feeds.insert("x".to_string(), weights(vec![6, 2, 5], 7));
+    let mut operand = |g: &mut Graph, name: &str, t: Tensor| {
+        if consts {
+            g.add_const(name, t)
+        } else {
+            feeds.insert(name.to_string(), t.clone());
+            g.add_input(name, TensorType::new(DType::F32, t.shape.clone()))
+        }
+    };
+    let w = operand(&mut g, "w", weights(vec![2, 28, 5], 8));
+    let r = operand(&mut g, "r", weights(vec![2, 28, 7], 9));
+    let b = g.add_const("b", weights(vec![2, 56], 10));
+    let attrs = |hid, dir, lbr| RnnAttrs {
+        hidden_size: hid,
+        direction: dir,
+        linear_before_reset: lbr,
+        batch_first: false,
+    };
+    let lstm = Op::Lstm(attrs(7, RnnDirection::Bidirectional, false));
+    let ins = vec![Some(x), Some(w), Some(r), Some(b)];
+    let lo = g.add_node("lstm", lstm, ins).unwrap();
+    let gw = operand(&mut g, "gw", weights(vec![1, 12, 7], 11));
+    let gr = operand(&mut g, "gr", weights(vec![1, 12, 4], 12));
+    let gru = Op::Gru(attrs(4, RnnDirection::Forward, true));
+    let go = g
+        .add_node("gru", gru, vec![Some(lo[1]), Some(gw), Some(gr)])
+        .unwrap();
+    g.outputs = vec![lo[0], lo[2], go[0]];
+    (g, feeds)
+}
+
+#[test]
+fn rnn_weights_prepared_once_give_the_bits_of_per_call_weights() {
+    let (gc, fc) = rnn_graph(true);
+    let (gi, fi) = rnn_graph(false);
+    let want = run(&gi, &fi).unwrap();
+    let s = Session::new(&gc);
+    for _ in 0..3 {
+        let got = s.run(&fc).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (a, b) in got.iter().zip(&want) {
+            assert_eq!(a.shape, b.shape);
+            assert_eq!(a.as_f32().unwrap(), b.as_f32().unwrap());
+        }
+    }
 }

@@ -98,8 +98,17 @@ fn strided<T: Copy>(o: &mut [T], x: &[T], s: usize, f: &impl Fn(T, T) -> T) {
     }
 }
 
+/// The f32 max-pooling step: the larger of the running maximum `acc` and the tap `x`;
+/// a NaN tap is skipped and of equal values (-0 and +0) the earlier stays. `acc` starts
+/// at f32::MIN and so is never NaN, which makes this `f32::max(acc, x)` as x86 computes
+/// it (`maxps(x, acc)` after a NaN check of acc), in one instruction per vector.
+#[inline(always)]
+pub(crate) fn max_f32(acc: f32, x: f32) -> f32 {
+    if x > acc { x } else { acc }
+}
+
 /// Max pooling; `lowest` is the starting value (f32::MIN, or the integer type's MIN),
-/// `max` the combination (f32::max skips NaN), `empty` the result of a window without
+/// `max` the combination ([`max_f32`] skips NaN), `empty` the result of a window without
 /// a tap inside the input (f32::MIN for floats, 0 for integers, as the general path).
 pub(crate) fn max2d<T: Copy + Send + Sync>(
     x: &[T],
@@ -133,6 +142,104 @@ pub(crate) fn max2d<T: Copy + Send + Sync>(
                         for (v, c) in orow.iter_mut().zip(&cx) {
                             if c.0 == 0 {
                                 *v = empty;
+                            }
+                        }
+                    }
+                }
+            },
+        )
+    });
+}
+
+/// Output columns per register block of [`max2d_f32`] (two AVX-512 / four AVX2 vectors:
+/// independent max chains).
+const MAXW: usize = 32;
+
+/// Copy plane `x` into `buf` for [`max2d_f32`]: `extent(0)` rows, each split into the
+/// column stride's `s` phases (phase p holds padded columns p, p + s, p + 2s, ...) of
+/// `pc` columns, the last MAXW of them padding, so every tap of a block of MAXW outputs
+/// is one contiguous, in-bounds run. `pad` outside the input; returns (row length, pc).
+#[inline(always)]
+fn phased(g: &Pool2d, x: &[f32], pad: f32, buf: &mut Vec<f32>) -> (usize, usize) {
+    let (rows, cols) = (g.extent(0), g.extent(1));
+    let s = g.strides[1];
+    let pc = cols.div_ceil(s) + MAXW;
+    let [ih, iw] = g.input;
+    let [ph, pw] = g.pad_begin;
+    buf.clear();
+    buf.resize(rows * s * pc + cols, pad);
+    let len = if pw < cols { iw.min(cols - pw) } else { 0 };
+    // The padded row, then its phases (scratch row at the end of buf).
+    let (planes, row) = buf.split_at_mut(rows * s * pc);
+    for y in 0..rows {
+        let Some(iy) = y.checked_sub(ph).filter(|&v| v < ih) else {
+            continue;
+        };
+        let (src, dst) = (&x[iy * iw..][..len], &mut planes[y * s * pc..][..s * pc]);
+        if s == 1 {
+            dst[pw..pw + len].copy_from_slice(src);
+            continue;
+        }
+        row[pw..pw + len].copy_from_slice(src);
+        if s == 2 {
+            let (ev, od) = dst.split_at_mut(pc);
+            for ((e, o), pair) in ev.iter_mut().zip(od).zip(row.chunks_exact(2)) {
+                *e = pair[0];
+                *o = pair[1];
+            }
+        } else {
+            for (p, phase) in dst.chunks_exact_mut(pc).enumerate() {
+                for (d, &v) in phase.iter_mut().zip(row[p..].iter().step_by(s)) {
+                    *d = v;
+                }
+            }
+        }
+    }
+    (s * pc, pc)
+}
+
+/// f32 max pooling with the semantics of [`max2d`] (`max_f32` over the taps in (ky, kx)
+/// order from f32::MIN, f32::MIN for a window without a tap inside the input), so the
+/// same bits, but MAXW outputs at a time kept in registers over all taps, every tap a
+/// contiguous load from the stride-phase copy of the plane ([`max2d`] read and wrote
+/// the output row in memory once per tap: a masked store per tap and vector).
+pub(crate) fn max2d_f32(x: &[f32], g: &Pool2d, out: &mut [f32]) {
+    let (cy, cx) = (g.counts(0), g.counts(1));
+    let [ow, iv] = [g.out[1], g.input[0] * g.input[1]];
+    let (s, d) = (g.strides[1], g.dilations[1]);
+    planes(g, out, |p, o| {
+        let mut buf = Vec::new();
+        super::ewise::simd(
+            #[inline(always)]
+            || {
+                let (len, pc) = phased(g, &x[p * iv..(p + 1) * iv], f32::MIN, &mut buf);
+                // Where tap kx of output column 0 lies in a row.
+                let offs: Vec<usize> = (0..g.kernel[1])
+                    .map(|kx| kx * d % s * pc + kx * d / s)
+                    .collect();
+                for (oy, orow) in o.chunks_mut(ow).enumerate() {
+                    for j0 in (0..ow).step_by(MAXW) {
+                        let mut acc = [f32::MIN; MAXW];
+                        for ky in 0..g.kernel[0] {
+                            let y = oy * g.strides[0] + ky * g.dilations[0];
+                            let row = &buf[y * len..][..len];
+                            for &off in &offs {
+                                if let Some(r) = row[off + j0..].first_chunk::<MAXW>() {
+                                    for l in 0..MAXW {
+                                        acc[l] = max_f32(acc[l], r[l]);
+                                    }
+                                }
+                            }
+                        }
+                        let w = MAXW.min(ow - j0);
+                        orow[j0..j0 + w].copy_from_slice(&acc[..w]);
+                    }
+                    if cy[oy].0 == 0 {
+                        orow.fill(f32::MIN);
+                    } else {
+                        for (v, c) in orow.iter_mut().zip(&cx) {
+                            if c.0 == 0 {
+                                *v = f32::MIN;
                             }
                         }
                     }

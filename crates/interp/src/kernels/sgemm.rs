@@ -95,15 +95,49 @@ pub(crate) fn sgemm_const_b(
     beta: f32,
     c: &mut [f32],
 ) {
-    if m == 0 || n == 0 || k == 0 || gemv_fast(m, n, sa, sb) || prep.is_none() {
-        sgemm(m, k, n, alpha, a, sa, b, sb, beta, c);
-        return;
-    }
-    check_operands((m, k, n), a, sa, b, sb, c);
+    let panels = match prep {
+        Some(slot) if packs_b(m, k, n, sa, sb) => {
+            match slot.get_or_init(|| Prepared::MatB(Panels::pack_b(fk(), b, sb, k, n))) {
+                Prepared::MatB(p) => Some(p),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    sgemm_packed_b((m, k, n), alpha, a, sa, b, sb, panels, beta, c)
+}
+
+/// True when [`sgemm`] runs this shape on the packed GEMM (so a B packed ahead of time
+/// can stand in for its per-call packing).
+pub(crate) fn packs_b(
+    m: usize,
+    k: usize,
+    n: usize,
+    sa: (usize, usize),
+    sb: (usize, usize),
+) -> bool {
+    m > 0 && n > 0 && k > 0 && !gemv_fast(m, n, sa, sb)
+}
+
+/// [`sgemm`] with B already packed (`p`: `Panels::pack_b` of this `b`, kept by the
+/// caller): the same product and bits as [`sgemm`], which it falls back to where
+/// [`sgemm`] would not pack B or the panels do not fit the shape or kernel family.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_packed_b(
+    (m, k, n): (usize, usize, usize),
+    alpha: f32,
+    a: &[f32],
+    sa: (usize, usize),
+    b: &[f32],
+    sb: (usize, usize),
+    p: Option<&Panels>,
+    beta: f32,
+    c: &mut [f32],
+) {
     let fk = fk();
-    let pack = || Prepared::MatB(Panels::pack_b(fk, b, sb, k, n));
-    match prep.map(|s| s.get_or_init(pack)) {
-        Some(Prepared::MatB(p)) if p.fk == fk && p.rows == n && p.k == k => {
+    match p {
+        Some(p) if packs_b(m, k, n, sa, sb) && p.fk == fk && p.rows == n && p.k == k => {
+            check_operands((m, k, n), a, sa, b, sb, c);
             product(fk, (m, k, n), alpha, (a, sa), &BOp::Packed(p), beta, c)
         }
         _ => sgemm(m, k, n, alpha, a, sa, b, sb, beta, c),

@@ -307,7 +307,7 @@ pub(crate) fn conv(
             local = pack();
             match &local {
                 Prepared::ConvWeights(p) => p,
-                Prepared::MatB(_) => unreachable!("pack() builds conv weights"),
+                _ => unreachable!("pack() builds conv weights"),
             }
         }
     };

@@ -14,7 +14,7 @@ mod qpool_softmax;
 mod qresize;
 mod quant;
 mod reduce;
-mod rnn;
+pub(crate) mod rnn;
 mod shape;
 mod upsample;
 

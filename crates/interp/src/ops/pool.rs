@@ -7,7 +7,7 @@
 
 use crate::elem::{float_tensor, floats};
 use crate::error::{OpResult, unsupported};
-use crate::kernels::pool2d::{Pool2d, avg2d, max2d};
+use crate::kernels::pool2d::{Pool2d, avg2d, max_f32, max2d, max2d_f32};
 use pimkit_ir::{PoolAttrs, PoolKind, Tensor, TensorData, TensorType};
 
 /// Window taps of one spatial axis for every output position: (input coordinate or -1
@@ -106,7 +106,7 @@ pub(crate) fn pool(x: &Tensor, p: &PoolAttrs, out_ty: &TensorType) -> OpResult<T
                 let xp = &xf[pl * ivol..(pl + 1) * ivol];
                 for (offs, padded) in &win {
                     out.push(match kind {
-                        PoolKind::Max => offs.iter().fold(f32::MIN, |m, &o| m.max(xp[o])),
+                        PoolKind::Max => offs.iter().fold(f32::MIN, |m, &o| max_f32(m, xp[o])),
                         PoolKind::Avg => {
                             let s: f32 = offs.iter().map(|&o| xp[o]).sum();
                             let cnt = if p.count_include_pad {
@@ -165,7 +165,7 @@ fn pool2d_fast(
             let xf = floats(x);
             let mut out = vec![0f32; n];
             match kind {
-                PoolKind::Max => max2d(&xf, &g, (f32::MIN, f32::MIN), f32::max, &mut out),
+                PoolKind::Max => max2d_f32(&xf, &g, &mut out),
                 PoolKind::Avg => avg2d(&xf, &g, p.count_include_pad, &mut out),
             }
             float_tensor(x.dtype(), shape, out)
@@ -201,7 +201,7 @@ pub(crate) fn global_pool(x: &Tensor, kind: PoolKind) -> OpResult<Tensor> {
                 .map(|pl| {
                     let s = &xf[pl * vol..(pl + 1) * vol];
                     match kind {
-                        PoolKind::Max => s.iter().fold(f32::MIN, |m, &v| m.max(v)),
+                        PoolKind::Max => s.iter().fold(f32::MIN, |m, &v| max_f32(m, v)),
                         PoolKind::Avg => s.iter().sum::<f32>() / vol as f32,
                     }
                 })
