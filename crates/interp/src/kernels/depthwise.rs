@@ -1,6 +1,6 @@
 //! 2-D depthwise convolution (one input channel per group, any channel multiplier,
 //! strides, dilations, pads), f32; the integer kernel (`depthwise_int.rs`) shares the
-//! phase planes and [`plane`].
+//! phase planes, their [`fill`] and [`plane`].
 //!
 //! Each input plane is copied, zero padded, into `sh x sw` stride-phase planes
 //! (`phase (py, px)`, element `(r, c)` = padded input `(r * sh + py, c * sw + px)`),
@@ -16,7 +16,6 @@
 //! once, after the last tap. The vector lanes are different outputs, so no output's
 //! order depends on the block, the ISA or the thread count.
 
-use super::depthwise_int::fill;
 use super::{Isa, SendPtr, isa};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -88,6 +87,87 @@ impl Phases {
 
     pub(crate) fn len(&self) -> usize {
         self.rows * self.cols
+    }
+}
+
+/// Fill the phase planes from a contiguous input plane `src` (`[ih][iw]`), 0 outside
+/// (both kernels').
+#[inline(always)]
+pub(crate) fn fill<T: Copy + Default>(g: &Geom, p: &Phases, buf: &mut Vec<T>, src: &[T]) {
+    let (ih, iw) = (g.in_sp[0], g.in_sp[1]);
+    let (ph, pw) = (g.pad_begin[0], g.pad_begin[1]);
+    let (sh, sw) = (g.strides[0], g.strides[1]);
+    buf.clear();
+    buf.resize(sh * sw * p.len() + BLOCK, T::default());
+    for py in 0..sh {
+        for r in 0..p.rows {
+            let Some(iy) = (r * sh + py).checked_sub(ph).filter(|&v| v < ih) else {
+                continue;
+            };
+            let row = &src[iy * iw..(iy + 1) * iw];
+            if sw == 2 {
+                fill_row_s2(p, pw, row, &mut buf[py * 2 * p.len() + r * p.cols..]);
+                continue;
+            }
+            for px in 0..sw {
+                // Columns c with 0 <= c * sw + px - pw < iw.
+                let lo = pw.saturating_sub(px).div_ceil(sw);
+                let hi = (iw + pw).saturating_sub(px).div_ceil(sw).min(p.cols);
+                if lo >= hi {
+                    continue;
+                }
+                let base = (py * sw + px) * p.len() + r * p.cols;
+                let dst = &mut buf[base + lo..base + hi];
+                let x0 = lo * sw + px - pw;
+                let len = hi - lo;
+                if sw == 1 {
+                    dst.copy_from_slice(&row[x0..x0 + len]);
+                } else {
+                    // Elements x0, x0 + sw, ...: whole groups of sw, then the last one.
+                    let (head, last) = dst.split_at_mut(len - 1);
+                    let groups = &row[x0..x0 + (len - 1) * sw];
+                    for (d, grp) in head.iter_mut().zip(groups.chunks_exact(sw)) {
+                        *d = grp[0];
+                    }
+                    last[0] = row[x0 + (len - 1) * sw];
+                }
+            }
+        }
+    }
+}
+
+/// One input row into its two column phases (stride 2): input column x goes to phase
+/// `(x + pw) % 2`, column `(x + pw) / 2` (when inside the plane). `dst` starts at the
+/// row in phase 0; phase 1 is `p.len()` further. Pairs of input columns are split in
+/// one pass, so the loop vectorizes as a de-interleave.
+#[inline(always)]
+fn fill_row_s2<T: Copy>(p: &Phases, pw: usize, row: &[T], dst: &mut [T]) {
+    let at = |x: usize| ((x + pw) % 2 * p.len(), (x + pw) / 2);
+    let (pe, ce) = at(0);
+    let (_, co) = at(1);
+    // Pairs (2j, 2j + 1) whose both targets are inside the plane.
+    let jmax = (row.len() / 2)
+        .min(p.cols.saturating_sub(ce))
+        .min(p.cols.saturating_sub(co));
+    let (pairs, _) = row.as_chunks::<2>();
+    {
+        // The two phases' runs are disjoint (different planes).
+        let (first, second) = dst.split_at_mut(p.len());
+        let (even, odd) = if pe == 0 {
+            (&mut first[ce..ce + jmax], &mut second[co..co + jmax])
+        } else {
+            (&mut second[ce..ce + jmax], &mut first[co..co + jmax])
+        };
+        for ((e, o), pr) in even.iter_mut().zip(odd.iter_mut()).zip(&pairs[..jmax]) {
+            *e = pr[0];
+            *o = pr[1];
+        }
+    }
+    for (x, &v) in row.iter().enumerate().skip(2 * jmax) {
+        let (off, c) = at(x);
+        if c < p.cols {
+            dst[off + c] = v;
+        }
     }
 }
 
