@@ -12,10 +12,10 @@
 //! own trials make (docs/vpu.md; tests/network.rs checks that the two modes agree).
 
 use super::KernelKind;
-use crate::kernels::Dataflow;
 use crate::kernels::conv2d::ConvJob;
 use crate::kernels::depthwise::DwJob;
 use crate::kernels::matmul::MatMulJob;
+use crate::kernels::{Dataflow, OutQuant};
 use crate::machine::Elem;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -57,28 +57,44 @@ fn elem_code(e: Elem) -> usize {
     }
 }
 
-/// The zero-point vector's length and whether any entry is non-zero.
-fn zps(z: &[i32]) -> [usize; 2] {
-    [z.len(), usize::from(z.iter().any(|&v| v != 0))]
+/// What every kernel's instruction stream depends on besides its shape: the operands'
+/// element types, whether the activation zero point is applied, the bias, the output
+/// type, the requantizer count and the weight zero points' count and whether any is
+/// non-zero.
+fn operands(
+    (x, w): (Elem, Elem),
+    x_zp: i32,
+    bias: bool,
+    out: &OutQuant,
+    w_zp: &[i32],
+) -> [usize; 8] {
+    [
+        elem_code(x),
+        elem_code(w),
+        usize::from(x_zp != 0),
+        usize::from(bias),
+        elem_code(out.elem),
+        out.rq.len(),
+        w_zp.len(),
+        usize::from(w_zp.iter().any(|&v| v != 0)),
+    ]
 }
 
 impl Workload {
     /// A 2-D or 1-D convolution split into `groups` kernel calls.
     pub(super) fn conv(kind: KernelKind, j: &ConvJob, groups: usize) -> Workload {
         let mut params = vec![
-            j.c_in, j.h, j.w, j.c_out, j.kh, j.kw, j.stride.0, j.stride.1, j.dil.0, j.dil.1,
+            j.c_in, j.h, j.w, j.c_out, j.kh, j.kw, j.stride.0, j.stride.1, j.dil.0, j.dil.1, groups,
         ];
         params.extend(j.pads);
-        params.extend([
-            elem_code(j.x_elem),
-            elem_code(j.w_elem),
-            usize::from(j.x_zp != 0),
-            usize::from(j.bias.is_some()),
-            elem_code(j.out.elem),
-            j.out.rq.len(),
-            groups,
-        ]);
-        params.extend(zps(&j.w_zp));
+        let ops = operands(
+            (j.x_elem, j.w_elem),
+            j.x_zp,
+            j.bias.is_some(),
+            &j.out,
+            &j.w_zp,
+        );
+        params.extend(ops);
         Workload { kind, params }
     }
 
@@ -87,15 +103,14 @@ impl Workload {
             j.c, j.h, j.w, j.kh, j.kw, j.stride.0, j.stride.1, j.dil.0, j.dil.1,
         ];
         params.extend(j.pads);
-        params.extend([
-            elem_code(j.x_elem),
-            elem_code(j.w_elem),
-            usize::from(j.x_zp != 0),
-            usize::from(j.bias.is_some()),
-            elem_code(j.out.elem),
-            j.out.rq.len(),
-        ]);
-        params.extend(zps(&j.w_zp));
+        let ops = operands(
+            (j.x_elem, j.w_elem),
+            j.x_zp,
+            j.bias.is_some(),
+            &j.out,
+            &j.w_zp,
+        );
+        params.extend(ops);
         Workload {
             kind: KernelKind::Depthwise,
             params,
@@ -103,18 +118,15 @@ impl Workload {
     }
 
     pub(super) fn matmul(j: &MatMulJob) -> Workload {
-        let mut params = vec![
-            j.m,
-            j.k,
-            j.n,
-            elem_code(j.a_elem),
-            elem_code(j.b_elem),
-            usize::from(j.a_zp != 0),
-            usize::from(j.bias.is_some()),
-            elem_code(j.out.elem),
-            j.out.rq.len(),
-        ];
-        params.extend(zps(&j.b_zp));
+        let mut params = vec![j.m, j.k, j.n];
+        let ops = operands(
+            (j.a_elem, j.b_elem),
+            j.a_zp,
+            j.bias.is_some(),
+            &j.out,
+            &j.b_zp,
+        );
+        params.extend(ops);
         Workload {
             kind: KernelKind::Mm,
             params,
@@ -140,7 +152,6 @@ impl Characterized {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::OutQuant;
     use crate::quant::IntRequant;
 
     fn conv() -> ConvJob {
