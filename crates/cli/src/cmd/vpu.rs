@@ -25,7 +25,7 @@ pub enum VpuCmd {
         /// Off-chip bandwidth in B/cycle: 0.001 to 1e6 (the paper uses 1.2, 0.8 and 0.5)
         #[arg(long, allow_negative_numbers = true)]
         bandwidth: Option<f64>,
-        /// Dataflow of the kernel layers: auto (each layer's fastest, tried on the simulated system) | family (each kernel family's characterized winner) | os | is | ws
+        /// Dataflow of the kernel layers: auto (the fastest, tried on the simulated system; see --characterize) | family (each kernel family's characterized winner) | os | is | ws
         #[arg(long, default_value = "auto")]
         dataflow: String,
         /// With --dataflow auto: shape (try the dataflows once per distinct layer workload, later
