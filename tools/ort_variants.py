@@ -8,6 +8,10 @@ MLAS picks some kernels by instruction set and they round differently
   fallback.
 - The logistic function (QLinearSigmoid's table, Sigmoid): fused multiply-adds on AVX2 and
   ARM64, separate on SSE2.
+- u8 x s8 products (QLinearConv, QLinearMatMul, QGemm, MatMulInteger): AVX2 without VNNI
+  (and AVX-512 without VNNI) sums pairs of neighbouring k with 16-bit saturation
+  (vpmaddubsw); QLinearConv's k runs in (ky, kx, channel) order (channels-last). The
+  depthwise kernel, VNNI, SSE2 and NEON sum exactly.
 
 This script holds bit-exact Python models of each path. The one this machine's onnxruntime
 runs is checked against onnxruntime on random and adversarial inputs before anything is
@@ -189,6 +193,113 @@ def qlsigmoid_model(variant, x, xs, xz, ys, yz, dt):
     return table[x.astype(np.int64) - lo].astype(dt)
 
 
+# --- u8 x s8 products -------------------------------------------------------------------
+
+def gemm_sums(a, w, saturate):
+    """Raw sums sum_k a[i, k] * w[j, k] (a u8 rows, w s8 rows, both [*, K]); with
+    `saturate`, pairs k = 2p, 2p + 1 are summed and clamped to int16 first."""
+    a, w = a.astype(np.int64), w.astype(np.int64)
+    if not saturate:
+        return a @ w.T
+    if a.shape[1] % 2:
+        a, w = np.pad(a, ((0, 0), (0, 1))), np.pad(w, ((0, 0), (0, 1)))
+    p = a[:, None, :] * w[None, :, :]
+    return np.clip(p[..., 0::2] + p[..., 1::2], -32768, 32767).sum(-1)
+
+
+def conv_cols(x, kh, kw, stride, pad, xz):
+    """Channels-last im2col of x [C, H, W]: rows (oy, ox), columns (ky, kx, c)."""
+    xp = np.pad(x.astype(np.int64), ((0, 0), (pad, pad), (pad, pad)), constant_values=xz)
+    oh, ow = (xp.shape[1] - kh) // stride + 1, (xp.shape[2] - kw) // stride + 1
+    rows = [xp[:, oy * stride:oy * stride + kh, ox * stride:ox * stride + kw].transpose(1, 2, 0).ravel()
+            for oy in range(oh) for ox in range(ow)]
+    return np.array(rows), (oh, ow)
+
+
+def requant(acc, mult, yz):
+    """Scales are powers of two, so f32(acc) * mult is exact but for the f32 rounding of
+    acc (|acc| < 2^24 here: exact) and the result rounds half to even."""
+    return np.clip(rne(acc.astype(np.float64) * mult) + yz, 0, 255).astype(np.uint8)
+
+
+def big_u8(shape):
+    return np.where(rng.random(shape) < 0.8, rng.integers(150, 256, shape), rng.integers(0, 256, shape)).astype(np.uint8)
+
+
+def big_s8(shape):
+    mag = np.where(rng.random(shape) < 0.7, rng.integers(100, 128, shape), rng.integers(0, 128, shape))
+    return (mag * rng.choice([-1, 1], shape)).astype(np.int8)
+
+
+def qconv_case(cases, name, c, m, k, hw, stride=1, pad=0, group=1, xz=0, one_d=False):
+    x = big_u8((1, c, 1 if one_d else hw, hw))
+    w = big_s8((m, c // group, 1 if one_d else k, k))
+    kh = 1 if one_d else k
+    ws = (2.0 ** rng.integers(-1, 2, m)).astype(F32)  # per channel, powers of two
+    ys, yz = F32(2.0 ** 14), 128
+    bias = rng.integers(-3000, 3000, m).astype(np.int32)
+    cg, mg = c // group, m // group
+    outs = {}
+    for v in VARIANTS:
+        sat = v == "avx2" and group != c
+        y = None
+        for g in range(group):
+            xs_ = x[0, g * cg:(g + 1) * cg]
+            if not one_d:
+                cols, (oh, ow) = conv_cols(xs_, kh, k, stride, pad, xz)
+            else:
+                xp = np.pad(xs_.astype(np.int64), ((0, 0), (0, 0), (pad, pad)), constant_values=xz)
+                ow, oh = (xp.shape[2] - k) // stride + 1, 1
+                cols = np.array([xp[:, 0, ox * stride:ox * stride + k].T.ravel() for ox in range(ow)])
+            wg = w[g * mg:(g + 1) * mg].transpose(0, 2, 3, 1).reshape(mg, -1) if not one_d else \
+                w[g * mg:(g + 1) * mg, :, 0, :].transpose(0, 2, 1).reshape(mg, -1)
+            acc = gemm_sums(cols, wg, sat).T  # [mg, positions]
+            acc = acc - xz * wg.astype(np.int64).sum(1)[:, None] + bias[g * mg:(g + 1) * mg, None]
+            mult = (ws[g * mg:(g + 1) * mg].astype(np.float64) / float(ys))[:, None]
+            yg = requant(acc, mult, yz).reshape(mg, *((ow,) if one_d else (oh, ow)))
+            y = yg if y is None else np.concatenate([y, yg])
+        outs[v] = y[None]
+    attrs = dict(kernel_shape=[k] if one_d else [k, k], strides=[stride] * (1 if one_d else 2),
+                 pads=[pad] * (2 if one_d else 4), group=group)
+    node = helper.make_node("QLinearConv", ["x", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "b"],
+                            ["y"], **attrs)
+    if one_d:
+        x = x[:, :, 0, :]
+        w = w[:, :, 0, :]
+    init = {"x_scale": F32(1.0), "x_zp": np.array(xz, np.uint8), "w": w, "w_scale": ws,
+            "w_zp": np.zeros(m, np.int8), "y_scale": ys, "y_zp": np.array(yz, np.uint8), "b": bias}
+    model = make_model([node], {"x": x}, init, [("y", np.uint8)])
+    cases.append((name, model, [x], outs))
+
+
+def qmatmul_case(cases, name, op, m, k, n, az=0):
+    a = big_u8((m, k))
+    b = big_s8((k, n))
+    bz = rng.integers(-3, 4, n).astype(np.int8) if op != "QLinearMatMul" else np.zeros(n, np.int8)
+    outs = {}
+    for v in VARIANTS:
+        acc = gemm_sums(a, b.T, v == "avx2")
+        acc = (acc - az * b.astype(np.int64).sum(0)[None, :] - bz.astype(np.int64)[None, :] * a.astype(np.int64).sum(1)[:, None]
+               + k * az * bz.astype(np.int64)[None, :])
+        outs[v] = acc.astype(np.int32) if op == "MatMulInteger" else requant(acc, 2.0 ** -14, 128)
+    if op == "MatMulInteger":
+        node = helper.make_node("MatMulInteger", ["a", "b", "a_zp", "b_zp"], ["y"])
+        init = {"b": b, "a_zp": np.array(az, np.uint8), "b_zp": bz}
+        model = make_model([node], {"a": a}, init, [("y", np.int32)])
+    elif op == "QGemm":
+        node = helper.make_node("QGemm", ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "", "y_scale", "y_zp"],
+                                ["y"], domain="com.microsoft", transB=1)
+        init = {"a_scale": F32(1.0), "a_zp": np.array(az, np.uint8), "b": np.ascontiguousarray(b.T),
+                "b_scale": np.ones(n, F32), "b_zp": bz, "y_scale": F32(2.0 ** 14), "y_zp": np.array(128, np.uint8)}
+        model = make_model([node], {"a": a}, init, [("y", np.uint8)], ms=True)
+    else:
+        node = helper.make_node("QLinearMatMul", ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"], ["y"])
+        init = {"a_scale": F32(1.0), "a_zp": np.array(az, np.uint8), "b": b, "b_scale": F32(1.0),
+                "b_zp": np.array(0, np.int8), "y_scale": F32(2.0 ** 14), "y_zp": np.array(128, np.uint8)}
+        model = make_model([node], {"a": a}, init, [("y", np.uint8)])
+    cases.append((name, model, [a], outs))
+
+
 # --- cases ------------------------------------------------------------------------------
 
 def host_variant():
@@ -287,6 +398,16 @@ def main():
         add_case(cases, f"qladd_{tag}_channel_b", dt, (1, 8, 6, 6), (1, 8, 1, 1))
         add_case(cases, f"qladd_{tag}_scalar_a", dt, (1,), (3, 40))
         sigmoid_case(cases, f"qlsigmoid_{tag}", dt)
+    qconv_case(cases, "u8s8_conv_3x3", 8, 16, 3, 6, pad=1)
+    qconv_case(cases, "u8s8_conv_c3_stride2", 3, 8, 3, 9, stride=2, pad=1, xz=100)
+    qconv_case(cases, "u8s8_conv_group2", 6, 8, 3, 6, pad=1, group=2)
+    qconv_case(cases, "u8s8_conv_1x1", 8, 8, 1, 5)
+    qconv_case(cases, "u8s8_conv_1d", 5, 6, 3, 12, pad=1, one_d=True)
+    qconv_case(cases, "u8s8_conv_depthwise", 8, 8, 3, 6, pad=1, group=8)
+    qmatmul_case(cases, "u8s8_qlinearmatmul_m1", "QLinearMatMul", 1, 40, 24)
+    qmatmul_case(cases, "u8s8_qlinearmatmul_m5", "QLinearMatMul", 5, 41, 20, az=7)
+    qmatmul_case(cases, "u8s8_qgemm_transb", "QGemm", 3, 40, 24, az=3)
+    qmatmul_case(cases, "u8s8_matmulinteger", "MatMulInteger", 4, 40, 16, az=5)
     host = host_variant()
     reset_dir(OUT)
     rows = []
@@ -301,9 +422,9 @@ def main():
         with open(os.path.join(d, "model.onnx"), "wb") as f:
             f.write(model.SerializeToString())
         for k, x in enumerate(inputs):
-            np.save(os.path.join(d, f"input_{k}.npy"), x)
+            np.save(os.path.join(d, f"input_{k}.npy"), np.ascontiguousarray(x))
         for v, o in outs.items():
-            np.save(os.path.join(d, f"{v}.npy"), o)
+            np.save(os.path.join(d, f"{v}.npy"), np.ascontiguousarray(o))
         differ = [v for v in VARIANTS if not np.array_equal(outs[v], outs[host])]
         rows.append((name, differ))
         print(f"{name}: variants whose outputs differ from {host} (checked against onnxruntime): {differ or 'none'}")

@@ -115,7 +115,7 @@ impl<'g> Network<'g> {
         let mut layer_out: Vec<Option<Tensor>> = vec![None; n_l];
         let mut out_range: Vec<(f64, f64)> = vec![(f64::INFINITY, f64::NEG_INFINITY); n_l];
         let geom = self.geom.clone();
-        let outputs = pimkit_interp::run_substituted(
+        let outputs = run_substituted_exact(
             self.g,
             input,
             &mut |nid, ins| {
@@ -276,7 +276,7 @@ impl Network<'_> {
         let mut signal = vec![0f64; n_l];
         let mut noise = vec![0f64; n_l];
         let mut first_err: Option<AnalogError> = None;
-        let outputs = pimkit_interp::run_substituted(
+        let outputs = run_substituted_exact(
             self.g,
             input,
             &mut |nid, ins| {
@@ -361,4 +361,18 @@ impl Network<'_> {
         );
         Ok(())
     }
+}
+
+/// The interpreter with the crossbar layers substituted. Integer sums are exact: the
+/// crossbars compute exact integer products, not onnxruntime's AVX2 saturating pairs
+/// (docs/interpreter.md, the `avx2` variant).
+fn run_substituted_exact(
+    g: &pimkit_ir::Graph,
+    inputs: &std::collections::HashMap<String, Tensor>,
+    substitute: &mut pimkit_interp::Substitute<'_>,
+    observe: &mut dyn FnMut(pimkit_ir::NodeId, &[Tensor]),
+) -> std::result::Result<Vec<Tensor>, pimkit_interp::InterpError> {
+    pimkit_interp::with_exact_products(|| {
+        pimkit_interp::run_substituted(g, inputs, substitute, observe)
+    })
 }

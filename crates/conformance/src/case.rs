@@ -200,8 +200,18 @@ pub fn run_case_bound(
     guarded(|| run_inner(dir, data, tol, true))
 }
 
+/// The onnxruntime kernels the committed vectors reproduce: x86 AVX2/AVX-512 arithmetic
+/// (fused QLinearAdd and logistic) with exact u8 x s8 sums. They were made on AVX2 CPUs
+/// with the saturating pairs kept out of the data (7-bit weights, u8-weight twins) or
+/// on a VNNI CPU (docs/testing.md), so every harness pins this variant instead of the
+/// host's: on an AVX2 CPU without VNNI the host's would saturate the full-range cases.
+pub fn pin_vector_variant() {
+    pimkit_interp::set_ort_kernels(Some(pimkit_interp::OrtKernels::Avx2Vnni));
+}
+
 /// Run `f`, turning a panic into [`CaseError::Panic`].
 fn guarded(f: impl FnOnce() -> Result<(), CaseError>) -> Result<(), CaseError> {
+    pin_vector_variant();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {

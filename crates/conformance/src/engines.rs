@@ -144,6 +144,7 @@ pub fn run_cell_detail(
     dir: &Path,
     case: &RealCase,
 ) -> Result<Option<serde_json::Value>, CaseError> {
+    crate::case::pin_vector_variant();
     match catch_unwind(AssertUnwindSafe(|| run_engine(engine, dir, case))) {
         Ok(r) => r,
         Err(p) => Err(CaseError::Panic(

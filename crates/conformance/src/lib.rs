@@ -16,7 +16,7 @@ pub mod manifest;
 pub mod real_models;
 pub mod suite;
 
-pub use case::{CaseError, run_case, run_case_bound, run_case_with_data};
+pub use case::{CaseError, pin_vector_variant, run_case, run_case_bound, run_case_with_data};
 pub use compare::{Tolerance, compare};
 pub use manifest::{CaseEntry, Manifest, Status};
 pub use suite::{data_dir, suite_trials};

@@ -113,3 +113,29 @@ pub fn ort_kernels() -> OrtKernels {
         v => OrtKernels::ALL[(v - 1) as usize],
     }
 }
+
+thread_local! {
+    /// Set while an engine's reference run wants exact u8 x s8 sums.
+    static EXACT_PRODUCTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` (interpreter runs on this thread) with every u8 x s8 product summed exactly,
+/// whatever the variant. The `avx2` variant's 16-bit pair saturation is a property of
+/// onnxruntime's kernels on such a CPU, not of the model: the engines (VPU, loop nests)
+/// model hardware whose integer sums are exact and check them against this.
+pub fn with_exact_products<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            EXACT_PRODUCTS.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(EXACT_PRODUCTS.with(|c| c.replace(true)));
+    f()
+}
+
+/// Whether u8 x s8 GEMMs on this thread reproduce onnxruntime's AVX2 pair saturation:
+/// the variant in effect saturates and no [`with_exact_products`] is active.
+pub(crate) fn saturating_u8s8() -> bool {
+    ort_kernels().u8s8_pair_saturation() && !EXACT_PRODUCTS.with(|c| c.get())
+}

@@ -115,8 +115,8 @@ fn float_equivalent_matches_the_quantized_graph_within_quantization_error() {
     assert_eq!(fg.value(fg.outputs[0]).name, "out");
     for seed in 0..4 {
         let ins = pimkit_interp::random_inputs(&g, seed);
-        let q = pimkit_interp::run(&g, &ins).unwrap();
-        let r = pimkit_interp::run(fg, &ins).unwrap();
+        let q = pimkit_interp::with_exact_products(|| pimkit_interp::run(&g, &ins)).unwrap();
+        let r = pimkit_interp::with_exact_products(|| pimkit_interp::run(fg, &ins)).unwrap();
         let (q, r) = (q[0].to_f32_vec(), r[0].to_f32_vec());
         // Each quantized stage rounds by half a step: x (0.005 through the conv),
         // the conv's output (0.01), the pool's (0.005), the sum's (0.005).
@@ -216,7 +216,7 @@ fn per_layer_case(name: &str, max_rel: f64) {
         );
     }
     let diff = r.quantized_model_max_abs_diff.unwrap();
-    let q = pimkit_interp::run(&g, &feeds).unwrap();
+    let q = pimkit_interp::with_exact_products(|| pimkit_interp::run(&g, &feeds)).unwrap();
     let range = q[0].to_f32_vec().iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
     assert!(
         diff <= 0.1 * range.max(1e-3),
@@ -312,8 +312,10 @@ fn qdq_weights_fold_into_float_constants() {
     );
     // Only the rounding of x to the 0.02 grid separates the two.
     let ins = pimkit_interp::random_inputs(&g, 1);
-    let a = pimkit_interp::run(&g, &ins).unwrap()[0].to_f32_vec();
-    let b = pimkit_interp::run(fg, &ins).unwrap()[0].to_f32_vec();
+    let a = pimkit_interp::with_exact_products(|| pimkit_interp::run(&g, &ins)).unwrap()[0]
+        .to_f32_vec();
+    let b = pimkit_interp::with_exact_products(|| pimkit_interp::run(fg, &ins)).unwrap()[0]
+        .to_f32_vec();
     // Half a step (0.01) × 18 taps × the largest |w| (25 · 0.02).
     let bound = 0.01 * 18.0 * 0.5 + 1e-5;
     for (p, q) in a.iter().zip(&b) {

@@ -281,10 +281,14 @@ pub fn run_network_with(
     let arch = &arch;
     let m = Machine::new(arch)?;
     let mut vals: Vec<Option<Tensor>> = vec![None; g.values.len()];
-    let outputs = pimkit_interp::run_observed(g, inputs, &mut |nid: NodeId, outs: &[Tensor]| {
-        for (v, t) in g.node(nid).outputs.iter().zip(outs) {
-            vals[v.idx()] = Some(t.clone());
-        }
+    // The VPU's integer MACs are exact: its reference leaves out onnxruntime's AVX2
+    // u8 x s8 pair saturation (docs/vpu.md).
+    let outputs = pimkit_interp::with_exact_products(|| {
+        pimkit_interp::run_observed(g, inputs, &mut |nid: NodeId, outs: &[Tensor]| {
+            for (v, t) in g.node(nid).outputs.iter().zip(outs) {
+                vals[v.idx()] = Some(t.clone());
+            }
+        })
     })
     .map_err(|e| VpuError::Other(format!("reference interpreter: {e}")))?;
     for (i, v) in g.values.iter().enumerate() {

@@ -21,6 +21,7 @@ mod fgemm_tests;
 mod fgemm_x86;
 pub(crate) mod fim2col;
 pub(crate) mod im2col;
+pub(crate) mod im2col_hwc;
 mod interleave;
 pub(crate) mod pool2d;
 pub(crate) mod qbinary;

@@ -70,6 +70,11 @@ pub(crate) struct QGemm<'a, C: ColSource> {
     pub a_zp: Zp<'a>,
     pub b: &'a C,
     pub b_zp: Zp<'a>,
+    /// onnxruntime's AVX2 u8 x s8 products (`OrtKernels::u8s8_pair_saturation`): the raw
+    /// bytes of B (u8) and A (s8) multiplied and summed in pairs k = 2j, 2j + 1 with
+    /// 16-bit saturation (`vpmaddubsw`) before the int32 sum. Needs unflipped operands
+    /// (A stored as i8, B as u8); the zero points are applied after, exactly, as MLAS does.
+    pub sat16: bool,
 }
 
 /// A packed into row blocks of `mr` rows: block `i` holds `[k4][mr][4]` i8 bytes
@@ -256,18 +261,21 @@ pub(crate) fn matmul_i32(
     out: &mut [i32],
 ) {
     assert!(out.len() >= m * n, "matmul_i32: output too small");
-    if a.s_k == 1 && b.s_k == 1 && m == 1 {
+    // onnxruntime's u8 (A) x s8 (B) kernels on AVX2 without VNNI saturate pair sums; the
+    // transposed product puts B's raw s8 bytes on the rows and A's raw u8 on the lanes.
+    let sat16 = crate::ort_kernels::saturating_u8s8() && !a.signed && b.signed;
+    if !sat16 && a.s_k == 1 && b.s_k == 1 && m == 1 {
         // One row against columns contiguous along k: dot products, no packing.
         super::qgemv::gemv_i32(k, (a, a_zp.get(0)), (b, b_zp), n, out, 1);
         return;
     }
-    if a.s_k == 1 && b.s_k == 1 && n == 1 {
+    if !sat16 && a.s_k == 1 && b.s_k == 1 && n == 1 {
         super::qgemv::gemv_i32(k, (b, b_zp.get(0)), (a, a_zp), m, out, 1);
         return;
     }
     let ptr = super::SendPtr(out.as_mut_ptr());
     let len = out.len();
-    if n >= 16 || n >= m {
+    if !sat16 && (n >= 16 || n >= m) {
         // Rows of A on the broadcast side, columns of B on the lanes.
         let g = QGemm {
             m,
@@ -277,6 +285,7 @@ pub(crate) fn matmul_i32(
             a_zp,
             b: &b,
             b_zp,
+            sat16: false,
         };
         let sink = StoreI32 {
             out: ptr,
@@ -296,6 +305,7 @@ pub(crate) fn matmul_i32(
             a_zp: b_zp,
             b: &a,
             b_zp: a_zp,
+            sat16,
         };
         let sink = StoreI32 {
             out: ptr,

@@ -218,6 +218,23 @@ pub(crate) fn run_tasks<C: ColSource, S: Sink>(isa: Isa, g: &QGemm<C>, sink: &S)
         "qgemm: {} is not supported here",
         isa.name()
     );
+    if g.sat16 {
+        assert!(
+            g.a.signed && !g.b.signed(),
+            "qgemm: 16-bit pair saturation needs s8 rows and u8 columns"
+        );
+        #[cfg(target_arch = "x86_64")]
+        if isa != Isa::Portable && Isa::Avx2.supported() {
+            use super::qgemm_x86::{Avx2Sat, task_avx2sat};
+            // SAFETY: the host supports AVX2 (checked above).
+            return run_with::<Avx2Sat, C, S>(g, sink, |p, s, t, b| unsafe {
+                task_avx2sat(p, s, t, b)
+            });
+        }
+        return run_with::<PortableSat, C, S>(g, sink, |p, s, t, b| {
+            task_body::<PortableSat, C, S>(p, s, t, b)
+        });
+    }
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512Vnni => {
@@ -276,6 +293,52 @@ impl MicroKernel for Portable {
                     let x = &bq[c * 4..c * 4 + 4];
                     let dot = (x[0] as i32 * w[0] + x[1] as i32 * w[1])
                         + (x[2] as i32 * w[2] + x[3] as i32 * w[3]);
+                    *s = s.wrapping_add(dot);
+                }
+            }
+        }
+        for (r, acc_r) in acc.iter().enumerate().take(mr) {
+            for (c, &v) in acc_r[..pw].iter().enumerate() {
+                // SAFETY: out has room for a Tile (trait contract).
+                unsafe { *out.add(r * TILE_LD + c) = v };
+            }
+        }
+    }
+}
+
+/// i16 saturation of a pair sum, as `vpmaddubsw` does.
+#[inline(always)]
+pub(crate) fn sat16(v: i32) -> i32 {
+    v.clamp(i16::MIN as i32, i16::MAX as i32)
+}
+
+/// Plain Rust micro-kernel of onnxruntime's AVX2 u8 x s8 arithmetic: within each group
+/// of four k, the pairs (0, 1) and (2, 3) of u8 x s8 products are summed and saturated
+/// to i16, then added to the wrapping int32 sum (`vpmaddubsw` + `vpmaddwd`).
+pub(crate) struct PortableSat;
+
+impl MicroKernel for PortableSat {
+    const MR: usize = 4;
+    const VEC: usize = 8;
+    const NV: usize = 2;
+
+    unsafe fn tile(mr: usize, nv: usize, k4: usize, a: *const u8, b: *const u8, out: *mut i32) {
+        let pw = nv * Self::VEC;
+        // SAFETY: the caller guarantees the packed layouts and sizes (trait contract).
+        let (a, b) = unsafe {
+            (
+                std::slice::from_raw_parts(a, k4 * Self::MR * 4),
+                std::slice::from_raw_parts(b, k4 * pw * 4),
+            )
+        };
+        let mut acc = [[0i32; 16]; 4];
+        for (aq, bq) in a.chunks_exact(Self::MR * 4).zip(b.chunks_exact(pw * 4)) {
+            for (r, acc_r) in acc.iter_mut().enumerate().take(mr) {
+                let w: [i32; 4] = std::array::from_fn(|j| aq[r * 4 + j] as i8 as i32);
+                for (c, s) in acc_r[..pw].iter_mut().enumerate() {
+                    let x = &bq[c * 4..c * 4 + 4];
+                    let dot = sat16(x[0] as i32 * w[0] + x[1] as i32 * w[1])
+                        + sat16(x[2] as i32 * w[2] + x[3] as i32 * w[3]);
                     *s = s.wrapping_add(dot);
                 }
             }

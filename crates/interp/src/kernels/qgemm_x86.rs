@@ -7,6 +7,10 @@
 //!   zero-extended to i16 and A sign-extended to i16 and multiplied with `vpmaddwd`
 //!   (pair sums up to 2 * 255 * 128 fit in i32), which is exact.
 //!
+//! * AVX2 with onnxruntime's saturation (`Avx2Sat`, only for `QGemm::sat16`): 6 rows x 8
+//!   columns, `vpmaddubsw` (u8 x s8 pair sums saturated to i16) + `vpmaddwd` by ones, the
+//!   arithmetic of MLAS's AVX2 u8 x s8 kernels.
+//!
 //! `vpdpbusd` adds four u8 x s8 products to an int32 lane with wrap-around (the
 //! saturating form is `vpdpbusds`, never used here).
 
@@ -198,6 +202,70 @@ unsafe fn k_avx2<const MR: usize, const NV: usize>(
             _mm256_storeu_si256(out.add(r * TILE_LD) as *mut __m256i, s);
         }
     }
+}
+
+/// AVX2 kernel with onnxruntime's 16-bit pair saturation (`vpmaddubsw`).
+pub(crate) struct Avx2Sat;
+
+impl MicroKernel for Avx2Sat {
+    const MR: usize = 6;
+    const VEC: usize = 8;
+    const NV: usize = 1;
+
+    unsafe fn tile(mr: usize, nv: usize, k4: usize, a: *const u8, b: *const u8, out: *mut i32) {
+        // SAFETY: forwarded trait contract.
+        unsafe { tile_avx2sat(mr, nv, k4, a, b, out) }
+    }
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_avx2sat(mr: usize, nv: usize, k4: usize, a: *const u8, b: *const u8, out: *mut i32) {
+    // SAFETY: forwarded contract.
+    unsafe { by_shape!(k_avx2sat, mr, nv, [1, 2, 3, 4, 5, 6], [1], (k4, a, b, out)) }
+}
+
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn k_avx2sat<const MR: usize, const NV: usize>(
+    k4: usize,
+    a: *const u8,
+    b: *const u8,
+    out: *mut i32,
+) {
+    const BMR: usize = Avx2Sat::MR;
+    let mut acc = [_mm256_setzero_si256(); MR];
+    let ones = _mm256_set1_epi16(1);
+    // SAFETY: a holds k4 groups of BMR x 4 bytes, b k4 groups of 32 bytes (NV = 1), out
+    // a Tile.
+    unsafe {
+        for q in 0..k4 {
+            // Columns 0-7, each 4 u8 of one k group.
+            let bb = _mm256_loadu_si256(b.add(q * 32) as *const __m256i);
+            let pa = a.add(q * BMR * 4);
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                let w = _mm256_set1_epi32((pa.add(r * 4) as *const i32).read_unaligned());
+                let pairs = _mm256_maddubs_epi16(bb, w);
+                *acc_r = _mm256_add_epi32(*acc_r, _mm256_madd_epi16(pairs, ones));
+            }
+        }
+        for (r, acc_r) in acc.iter().enumerate() {
+            _mm256_storeu_si256(out.add(r * TILE_LD) as *mut __m256i, *acc_r);
+        }
+    }
+}
+
+/// One GEMM task with AVX2 and onnxruntime's pair saturation.
+///
+/// # Safety
+/// The host supports AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn task_avx2sat<C: ColSource, S: Sink>(
+    p: &Prepared<C>,
+    s: &S,
+    t: Task,
+    buf: &mut Vec<u8>,
+) {
+    task_body::<Avx2Sat, C, S>(p, s, t, buf)
 }
 
 /// One GEMM task with AVX-512 VNNI (packing, correction and sink compiled for it).

@@ -111,6 +111,7 @@ fn run(isa: Isa, dims: (usize, usize, usize), case: u64) {
         a_zp: Zp::Each(&za),
         b: &b,
         b_zp: Zp::Each(&zb),
+        sat16: false,
     };
     qgemm_with(isa, &g, &sink);
     assert_eq!(got, want, "{} m{m} k{k} n{n} case {case}", isa.name());
@@ -128,6 +129,87 @@ fn every_kernel_matches_the_reference() {
                 run(isa, (m, k, n), case);
                 case += 1;
             }
+        }
+    }
+}
+
+/// onnxruntime's AVX2 u8 x s8 arithmetic (`QGemm::sat16`): raw bytes, pairs of
+/// neighbouring k summed and clamped to int16, then the zero points applied exactly.
+#[test]
+fn saturating_kernels_match_pair_saturation() {
+    let sat = |v: i32| v.clamp(-32768, 32767);
+    for isa in Isa::available() {
+        for (case, &(m, k, n)) in [(1, 1, 1), (7, 27, 9), (13, 64, 17), (6, 147, 8), (3, 5, 49)]
+            .iter()
+            .enumerate()
+        {
+            let mut rng = Pcg64::seed_from_u64(case as u64 + 11);
+            // Mostly large magnitudes, so many pairs leave the int16 range.
+            let ad: Vec<u8> = (0..m * k)
+                .map(|_| [127u8, 129, 200, 0x80, rng.random()][rng.random_range(0..5usize)])
+                .collect();
+            let bd: Vec<u8> = (0..k * n)
+                .map(|_| [255u8, 250, 3, rng.random()][rng.random_range(0..4usize)])
+                .collect();
+            let (za, zb): (Vec<i32>, Vec<i32>) = (
+                (0..m).map(|i| (i as i32 % 5) - 2).collect(),
+                (0..n).map(|j| (j as i32 * 37) % 256).collect(),
+            );
+            let a = Strided {
+                data: &ad,
+                signed: true,
+                s_idx: k,
+                s_k: 1,
+            };
+            let b = Strided {
+                data: &bd,
+                signed: false,
+                s_idx: 1,
+                s_k: n,
+            };
+            let mut want = vec![0i32; m * n];
+            let mut saturated = 0;
+            for i in 0..m {
+                for j in 0..n {
+                    let (mut raw, mut rowsum, mut colsum) = (0i32, 0i32, 0i32);
+                    for p in (0..k).step_by(2) {
+                        let mut pair = 0;
+                        for kk in p..(p + 2).min(k) {
+                            let (w, x) = (ad[i * k + kk] as i8 as i32, bd[kk * n + j] as i32);
+                            pair += w * x;
+                            rowsum += w;
+                            colsum += x;
+                        }
+                        saturated += (sat(pair) != pair) as usize;
+                        raw += sat(pair);
+                    }
+                    // sum (w - za)(x - zb) with the raw part saturated.
+                    want[i * n + j] =
+                        raw - zb[j] * rowsum - za[i] * colsum + k as i32 * za[i] * zb[j];
+                }
+            }
+            if k > 1 {
+                assert!(saturated > 0, "case {case} must saturate some pairs");
+            }
+            let mut got = vec![0i32; m * n];
+            let sink = StoreI32 {
+                out: SendPtr(got.as_mut_ptr()),
+                len: m * n,
+                ld: n,
+                transposed: false,
+            };
+            let g = QGemm {
+                m,
+                n,
+                k,
+                a,
+                a_zp: Zp::Each(&za),
+                b: &b,
+                b_zp: Zp::Each(&zb),
+                sat16: true,
+            };
+            qgemm_with(isa, &g, &sink);
+            assert_eq!(got, want, "{} m{m} k{k} n{n}", isa.name());
         }
     }
 }
@@ -185,6 +267,7 @@ fn im2col_panels_match_direct_indexing() {
                 a_zp: Zp::Scalar(wz),
                 b: &src,
                 b_zp: Zp::Scalar(xz),
+                sat16: false,
             };
             qgemm_with(isa, &g, &sink);
             for oc in 0..m {

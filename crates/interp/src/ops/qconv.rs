@@ -14,6 +14,7 @@ use crate::error::{OpResult, unsupported};
 use crate::exec::Ctx;
 use crate::kernels::depthwise_int::{Requant, depthwise_int, depthwise_q};
 use crate::kernels::im2col::{Conv2d, Im2col2d};
+use crate::kernels::im2col_hwc::{im2col_hwc, weights_hwc};
 use crate::kernels::qgemm::{QGemm, Sink, StoreI32, Strided, Zp, qgemm};
 use crate::kernels::qgemm_kernels::{TILE_LD, Tile};
 use crate::kernels::requant::{bounds, byte_tensor, requant_row};
@@ -113,6 +114,7 @@ fn fast_conv<'s>(
     g: &Geom,
     sink: &(dyn Fn(usize, usize) -> ConvSink<'s> + Sync),
     dw_post: &(dyn Fn(usize, &[i32]) + Sync),
+    ort_saturation: bool,
 ) -> Option<()> {
     let ((xb, xs), (wb, ws)) = (bytes(x)?, bytes(w)?);
     let r = g.kernel.len();
@@ -127,6 +129,10 @@ fn fast_conv<'s>(
         });
         return Some(());
     }
+    // onnxruntime's AVX2 u8 x s8 kernels saturate pair sums (QGemm::sat16) in
+    // QLinearConv (its ConvInteger takes u8 weights only); they then also need its
+    // (ky, kx, c) reduction order.
+    let sat16 = ort_saturation && crate::ort_kernels::saturating_u8s8() && !xs && ws;
     // 1-D is 2-D with height 1.
     let two = |v: &[usize], one: usize| if r == 2 { [v[0], v[1]] } else { [one, v[0]] };
     let geo = Conv2d {
@@ -165,6 +171,27 @@ fn fast_conv<'s>(
                     a_zp,
                     b: &b,
                     b_zp: Zp::Scalar(x_zp),
+                    sat16,
+                };
+                qgemm(&q, &s);
+            } else if sat16 {
+                let cols = im2col_hwc(xs_bytes, &geo, zp_byte(x_zp, xs));
+                let wt = weights_hwc(a.data, g.mg, g.cg, g.k_vol);
+                let b = Strided {
+                    data: &cols,
+                    signed: false,
+                    s_idx: per_w,
+                    s_k: 1,
+                };
+                let q = QGemm {
+                    m: g.mg,
+                    n: g.out_vol,
+                    k: per_w,
+                    a: Strided { data: &wt, ..a },
+                    a_zp,
+                    b: &b,
+                    b_zp: Zp::Scalar(x_zp),
+                    sat16,
                 };
                 qgemm(&q, &s);
             } else {
@@ -177,6 +204,7 @@ fn fast_conv<'s>(
                     a_zp,
                     b: &b,
                     b_zp: Zp::Scalar(x_zp),
+                    sat16: false,
                 };
                 qgemm(&q, &s);
             }
@@ -292,7 +320,7 @@ pub(crate) fn qlinear_conv(c: &Ctx, a: &ConvAttrs) -> OpResult<Tensor> {
             let o = unsafe { std::slice::from_raw_parts_mut(optr.get().add(i * ov), ov) };
             requant_row(acc, bias[ch], scales[ch], y_zp, bnd, o);
         };
-        if fast_conv(x, x_zp, w, &w_zp, &g, &sink, &dw_post).is_some() {
+        if fast_conv(x, x_zp, w, &w_zp, &g, &sink, &dw_post, true).is_some() {
             return Ok(byte_tensor(dt, g.out_shape(), out));
         }
     }
@@ -342,7 +370,7 @@ pub(crate) fn conv_integer(c: &Ctx, a: &ConvAttrs) -> OpResult<Tensor> {
         let o = unsafe { std::slice::from_raw_parts_mut(optr.get().add(i * ov), ov) };
         o.copy_from_slice(acc);
     };
-    if fast_conv(x, x_zp, w, &w_zp, &g, &sink, &dw_post).is_some() {
+    if fast_conv(x, x_zp, w, &w_zp, &g, &sink, &dw_post, false).is_some() {
         return Ok(Tensor::from_i32(g.out_shape(), out));
     }
     let (g, acc) = int_conv(x, x_zp, w, &w_zp, a)?;

@@ -75,7 +75,9 @@ pub fn quantized_difference(
     inputs: &HashMap<String, Tensor>,
     outs: &[Tensor],
 ) -> Result<Option<f64>, String> {
-    let r = pimkit_interp::run(g, inputs).map_err(|e| e.to_string())?;
+    // The model's own arithmetic: exact integer sums (docs/interpreter.md, `avx2`).
+    let r = pimkit_interp::with_exact_products(|| pimkit_interp::run(g, inputs))
+        .map_err(|e| e.to_string())?;
     let (a, b): (Vec<Tensor>, Vec<Tensor>) = g
         .outputs
         .iter()
