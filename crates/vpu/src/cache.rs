@@ -45,6 +45,11 @@ pub struct Cache {
     stamp: Vec<u64>,
     dirty: Vec<bool>,
     clock: u64,
+    /// The line the last access found or inserted, and its (set, way) slot: a repeated
+    /// access to it (the next burst row often starts in the line the previous one ended
+    /// in) skips the way search. Only a miss replaces a line, and a miss re-points this.
+    last_line: u64,
+    last_slot: usize,
     pub stats: CacheStats,
 }
 
@@ -60,6 +65,8 @@ impl Cache {
             stamp: vec![0; sets * p.ways],
             dirty: vec![false; sets * p.ways],
             clock: 0,
+            last_line: u64::MAX,
+            last_slot: 0,
             stats: CacheStats::default(),
         }
     }
@@ -89,6 +96,17 @@ impl Cache {
     #[inline(always)]
     fn touch(&mut self, line: u64, write: bool) -> Access {
         self.clock += 1;
+        if line == self.last_line {
+            // The hit path below, for the way it found last time.
+            let w = self.last_slot;
+            self.stamp[w] = self.clock;
+            self.dirty[w] |= write;
+            self.stats.hits += 1;
+            return Access {
+                hit: true,
+                wrote_back: false,
+            };
+        }
         let (set, tag) = match self.set_shift {
             Some(k) => ((line & ((1u64 << k) - 1)) as usize, (line >> k) + 1),
             None => (
@@ -113,6 +131,7 @@ impl Cache {
             stamp[w] = self.clock;
             dirty[w] |= write;
             self.stats.hits += 1;
+            (self.last_line, self.last_slot) = (line, base + w);
             return Access {
                 hit: true,
                 wrote_back: false,
@@ -137,6 +156,7 @@ impl Cache {
         tags[w] = tag;
         stamp[w] = self.clock;
         dirty[w] = write;
+        (self.last_line, self.last_slot) = (line, base + w);
         Access {
             hit: false,
             wrote_back,
@@ -158,6 +178,7 @@ impl Cache {
 
     /// Forget everything (cold cache), keeping the counters.
     pub fn invalidate(&mut self) {
+        self.last_line = u64::MAX;
         self.tags.iter_mut().for_each(|t| *t = 0);
         self.dirty.iter_mut().for_each(|d| *d = false);
     }
@@ -236,6 +257,36 @@ mod tests {
         assert!(!c.access_line(1, false).wrote_back);
         assert_eq!(c.flush(), 7);
         assert_eq!(c.stats.offchip_bytes(64), (10 + 8) * 64);
+    }
+
+    #[test]
+    fn the_last_line_shortcut_changes_nothing() {
+        // A pseudo-random mix of repeated, nearby and conflicting lines, reads and
+        // writes, with and without the shortcut (forgotten before every access).
+        let (mut a, mut b) = (small(), small());
+        let mut x = 12345u64;
+        for i in 0..20000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let line = if x >> 60 < 6 {
+                (x >> 32) % 4
+            } else {
+                (x >> 32) % 48
+            };
+            let write = (x >> 20) & 3 == 0;
+            if i % 5000 == 4999 {
+                assert_eq!(a.flush(), b.flush());
+            }
+            if i == 12000 {
+                a.invalidate();
+                b.invalidate();
+            }
+            b.last_line = u64::MAX;
+            assert_eq!(a.access_line(line, write), b.access_line(line, write));
+        }
+        assert_eq!(a.stats, b.stats);
+        assert_eq!((a.tags, a.stamp, a.dirty), (b.tags, b.stamp, b.dirty));
     }
 
     #[test]

@@ -18,7 +18,10 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod batch;
 mod issue_each;
+
+pub(crate) use batch::Batch;
 
 /// Element type of a memory operand moved by the DMA (the DMA widens to or narrows from
 /// the VRF's 32-bit elements, like the X-HEEP DMA's data-type conversion [unverified]).
@@ -959,6 +962,13 @@ impl Machine {
                 let l0 = (base >> line_shift) as u64;
                 let l1 = ((base + x.cols * es - 1) >> line_shift) as u64;
                 self.cache.access_run(l0, l1, to_mem);
+            } else if x.col_stride <= 1 << line_shift {
+                // Elements at most a line apart leave no line between the first and
+                // the last element's out: every line of that run, in order, once (what
+                // the loop below visits).
+                let l0 = (base >> line_shift) as u64;
+                let l1 = ((base + (x.cols - 1) * x.col_stride) >> line_shift) as u64;
+                self.cache.access_run(l0, l1, to_mem);
             } else {
                 let mut prev = u64::MAX;
                 for c in 0..x.cols {
@@ -977,10 +987,15 @@ impl Machine {
     /// side (`onchip_bytes`) and its off-chip lines (`d`), plus the memory latency when a
     /// line missed. Returns the end.
     fn occupy_channel(&mut self, start: u64, onchip_bytes: usize, d: &CacheStats) -> u64 {
-        let onchip = ceil_u64(div_exact(
-            onchip_bytes as f64,
-            self.arch.dma.bytes_per_cycle,
-        ));
+        let bpc = self.arch.dma.bytes_per_cycle;
+        // A power-of-two whole width (the default 4 B/cycle) divides exactly: the
+        // integer ceiling is the float one (the byte count is below 2^53).
+        let whole = bpc as u64;
+        let onchip = if whole as f64 == bpc && whole.is_power_of_two() {
+            (onchip_bytes as u64).div_ceil(whole)
+        } else {
+            ceil_u64(div_exact(onchip_bytes as f64, bpc))
+        };
         // No line to move (most bursts hit): 0 cycles, what the division gives.
         let lines = d.misses + d.evictions;
         let offchip = if lines == 0 {

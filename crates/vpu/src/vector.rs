@@ -15,15 +15,7 @@ impl Machine {
     /// (mutable vd, shared vs) views of two distinct registers of VPU `p`.
     #[inline(always)]
     fn two(&mut self, p: usize, vd: usize, vs: usize) -> (&mut [i32], &[i32]) {
-        let v = self.vlen;
-        let f = &mut self.vrf[p];
-        if vd < vs {
-            let (a, b) = f.split_at_mut(vs * v);
-            (&mut a[vd * v..(vd + 1) * v], &b[..v])
-        } else {
-            let (a, b) = f.split_at_mut(vd * v);
-            (&mut b[..v], &a[vs * v..(vs + 1) * v])
-        }
+        two_regs(&mut self.vrf[p], self.vlen, vd, vs)
     }
 
     /// vmv.v.x: vd[i] = x.
@@ -163,10 +155,7 @@ impl Machine {
         }
         let v = self.vlen;
         let (d, s) = self.two(p, vd, vs);
-        // d[i] = s[i + off] inside the register, 0 past its end.
-        let n = vl.min(v.saturating_sub(off));
-        d[..n].copy_from_slice(&s[off..off + n]);
-        d[n..vl].fill(0);
+        slide_down(d, s, off, vl, v);
     }
 
     /// xvmv.x.s: the host reads element `idx` of `vs` (waits for the VPU).
@@ -222,12 +211,34 @@ impl Machine {
     }
 }
 
+/// (mutable vd, shared vs) views of two distinct registers of the register file `f`
+/// (registers of `v` elements).
+#[inline(always)]
+pub(crate) fn two_regs(f: &mut [i32], v: usize, vd: usize, vs: usize) -> (&mut [i32], &[i32]) {
+    if vd < vs {
+        let (a, b) = f.split_at_mut(vs * v);
+        (&mut a[vd * v..(vd + 1) * v], &b[..v])
+    } else {
+        let (a, b) = f.split_at_mut(vd * v);
+        (&mut b[..v], &a[vs * v..(vs + 1) * v])
+    }
+}
+
+/// vslidedown.vx's values: d[i] = s[i + off] inside a register of `v` elements, 0 past
+/// its end, for `i < vl`.
+#[inline(always)]
+pub(crate) fn slide_down(d: &mut [i32], s: &[i32], off: usize, vl: usize, v: usize) {
+    let n = vl.min(v.saturating_sub(off));
+    d[..n].copy_from_slice(&s[off..off + n]);
+    d[n..vl].fill(0);
+}
+
 /// `d[i] += x * s[i]` (int32, wrapping): the MAC data path, with AVX2's 8-lane 32-bit
 /// multiply where the CPU has it (the baseline x86-64 build emulates it with two
 /// 64-bit multiplies per pair of lanes). Wrapping integer arithmetic: the same values
 /// on every path.
 #[inline]
-fn macc(d: &mut [i32], s: &[i32], x: i32) {
+pub(crate) fn macc(d: &mut [i32], s: &[i32], x: i32) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked just above).
@@ -244,7 +255,7 @@ fn macc_avx2(d: &mut [i32], s: &[i32], x: i32) {
 }
 
 #[inline(always)]
-fn macc_portable(d: &mut [i32], s: &[i32], x: i32) {
+pub(crate) fn macc_portable(d: &mut [i32], s: &[i32], x: i32) {
     for (d, &s) in d.iter_mut().zip(s) {
         *d = d.wrapping_add(x.wrapping_mul(s));
     }

@@ -8,8 +8,9 @@
 
 use super::{Dataflow, OutQuant, Spill, zp_at};
 use crate::error::{Result, VpuError, kerr};
-use crate::machine::{Elem, Machine, Xfer};
+use crate::machine::{Batch, Elem, Machine, Xfer, ceil_u64};
 use crate::problem::{QConv, conv_out_hw, out_quant};
+use crate::vector::{macc_portable, slide_down, two_regs};
 
 /// A convolution with operands in simulated memory (CHW input, OIHW weights).
 #[derive(Clone, Debug)]
@@ -362,8 +363,34 @@ impl TapCache {
         let zp = zp_at(&j.w_zp, co);
         let base = (ci - c0) * kk;
         self.vals.clear();
-        self.vals
-            .extend((0..kk).map(|i| m.vmv_x_s(0, W_REG, base + i) - zp));
+        // The kk reads (xvmv.x.s) as one batch, unless a clock could saturate in it.
+        let c = ceil_u64(m.arch.vpu.cycles.mv_x_s);
+        let step = m.arch.host.scalar_step_cycles;
+        let v = m.vlen;
+        let batch = c
+            .checked_add(step)
+            .ok_or(())
+            .and_then(|per| m.batch(kk as u64, per, 0));
+        match batch {
+            Ok((b, vrf)) => {
+                if let Some(mut b) = b {
+                    for _ in 0..kk {
+                        b.sync_read(0, W_REG, c, step);
+                    }
+                    b.end();
+                }
+                match vrf {
+                    Some(f) => {
+                        let at = W_REG * v + base;
+                        self.vals.extend(f[0][at..at + kk].iter().map(|&x| x - zp));
+                    }
+                    None => self.vals.extend((0..kk).map(|_| -zp)),
+                }
+            }
+            Err(()) => self
+                .vals
+                .extend((0..kk).map(|i| m.vmv_x_s(0, W_REG, base + i) - zp)),
+        }
         Ok(&self.vals)
     }
 }
@@ -456,11 +483,17 @@ fn load_band(
     Ok(())
 }
 
-/// `macs`' per-VPU working lists, allocated once per kernel call (`macs` runs once
-/// per channel pair and tile).
+/// `macs`' working lists, allocated once per kernel call (`macs` runs once per channel
+/// pair and tile): the input rows' users, tabulated once per step `t` (they depend on
+/// the VPUs' tiles only, not on the channels).
 struct MacScratch {
-    tiles: Vec<Option<(usize, usize)>>,
-    /// Per VPU, the users of the current input row: (output row, ky).
+    p: usize,
+    /// The step the table holds, and its band row count.
+    step: Option<usize>,
+    count: usize,
+    /// Per band row `r` and VPU `q`, at `r * p + q`: the users of the row (output row,
+    /// ky), their number (0: the row is padding or outside the VPU's band) and the
+    /// input row.
     users: Vec<[(usize, usize); MAX_OUT_ROWS]>,
     nus: Vec<usize>,
     ihs: Vec<usize>,
@@ -471,12 +504,45 @@ struct MacScratch {
 impl MacScratch {
     fn new(p: usize) -> MacScratch {
         MacScratch {
-            tiles: vec![None; p],
-            users: vec![[(0, 0); MAX_OUT_ROWS]; p],
-            nus: vec![0; p],
-            ihs: vec![0; p],
+            p,
+            step: None,
+            count: 0,
+            users: Vec::new(),
+            nus: Vec::new(),
+            ihs: Vec::new(),
             group: Vec::with_capacity(MAX_OUT_ROWS),
         }
+    }
+
+    /// Tabulate the users of step `t`'s band rows (once per step).
+    fn prepare(&mut self, j: &ConvJob, g: &Geo, t: usize) {
+        if self.step == Some(t) {
+            return;
+        }
+        let p = self.p;
+        let tiles: Vec<Option<(usize, usize)>> = (0..p).map(|q| g.tile(q, t)).collect();
+        let count = tiles
+            .iter()
+            .flatten()
+            .map(|&tile| band_rows(j, tile).1)
+            .max()
+            .unwrap_or(0);
+        self.users.resize(count * p, [(0, 0); MAX_OUT_ROWS]);
+        self.nus.resize(count * p, 0);
+        self.ihs.resize(count * p, 0);
+        for r in 0..count {
+            let at = r * p..(r + 1) * p;
+            row_users(
+                j,
+                &tiles,
+                r,
+                &mut self.users[at.clone()],
+                &mut self.nus[at.clone()],
+                &mut self.ihs[at],
+            );
+        }
+        self.step = Some(t);
+        self.count = count;
     }
 }
 
@@ -495,67 +561,41 @@ fn macs(
 ) -> Result<()> {
     let (w0, nw) = chunk(g, wx);
     let p = m.vpus();
-    for (q, tile) in s.tiles.iter_mut().enumerate() {
-        *tile = g.tile(q, t);
-    }
-    let count = s
-        .tiles
-        .iter()
-        .flatten()
-        .map(|&tile| band_rows(j, tile).1)
-        .max()
-        .unwrap_or(0);
-    let mut sc = 0;
+    s.prepare(j, g, t);
+    let count = s.count;
     // Every MAC and slide here works on `nw` elements: their costs once per call.
     let mac_c = m.vcost(m.arch.vpu.cycles.mac, nw);
     let slide_c = m.vcost(m.arch.vpu.cycles.slide, nw);
-    // Per VPU, the users of the current input row (the same for every kx: computed
-    // once per row, not once per tap column).
+    if j.stride.1 == 1 {
+        // Slides and MACs only (no DMA): the whole call as one batch when no clock
+        // can saturate in it (at most a slide and MAX_OUT_ROWS MACs per VPU and tap
+        // column).
+        let v = m.vlen;
+        let cols = (count * j.kw) as u64;
+        let instrs = cols * (p * (1 + MAX_OUT_ROWS)) as u64;
+        if let Ok((b, vrf)) = m.batch(instrs, mac_c.max(slide_c), cols) {
+            macs_batched(b, vrf, v, j, nw, taps, s, (mac_c, slide_c));
+            return Ok(());
+        }
+    }
+    let mut sc = 0;
     let MacScratch {
-        tiles,
         users,
         nus,
         ihs,
         group,
+        ..
     } = s;
     for r in 0..count {
-        for (q, tile) in tiles.iter().enumerate() {
-            nus[q] = 0;
-            let Some(tile) = *tile else { continue };
-            let (first, cnt) = band_rows(j, tile);
-            let ih = first + r as isize;
-            if r >= cnt || ih < 0 || ih >= j.h as isize {
-                continue;
-            }
-            ihs[q] = ih as usize;
-            // Output rows fed by this input row: r = (oh - oh0)*s + ky*d (a tile
-            // has at most MAX_OUT_ROWS rows).
-            let mut nu = 0;
-            for o in 0..tile.1 {
-                let Some(d) = r.checked_sub(o * j.stride.0) else {
-                    break; // later rows start further down
-                };
-                // No division for the usual undilated filter.
-                let ky = match j.dil.0 {
-                    1 => d,
-                    dil if d.is_multiple_of(dil) => d / dil,
-                    _ => continue,
-                };
-                if ky < j.kh {
-                    users[q][nu] = (o, ky);
-                    nu += 1;
-                }
-            }
-            nus[q] = nu;
-        }
+        let at = r * p;
         for kx in 0..j.kw {
             let mut any = false;
             for q in 0..p {
-                let nu = nus[q];
+                let nu = nus[at + q];
                 if nu == 0 {
                     continue;
                 }
-                let ih = ihs[q];
+                let ih = ihs[at + q];
                 any = true;
                 let src = if j.stride.1 == 1 {
                     if kx == 0 {
@@ -571,7 +611,7 @@ fn macs(
                 };
                 group.clear();
                 group.extend(
-                    users[q][..nu]
+                    users[at + q][..nu]
                         .iter()
                         .map(|&(o, ky)| (ACC0 + o, taps[ky * j.kw + kx])),
                 );
@@ -584,6 +624,164 @@ fn macs(
         }
     }
     Ok(())
+}
+
+/// Per VPU, the users of band row `r` (the same for every kx and channel):
+/// `nus[q]` (output row, ky) pairs in `users[q]`, and the input row in `ihs[q]`; none
+/// where the row is padding or outside the VPU's band.
+fn row_users(
+    j: &ConvJob,
+    tiles: &[Option<(usize, usize)>],
+    r: usize,
+    users: &mut [[(usize, usize); MAX_OUT_ROWS]],
+    nus: &mut [usize],
+    ihs: &mut [usize],
+) {
+    for (q, tile) in tiles.iter().enumerate() {
+        nus[q] = 0;
+        let Some(tile) = *tile else { continue };
+        let (first, cnt) = band_rows(j, tile);
+        let ih = first + r as isize;
+        if r >= cnt || ih < 0 || ih >= j.h as isize {
+            continue;
+        }
+        ihs[q] = ih as usize;
+        // Output rows fed by this input row: r = (oh - oh0)*s + ky*d (a tile has at
+        // most MAX_OUT_ROWS rows).
+        let mut nu = 0;
+        for o in 0..tile.1 {
+            let Some(d) = r.checked_sub(o * j.stride.0) else {
+                break; // later rows start further down
+            };
+            // No division for the usual undilated filter.
+            let ky = match j.dil.0 {
+                1 => d,
+                dil if d.is_multiple_of(dil) => d / dil,
+                _ => continue,
+            };
+            if ky < j.kh {
+                users[q][nu] = (o, ky);
+                nu += 1;
+            }
+        }
+        nus[q] = nu;
+    }
+}
+
+/// `macs` for a stride-1 width: the same instructions in the same order, their timing
+/// on batch `b` (none when the machine runs data-only), then their values on the
+/// register files `vrf` (none on a timing-only copy; no instruction's timing depends on
+/// a value).
+#[allow(clippy::too_many_arguments)]
+fn macs_batched(
+    b: Option<Batch<'_>>,
+    vrf: Option<&mut [Vec<i32>]>,
+    v: usize,
+    j: &ConvJob,
+    nw: usize,
+    taps: &[i32],
+    s: &MacScratch,
+    (mac_c, slide_c): (u64, u64),
+) {
+    let p = s.p;
+    if let Some(mut b) = b {
+        let mut sc = 0;
+        for r in 0..s.count {
+            let at = r * p..(r + 1) * p;
+            let (nus, users) = (&s.nus[at.clone()], &s.users[at]);
+            for kx in 0..j.kw {
+                let mut any = false;
+                for (q, &nu) in nus.iter().enumerate() {
+                    if nu == 0 {
+                        continue;
+                    }
+                    any = true;
+                    let src = if kx == 0 {
+                        r
+                    } else {
+                        b.op(q, r, SCRATCH[sc], slide_c);
+                        SCRATCH[sc]
+                    };
+                    for &(o, _) in &users[q][..nu] {
+                        b.op(q, src, ACC0 + o, mac_c);
+                    }
+                }
+                if any {
+                    sc ^= 1;
+                    b.host_loop();
+                }
+            }
+        }
+        b.end();
+    }
+    if let Some(f) = vrf {
+        macs_data(f, v, j, nw, taps, s);
+    }
+}
+
+/// The values of [`macs_batched`]'s slides and MACs, with AVX2 where the CPU has it
+/// (wrapping int32 arithmetic: the same values on every path).
+fn macs_data(f: &mut [Vec<i32>], v: usize, j: &ConvJob, nw: usize, taps: &[i32], s: &MacScratch) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        unsafe { macs_data_avx2(f, v, j, nw, taps, s) };
+        return;
+    }
+    macs_data_body(f, v, j, nw, taps, s);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn macs_data_avx2(
+    f: &mut [Vec<i32>],
+    v: usize,
+    j: &ConvJob,
+    nw: usize,
+    taps: &[i32],
+    s: &MacScratch,
+) {
+    macs_data_body(f, v, j, nw, taps, s);
+}
+
+#[inline(always)]
+fn macs_data_body(
+    f: &mut [Vec<i32>],
+    v: usize,
+    j: &ConvJob,
+    nw: usize,
+    taps: &[i32],
+    s: &MacScratch,
+) {
+    let p = s.p;
+    let mut sc = 0;
+    for r in 0..s.count {
+        let at = r * p..(r + 1) * p;
+        let (nus, users) = (&s.nus[at.clone()], &s.users[at]);
+        for kx in 0..j.kw {
+            let mut any = false;
+            for (q, &nu) in nus.iter().enumerate() {
+                if nu == 0 {
+                    continue;
+                }
+                any = true;
+                let src = if kx == 0 {
+                    r
+                } else {
+                    let (d, s) = two_regs(&mut f[q], v, SCRATCH[sc], r);
+                    slide_down(d, s, kx * j.dil.1, nw, v);
+                    SCRATCH[sc]
+                };
+                for &(o, ky) in &users[q][..nu] {
+                    let (d, s) = two_regs(&mut f[q], v, ACC0 + o, src);
+                    macc_portable(&mut d[..nw], &s[..nw], taps[ky * j.kw + kx]);
+                }
+            }
+            if any {
+                sc ^= 1;
+            }
+        }
+    }
 }
 
 /// Start an output tile from the bias (first input channel) or the spilled partial sums.
