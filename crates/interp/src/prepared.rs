@@ -57,7 +57,14 @@ impl<'g> Session<'g> {
 
     /// As [`crate::run`].
     pub fn run(&self, inputs: &HashMap<String, Tensor>) -> Result<Vec<Tensor>, InterpError> {
-        self.run_observed(inputs, &mut |_, _| {})
+        crate::exec::run_with(
+            self.g,
+            &self.slots,
+            inputs,
+            &mut |_, _| None,
+            &mut |_, _| {},
+            true,
+        )
     }
 
     /// As [`crate::run_observed`].
@@ -76,7 +83,7 @@ impl<'g> Session<'g> {
         substitute: &mut crate::Substitute<'_>,
         observe: &mut dyn FnMut(NodeId, &[Tensor]),
     ) -> Result<Vec<Tensor>, InterpError> {
-        crate::exec::run_with(self.g, &self.slots, inputs, substitute, observe)
+        crate::exec::run_with(self.g, &self.slots, inputs, substitute, observe, false)
     }
 }
 

@@ -16,6 +16,7 @@
 //! once, after the last tap. The vector lanes are different outputs, so no output's
 //! order depends on the block, the ISA or the thread count.
 
+use super::act::Act;
 use super::{Isa, SendPtr, isa};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -299,6 +300,7 @@ struct F32Work<'a> {
     g: &'a Geom,
     p: Phases,
     out: SendPtr<f32>,
+    act: Option<Act>,
 }
 
 impl PlaneWork for F32Work<'_> {
@@ -319,14 +321,31 @@ impl PlaneWork for F32Work<'_> {
         // replaced (the zoo calibrates its quantized models on these results).
         let bias = self.bias.map(|bs| bs[oc]);
         plane::<f32, false>(g, &self.p, &b.phases, w, bias, &mut b.wide, o);
+        if let Some(act) = self.act {
+            // The plane was just written (tens of KB, still in cache); inside this
+            // trampoline, like the in-place Clip / Relu it replaces.
+            act.apply(o);
+        }
     }
 }
 
 /// f32 depthwise convolution of `x` ([N, C, H, W]) with `w` ([M, 1, kh, kw]) into
-/// `out` ([N, M, oh, ow]), plus `bias[M]` (added to each output's sum of taps).
-pub(crate) fn depthwise_f32(x: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom, out: &mut [f32]) {
+/// the `out_len` floats at `out` ([N, M, oh, ow]; every one is written, so they need not
+/// be initialized), plus `bias[M]` (added to each output's sum of taps), then `act`.
+///
+/// # Safety
+/// `out` is valid for reads and writes of `out_len` floats, and nothing else accesses
+/// them during the call.
+pub(crate) unsafe fn depthwise_f32(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    g: &Geom,
+    (out, out_len): (*mut f32, usize),
+    act: Option<Act>,
+) {
     assert!(
-        out.len() >= g.n * g.m * g.out_vol && bias.is_none_or(|b| b.len() >= g.m),
+        out_len >= g.n * g.m * g.out_vol && bias.is_none_or(|b| b.len() >= g.m),
         "depthwise: output or bias too small"
     );
     let work = F32Work {
@@ -335,7 +354,8 @@ pub(crate) fn depthwise_f32(x: &[f32], w: &[f32], bias: Option<&[f32]>, g: &Geom
         bias,
         g,
         p: Phases::new(g),
-        out: SendPtr(out.as_mut_ptr()),
+        out: SendPtr(out),
+        act,
     };
     for_planes(g.n * g.m, &work);
 }

@@ -231,13 +231,7 @@ pub(crate) fn clip(x: &[f32], lo: f32, hi: f32) -> Vec<f32> {
 pub(crate) fn clip_in_place(x: &mut [f32], lo: f32, hi: f32) {
     simd(
         #[inline(always)]
-        || {
-            // A select, not a conditional store, so the loop vectorizes.
-            for p in x.iter_mut() {
-                let c = p.max(lo).min(hi);
-                *p = if p.is_nan() { *p } else { c };
-            }
-        },
+        || super::act::clip_row(x, lo, hi),
     )
 }
 
@@ -245,11 +239,7 @@ pub(crate) fn clip_in_place(x: &mut [f32], lo: f32, hi: f32) {
 pub(crate) fn relu_in_place(x: &mut [f32]) {
     simd(
         #[inline(always)]
-        || {
-            for p in x.iter_mut() {
-                *p = p.max(0.0);
-            }
-        },
+        || super::act::relu_row(x),
     )
 }
 

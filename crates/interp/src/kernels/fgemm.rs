@@ -12,6 +12,7 @@
 //! thread count and tile position therefore never change a result, and the AVX-512,
 //! AVX2 and portable-with-FMA paths give the same bits.
 
+use super::act::Act;
 use super::fgemm_kernels::{Fk, kernel};
 use super::{SendPtr, threads};
 use rayon::prelude::*;
@@ -155,20 +156,40 @@ thread_local! {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fgemm(
     fk: Fk,
-    (m, k, n): (usize, usize, usize),
+    dims: (usize, usize, usize),
     a: &AOp,
     b: &BOp,
     c: &mut [f32],
     ldc: usize,
     bias: Option<&[f32]>,
 ) {
+    // SAFETY: c is a live slice of c.len() floats.
+    unsafe { fgemm_raw(fk, dims, a, b, (c.as_mut_ptr(), c.len()), ldc, bias, None) }
+}
+
+/// [`fgemm`] into `c_len` floats at `c`, which need not be initialized: every output
+/// `(i, j)` is written before it is read (the first k block stores, later ones add).
+/// `act` (when given) is applied to each tile of finished outputs right after its last
+/// k block, while the tile is in L1.
+///
+/// # Safety
+/// `c` is valid for reads and writes of `c_len` floats, and nothing else accesses them
+/// during the call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn fgemm_raw(
+    fk: Fk,
+    (m, k, n): (usize, usize, usize),
+    a: &AOp,
+    b: &BOp,
+    (c, c_len): (*mut f32, usize),
+    ldc: usize,
+    bias: Option<&[f32]>,
+    act: Option<Act>,
+) {
     if m == 0 || n == 0 {
         return;
     }
-    assert!(
-        ldc >= n && c.len() >= (m - 1) * ldc + n,
-        "fgemm: c too small"
-    );
+    assert!(ldc >= n && c_len >= (m - 1) * ldc + n, "fgemm: c too small");
     assert!(bias.is_none_or(|b| b.len() >= m), "fgemm: bias too short");
     match a {
         AOp::Packed(p) => assert!(
@@ -197,7 +218,14 @@ pub(crate) fn fgemm(
     }
     if k == 0 {
         for i in 0..m {
-            c[i * ldc..i * ldc + n].fill(bias.map_or(0.0, |b| b[i]));
+            for j in 0..n {
+                // SAFETY: row i of c, inside c_len (asserted above).
+                unsafe { c.add(i * ldc + j).write(bias.map_or(0.0, |b| b[i])) };
+            }
+            if let Some(act) = act {
+                // SAFETY: as above, now written.
+                unsafe { act.apply_tile(c.add(i * ldc), 1, n, ldc) };
+            }
         }
         return;
     }
@@ -215,11 +243,11 @@ pub(crate) fn fgemm(
                 .max(mr);
         }
     }
-    let cp = SendPtr(c.as_mut_ptr());
+    let cp = SendPtr(c);
     let task = |(i0, j0): (usize, usize)| {
         let (mi, nj) = (tm.min(m - i0), tn.min(n - j0));
         // SAFETY: the asserts above bound c; tasks write disjoint tiles.
-        unsafe { block(fk, (i0, mi), (j0, nj), k, a, b, cp.get(), ldc, bias) };
+        unsafe { block(fk, (i0, mi), (j0, nj), k, a, b, cp.get(), ldc, bias, act) };
     };
     let tasks: Vec<(usize, usize)> = (0..m)
         .step_by(tm)
@@ -248,6 +276,7 @@ unsafe fn block(
     c: *mut f32,
     ldc: usize,
     bias: Option<&[f32]>,
+    act: Option<Act>,
 ) {
     let (mr, nr) = (fk.mr(), fk.nr());
     let kern = kernel(fk);
@@ -337,10 +366,13 @@ unsafe fn block(
                             // SAFETY: ii < i0 + m, jj < j0 + n: inside the caller's tile.
                             let cij = unsafe { c.add(ii * ldc + jj) };
                             let first = kb == 0;
+                            // The activation in the micro-kernel's registers, with the
+                            // last k block (re-reading the stored tile stalled on it).
+                            let act_p = act.filter(|_| last);
                             if mw == mr && nw == nr {
                                 // SAFETY: a full tile of c; ap/bp hold kc steps of
                                 // MR / NR floats (packed, or NR columns in place).
-                                unsafe { kern(kc, ap, bp, ldb, cij, ldc, first, bias_p) };
+                                unsafe { kern(kc, ap, bp, ldb, cij, ldc, first, bias_p, act_p) };
                             } else {
                                 // Edge tile: through a local MR x NR buffer.
                                 if !first {
@@ -353,7 +385,8 @@ unsafe fn block(
                                 }
                                 // SAFETY: tile is MR x NR; as above for ap/bp.
                                 unsafe {
-                                    kern(kc, ap, bp, ldb, tile.as_mut_ptr(), nr, first, bias_p)
+                                    let t = tile.as_mut_ptr();
+                                    kern(kc, ap, bp, ldb, t, nr, first, bias_p, act_p)
                                 };
                                 for i in 0..mw {
                                     for j in 0..nw {

@@ -4,6 +4,8 @@
 //! in the host's vector trampoline with fused multiply-adds where the host has them, so
 //! it gives the same bits as the x86 kernels there.
 
+use super::act::Act;
+
 /// Micro-kernel families.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fk {
@@ -12,12 +14,13 @@ pub(crate) enum Fk {
     Avx512,
 }
 
-/// `kern(kc, a, b, ldb, c, ldc, first, bias)`: for p in 0..kc, tile += a[p*MR..][..MR]
-/// (outer) b[p*ldb..][..NR]; the tile starts at 0 when `first`, else at c; `bias`
-/// (MR values, or null) is added after the last step; the tile is stored to c (row
-/// stride ldc).
+/// `kern(kc, a, b, ldb, c, ldc, first, bias, act)`: for p in 0..kc, tile +=
+/// a[p*MR..][..MR] (outer) b[p*ldb..][..NR]; the tile starts at 0 when `first`, else at
+/// c; `bias` (MR values, or null) is added after the last step, then `act` (given with
+/// the last k block only: `act::clip_row`'s / Relu's formulas); the tile is stored to c
+/// (row stride ldc).
 pub(crate) type Kern =
-    unsafe fn(usize, *const f32, *const f32, usize, *mut f32, usize, bool, *const f32);
+    unsafe fn(usize, *const f32, *const f32, usize, *mut f32, usize, bool, *const f32, Option<Act>);
 
 impl Fk {
     /// Rows of a tile (the A panel width).
@@ -118,16 +121,17 @@ unsafe fn kern_portable(
     ldc: usize,
     first: bool,
     bias: *const f32,
+    act: Option<Act>,
 ) {
     if portable_fma() {
         super::ewise::simd(
             #[inline(always)]
             // SAFETY: the caller's contract, forwarded.
-            || unsafe { tile::<true>(kc, a, b, ldb, c, ldc, first, bias) },
+            || unsafe { tile::<true>(kc, a, b, ldb, c, ldc, first, bias, act) },
         )
     } else {
         // SAFETY: as above.
-        unsafe { tile::<false>(kc, a, b, ldb, c, ldc, first, bias) }
+        unsafe { tile::<false>(kc, a, b, ldb, c, ldc, first, bias, act) }
     }
 }
 
@@ -142,6 +146,7 @@ unsafe fn tile<const FMA: bool>(
     ldc: usize,
     first: bool,
     bias: *const f32,
+    act: Option<Act>,
 ) {
     const MR: usize = 4;
     const NR: usize = 16;
@@ -175,6 +180,17 @@ unsafe fn tile<const FMA: bool>(
             // SAFETY: bias holds MR values.
             let bi = unsafe { *bias.wrapping_add(i) };
             row.iter_mut().for_each(|v| *v += bi);
+        }
+        // The x86 kernels' formulas (`maxps(lo, v)`, `minps(hi, ·)`; `maxps(v, 0)`).
+        match act {
+            Some(Act::Clip(lo, hi)) => row.iter_mut().for_each(|v| {
+                let t = if lo > *v { lo } else { *v };
+                *v = if hi < t { hi } else { t };
+            }),
+            Some(Act::Relu) => row
+                .iter_mut()
+                .for_each(|v| *v = if *v > 0.0 { *v } else { 0.0 }),
+            None => {}
         }
         // SAFETY: as above.
         unsafe { *(c.wrapping_add(i * ldc) as *mut [f32; NR]) = *row };

@@ -3,15 +3,19 @@
 //! broadcast from memory); AVX2 + FMA, a 6 x 16 tile in 12 ymm accumulators. One
 //! fused multiply-add chain per output in k order.
 
+use super::act::Act;
 use std::arch::x86_64::*;
 
 /// One micro-kernel per ISA from one body: an `MR x 2·LANES` tile in `2·MR` vector
 /// accumulators, each k step loading the B row into two registers and broadcasting the
 /// A values from memory; `first` starts from zero instead of `c`; the bias (one per row)
-/// is added once, after the last k.
+/// is added once, after the last k, then the fused activation in registers:
+/// `min(hi, max(lo, v))` (`maxps(lo, v)`, `minps(hi, ·)`: the formulas of
+/// `act::clip_row`) or `max(v, 0)` (`maxps(v, 0)`: Relu; a NaN becomes 0).
 macro_rules! fgemm_kernel {
     ($(#[$doc:meta])* $name:ident, $features:literal, mr: $mr:literal, lanes: $lanes:literal,
-     $zero:ident, $load:ident, $store:ident, $set1:ident, $fmadd:ident, $add:ident) => {
+     $zero:ident, $load:ident, $store:ident, $set1:ident, $fmadd:ident, $add:ident,
+     $max:ident, $min:ident) => {
         $(#[$doc])*
         #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = $features)]
@@ -24,6 +28,7 @@ macro_rules! fgemm_kernel {
             ldc: usize,
             first: bool,
             bias: *const f32,
+            act: Option<Act>,
         ) {
             const MR: usize = $mr;
             const LANES: usize = $lanes;
@@ -56,6 +61,18 @@ macro_rules! fgemm_kernel {
                         v0 = $add(v0, bv);
                         v1 = $add(v1, bv);
                     }
+                    match act {
+                        Some(Act::Clip(lo, hi)) => {
+                            let (l, h) = ($set1(lo), $set1(hi));
+                            v0 = $min(h, $max(l, v0));
+                            v1 = $min(h, $max(l, v1));
+                        }
+                        Some(Act::Relu) => {
+                            v0 = $max(v0, $zero());
+                            v1 = $max(v1, $zero());
+                        }
+                        None => {}
+                    }
                     $store(c.wrapping_add(i * ldc), v0);
                     $store(c.wrapping_add(i * ldc + LANES), v1);
                 }
@@ -70,7 +87,7 @@ fgemm_kernel!(
     /// 12 x 32 tile (stride ldc), bias null or 12 values.
     kern_avx512, "avx512f,avx2,fma", mr: 12, lanes: 16,
     _mm512_setzero_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps,
-    _mm512_add_ps
+    _mm512_add_ps, _mm512_max_ps, _mm512_min_ps
 );
 
 fgemm_kernel!(
@@ -79,5 +96,5 @@ fgemm_kernel!(
     /// 6 x 16 tile (stride ldc), bias null or 6 values.
     kern_avx2, "avx2,fma", mr: 6, lanes: 8,
     _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,
-    _mm256_add_ps
+    _mm256_add_ps, _mm256_max_ps, _mm256_min_ps
 );

@@ -10,6 +10,7 @@
 //! avx512vnni|neon` selects a lower one (for testing every code path on one host); an
 //! unavailable request falls back to the best available set.
 
+pub(crate) mod act;
 pub(crate) mod depthwise;
 pub(crate) mod depthwise_int;
 pub(crate) mod ewise;

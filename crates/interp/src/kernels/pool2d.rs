@@ -182,10 +182,15 @@ fn phased(g: &Pool2d, x: &[f32], pad: f32, buf: &mut Vec<f32>) -> (usize, usize)
         }
         row[pw..pw + len].copy_from_slice(src);
         if s == 2 {
+            // Indexed over slices of one length, so it vectorizes as a de-interleave
+            // (the zip of three iterators was a scalar loop: a quarter of the pool).
             let (ev, od) = dst.split_at_mut(pc);
-            for ((e, o), pair) in ev.iter_mut().zip(od).zip(row.chunks_exact(2)) {
-                *e = pair[0];
-                *o = pair[1];
+            let (pairs, _) = row.as_chunks::<2>();
+            let n = pc.min(pairs.len());
+            let (ev, od, pairs) = (&mut ev[..n], &mut od[..n], &pairs[..n]);
+            for j in 0..n {
+                ev[j] = pairs[j][0];
+                od[j] = pairs[j][1];
             }
         } else {
             for (p, phase) in dst.chunks_exact_mut(pc).enumerate() {
@@ -209,6 +214,10 @@ pub(crate) fn max2d_f32(x: &[f32], g: &Pool2d, out: &mut [f32]) {
     let (s, d) = (g.strides[1], g.dilations[1]);
     planes(g, out, |p, o| {
         let mut buf = Vec::new();
+        // One output row in whole blocks: each block's maxima are stored whole (a
+        // partial store of the register block made the compiler keep the 32 maxima as
+        // scalars, repacked into vectors at every tap).
+        let mut wide = vec![f32::MIN; ow.next_multiple_of(MAXW)];
         super::ewise::simd(
             #[inline(always)]
             || {
@@ -218,22 +227,23 @@ pub(crate) fn max2d_f32(x: &[f32], g: &Pool2d, out: &mut [f32]) {
                     .map(|kx| kx * d % s * pc + kx * d / s)
                     .collect();
                 for (oy, orow) in o.chunks_mut(ow).enumerate() {
-                    for j0 in (0..ow).step_by(MAXW) {
+                    for (b, ob) in wide.chunks_exact_mut(MAXW).enumerate() {
+                        let j0 = b * MAXW;
                         let mut acc = [f32::MIN; MAXW];
                         for ky in 0..g.kernel[0] {
                             let y = oy * g.strides[0] + ky * g.dilations[0];
                             let row = &buf[y * len..][..len];
                             for &off in &offs {
-                                if let Some(r) = row[off + j0..].first_chunk::<MAXW>() {
-                                    for l in 0..MAXW {
-                                        acc[l] = max_f32(acc[l], r[l]);
-                                    }
+                                // In bounds: phased() pads every row by MAXW.
+                                let r = &row[off + j0..off + j0 + MAXW];
+                                for l in 0..MAXW {
+                                    acc[l] = max_f32(acc[l], r[l]);
                                 }
                             }
                         }
-                        let w = MAXW.min(ow - j0);
-                        orow[j0..j0 + w].copy_from_slice(&acc[..w]);
+                        ob.copy_from_slice(&acc);
                     }
+                    orow.copy_from_slice(&wide[..ow]);
                     if cy[oy].0 == 0 {
                         orow.fill(f32::MIN);
                     } else {

@@ -42,7 +42,14 @@ pub(crate) fn eval(op: &Op, c: &Ctx) -> OpResult<Vec<Tensor>> {
             e8m0_round,
         } => one(elementwise::cast(c.input(0)?, *to, *saturate, *e8m0_round)),
         Op::Identity => one(c.input(0)?.clone()),
-        Op::Conv(a) => one(conv::conv(c.input(0)?, c.input(1)?, c.opt(2), a, c.prep)?),
+        Op::Conv(a) => one(conv::conv(
+            c.input(0)?,
+            c.input(1)?,
+            c.opt(2),
+            a,
+            c.prep,
+            c.act,
+        )?),
         Op::ConvTranspose(a) => one(upsample::conv_transpose(
             c.input(0)?,
             c.input(1)?,
