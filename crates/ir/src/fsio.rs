@@ -43,8 +43,12 @@ impl AtomicFile {
         if let Some(f) = self.file.take() {
             f.into_inner().map_err(|e| e.into_error())?.sync_all().ok();
         }
+        // Renamed under the registry's lock: an interrupt handler removing the temporaries
+        // holds it until the process exits (`remove_temps_and_exit`), so a Ctrl-C never
+        // makes this rename fail on a vanished file (an I/O error, exit 2, not 130).
+        let mut temps = TEMPS.lock().unwrap_or_else(|e| e.into_inner());
         std::fs::rename(&self.tmp, &self.path)?;
-        unregister_temp(&self.tmp);
+        temps.retain(|x| x != &self.tmp);
         Ok(())
     }
 }
