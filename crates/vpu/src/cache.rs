@@ -93,6 +93,41 @@ impl Cache {
         }
     }
 
+    /// Access the lines of one burst row: `cols` elements of `es` bytes, `col_stride`
+    /// bytes apart, from byte `base`; each line once, in order.
+    #[inline]
+    pub fn touch_row(
+        &mut self,
+        base: usize,
+        cols: usize,
+        col_stride: usize,
+        es: usize,
+        write: bool,
+    ) {
+        let line_shift = self.line_shift;
+        if col_stride == es {
+            let l0 = (base >> line_shift) as u64;
+            let l1 = ((base + cols * es - 1) >> line_shift) as u64;
+            self.access_run(l0, l1, write);
+        } else if col_stride <= 1 << line_shift {
+            // Elements at most a line apart leave no line between the first and the
+            // last element's out: every line of that run, in order, once (what the
+            // loop below visits).
+            let l0 = (base >> line_shift) as u64;
+            let l1 = ((base + (cols - 1) * col_stride) >> line_shift) as u64;
+            self.access_run(l0, l1, write);
+        } else {
+            let mut prev = u64::MAX;
+            for c in 0..cols {
+                let l = ((base + c * col_stride) >> line_shift) as u64;
+                if l != prev {
+                    self.access_line(l, write);
+                    prev = l;
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     fn touch(&mut self, line: u64, write: bool) -> Access {
         self.clock += 1;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod batch;
+mod batch_dma;
 mod issue_each;
 
 pub(crate) use batch::Batch;
@@ -432,6 +433,11 @@ impl Machine {
     #[inline]
     pub(crate) fn has_data(&self) -> bool {
         self.timing_only.is_none()
+    }
+
+    /// Whether bytes `addr..addr + len` lie inside the simulated memory.
+    pub(crate) fn in_mem(&self, addr: u64, len: usize) -> bool {
+        self.check(addr, len).is_ok()
     }
 
     /// The simulated memory's size in bytes.
@@ -920,22 +926,11 @@ impl Machine {
 
     /// The values of burst `x` (checked to lie inside memory and the VRF).
     fn move_data(&mut self, x: &Xfer, to_mem: bool) {
-        let es = x.elem.size();
         for r in 0..x.rows {
             let base = x.addr as usize + r * x.row_stride;
             let vbase = x.vrf_off + r * x.vrf_row_stride;
             let v = &mut self.vrf[x.vpu][vbase..vbase + x.cols];
-            if x.col_stride == es {
-                // A contiguous run: one conversion loop per element type.
-                let mem = &mut self.mem[base..base + x.cols * es];
-                copy_run(mem, v, x.elem, to_mem);
-            } else {
-                // Strided: the row's span once (checked above), then every
-                // `col_stride`-th element without a bounds check per element.
-                let span = (x.cols - 1) * x.col_stride + es;
-                let mem = &mut self.mem[base..base + span];
-                copy_strided(mem, v, x.elem, x.col_stride, to_mem);
-            }
+            move_row(&mut self.mem, base, v, x.elem, x.col_stride, to_mem);
         }
     }
 
@@ -955,30 +950,9 @@ impl Machine {
     fn touch_lines(&mut self, x: &Xfer, to_mem: bool) -> CacheStats {
         let s0 = self.cache.stats;
         let es = x.elem.size();
-        let line_shift = self.cache.line_bytes().trailing_zeros();
         for r in 0..x.rows {
             let base = x.addr as usize + r * x.row_stride;
-            if x.col_stride == es {
-                let l0 = (base >> line_shift) as u64;
-                let l1 = ((base + x.cols * es - 1) >> line_shift) as u64;
-                self.cache.access_run(l0, l1, to_mem);
-            } else if x.col_stride <= 1 << line_shift {
-                // Elements at most a line apart leave no line between the first and
-                // the last element's out: every line of that run, in order, once (what
-                // the loop below visits).
-                let l0 = (base >> line_shift) as u64;
-                let l1 = ((base + (x.cols - 1) * x.col_stride) >> line_shift) as u64;
-                self.cache.access_run(l0, l1, to_mem);
-            } else {
-                let mut prev = u64::MAX;
-                for c in 0..x.cols {
-                    let l = ((base + c * x.col_stride) >> line_shift) as u64;
-                    if l != prev {
-                        self.cache.access_line(l, to_mem);
-                        prev = l;
-                    }
-                }
-            }
+            self.cache.touch_row(base, x.cols, x.col_stride, es, to_mem);
         }
         self.cache.stats.minus(&s0)
     }
@@ -987,28 +961,8 @@ impl Machine {
     /// side (`onchip_bytes`) and its off-chip lines (`d`), plus the memory latency when a
     /// line missed. Returns the end.
     fn occupy_channel(&mut self, start: u64, onchip_bytes: usize, d: &CacheStats) -> u64 {
-        let bpc = self.arch.dma.bytes_per_cycle;
-        // A power-of-two whole width (the default 4 B/cycle) divides exactly: the
-        // integer ceiling is the float one (the byte count is below 2^53).
-        let whole = bpc as u64;
-        let onchip = if whole as f64 == bpc && whole.is_power_of_two() {
-            (onchip_bytes as u64).div_ceil(whole)
-        } else {
-            ceil_u64(div_exact(onchip_bytes as f64, bpc))
-        };
-        // No line to move (most bursts hit): 0 cycles, what the division gives.
-        let lines = d.misses + d.evictions;
-        let offchip = if lines == 0 {
-            0
-        } else {
-            ceil_u64(lines as f64 * self.cache.line_bytes() as f64 / self.arch.memory.bandwidth)
-        };
-        let lat = if d.misses > 0 {
-            self.arch.memory.latency_cycles
-        } else {
-            0
-        };
-        let dur = self.sat_add(self.arch.dma.setup_cycles, onchip.max(offchip));
+        let (setup, body, lat) = burst_parts(&self.arch, self.cache.line_bytes(), onchip_bytes, d);
+        let dur = self.sat_add(setup, body);
         let dur = self.sat_add(dur, lat);
         let end = self.sat_add(start, dur);
         self.t.dma_t = end;
@@ -1055,6 +1009,63 @@ impl Machine {
     fn vrf_move(&mut self, src_p: usize, src: usize, dst_p: usize, dst: usize, n: usize) {
         let tmp: Vec<i32> = self.vrf[src_p][src..src + n].to_vec();
         self.vrf[dst_p][dst..dst + n].copy_from_slice(&tmp);
+    }
+}
+
+/// The channel time of one burst (see [`Machine::occupy_channel`]): its set-up, the
+/// slower of its on-chip side (`onchip_bytes`) and its off-chip lines (`d`), and the
+/// memory latency when a line missed.
+#[inline]
+pub(crate) fn burst_parts(
+    arch: &Arch,
+    line_bytes: usize,
+    onchip_bytes: usize,
+    d: &CacheStats,
+) -> (u64, u64, u64) {
+    let bpc = arch.dma.bytes_per_cycle;
+    // A power-of-two whole width (the default 4 B/cycle) divides exactly: the
+    // integer ceiling is the float one (the byte count is below 2^53).
+    let whole = bpc as u64;
+    let onchip = if whole as f64 == bpc && whole.is_power_of_two() {
+        (onchip_bytes as u64).div_ceil(whole)
+    } else {
+        ceil_u64(div_exact(onchip_bytes as f64, bpc))
+    };
+    // No line to move (most bursts hit): 0 cycles, what the division gives.
+    let lines = d.misses + d.evictions;
+    let offchip = if lines == 0 {
+        0
+    } else {
+        ceil_u64(lines as f64 * line_bytes as f64 / arch.memory.bandwidth)
+    };
+    let lat = if d.misses > 0 {
+        arch.memory.latency_cycles
+    } else {
+        0
+    };
+    (arch.dma.setup_cycles, onchip.max(offchip), lat)
+}
+
+/// One burst row between memory (from byte `base`) and the register lanes `v`
+/// (`v.len()` elements `col_stride` bytes apart; checked to lie inside memory).
+#[inline]
+pub(crate) fn move_row(
+    mem: &mut [u8],
+    base: usize,
+    v: &mut [i32],
+    e: Elem,
+    col_stride: usize,
+    to_mem: bool,
+) {
+    let (es, cols) = (e.size(), v.len());
+    if col_stride == es {
+        // A contiguous run: one conversion loop per element type.
+        copy_run(&mut mem[base..base + cols * es], v, e, to_mem);
+    } else {
+        // Strided: the row's span once, then every `col_stride`-th element without a
+        // bounds check per element.
+        let span = (cols - 1) * col_stride + es;
+        copy_strided(&mut mem[base..base + span], v, e, col_stride, to_mem);
     }
 }
 

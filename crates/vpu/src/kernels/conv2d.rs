@@ -12,6 +12,8 @@ use crate::machine::{Batch, Elem, Machine, Xfer, ceil_u64};
 use crate::problem::{QConv, conv_out_hw, out_quant};
 use crate::vector::{macc_portable, slide_down, two_regs};
 
+mod strided;
+
 /// A convolution with operands in simulated memory (CHW input, OIHW weights).
 #[derive(Clone, Debug)]
 pub struct ConvJob {
@@ -422,16 +424,7 @@ fn load_segment(
     step: usize,
 ) -> Result<()> {
     let v = m.vlen;
-    // Positions c with 0 <= col0 + c*step < W.
-    let lo = if col0 >= 0 {
-        0
-    } else {
-        ((-col0) as usize).div_ceil(step)
-    };
-    let mut hi = len;
-    while hi > lo && col0 + ((hi - 1) * step) as isize >= j.w as isize {
-        hi -= 1;
-    }
+    let (lo, hi) = valid_cols(j, col0, len, step);
     if lo > 0 || hi < len {
         m.vmv_vx(q, reg, j.x_zp, len);
     }
@@ -454,6 +447,21 @@ fn load_segment(
         m.vadd_vx(q, reg, reg, -j.x_zp, len);
     }
     Ok(())
+}
+
+/// The positions `lo..hi` of a segment (`len` positions `step` apart from padded
+/// column `col0`) that lie inside the input: 0 <= col0 + c*step < W.
+fn valid_cols(j: &ConvJob, col0: isize, len: usize, step: usize) -> (usize, usize) {
+    let lo = if col0 >= 0 {
+        0
+    } else {
+        ((-col0) as usize).div_ceil(step)
+    };
+    let mut hi = len;
+    while hi > lo && col0 + ((hi - 1) * step) as isize >= j.w as isize {
+        hi -= 1;
+    }
+    (lo, hi)
 }
 
 /// Stride-1 width: load the band's original rows into V0.. (one register per input row).
@@ -577,6 +585,8 @@ fn macs(
             macs_batched(b, vrf, v, j, nw, taps, s, (mac_c, slide_c));
             return Ok(());
         }
+    } else if strided::macs_batched(m, j, (w0, nw), ci, taps, s, mac_c)? {
+        return Ok(());
     }
     let mut sc = 0;
     let MacScratch {

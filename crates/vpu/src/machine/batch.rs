@@ -6,25 +6,39 @@
 //! [`Machine::batch`], that no time can saturate over the whole run.
 
 use super::{Machine, Timing};
+use crate::arch::Arch;
+use crate::cache::Cache;
 
 /// The timing side of a batch (see the module comment); [`Batch::end`] writes it back.
 /// The clocks and queue position of one VPU at a time (`cur`) live in locals too.
 pub(crate) struct Batch<'a> {
-    t: &'a mut Timing,
+    pub(super) t: &'a mut Timing,
+    /// For DMA bursts in the batch (`machine/batch_dma.rs`).
+    pub(super) cache: &'a mut Cache,
+    pub(super) arch: &'a Arch,
+    pub(super) dma_busy: u64,
     ic: u64,
     loop_c: u64,
-    host: u64,
-    control: u64,
-    comp: u64,
-    stall: u64,
+    pub(super) host: u64,
+    pub(super) control: u64,
+    pub(super) comp: u64,
+    pub(super) stall: u64,
     instrs: u64,
     busy: u64,
     cur: usize,
     vt: u64,
-    idle: u64,
+    pub(super) idle: u64,
     next: usize,
     full: bool,
 }
+
+/// A batch and what its values need: the register files and the memory (none on a
+/// timing-only copy).
+#[allow(clippy::type_complexity)]
+pub(crate) type BatchParts<'a> = (
+    Option<Batch<'a>>,
+    Option<(&'a mut [Vec<i32>], &'a mut [u8])>,
+);
 
 impl Machine {
     /// A batch of at most `instrs` vector instructions of at most `cycles` each and
@@ -38,8 +52,20 @@ impl Machine {
         cycles: u64,
         loops: u64,
     ) -> Result<(Option<Batch<'_>>, Option<&mut [Vec<i32>]>), ()> {
+        let (b, data) = self.batch_mem(instrs, cycles, loops)?;
+        Ok((b, data.map(|(f, _)| f)))
+    }
+
+    /// [`Machine::batch`] with the memory beside the VRF; a DMA burst counts as one of
+    /// the `instrs`, its `cycles` covering the host's programming and the channel time.
+    pub(crate) fn batch_mem(
+        &mut self,
+        instrs: u64,
+        cycles: u64,
+        loops: u64,
+    ) -> Result<BatchParts<'_>, ()> {
         if self.data_only {
-            return Ok((None, Some(&mut self.vrf[..])));
+            return Ok((None, Some((&mut self.vrf[..], &mut self.mem[..]))));
         }
         let ic = self.arch.host.issue_cycles;
         let loop_c = self.arch.host.loop_cycles;
@@ -61,11 +87,17 @@ impl Machine {
             return Err(());
         }
         let host = self.t.host_t;
-        let vrf = self.timing_only.is_none().then_some(&mut self.vrf[..]);
+        let data = self
+            .timing_only
+            .is_none()
+            .then_some((&mut self.vrf[..], &mut self.mem[..]));
         let t = &mut self.t;
         let (vt, idle, next, full) = (t.vpu_t[0], t.dma_idle[0], t.queue.next[0], t.queue.full[0]);
         let b = Batch {
             t,
+            cache: &mut self.cache,
+            arch: &self.arch,
+            dma_busy: 0,
             ic,
             loop_c,
             host,
@@ -80,14 +112,14 @@ impl Machine {
             next,
             full,
         };
-        Ok((Some(b), vrf))
+        Ok((Some(b), data))
     }
 }
 
 impl Batch<'_> {
     /// Keep VPU `p`'s clocks and queue position in the locals.
     #[inline(always)]
-    fn select(&mut self, p: usize) {
+    pub(super) fn select(&mut self, p: usize) {
         if p != self.cur {
             self.store();
             let t = &*self.t;
@@ -107,6 +139,17 @@ impl Batch<'_> {
     /// (`vmacc.vx`: `issue(p, &[dst, src], Some(dst), cycles)` schedules the same).
     #[inline(always)]
     pub(crate) fn op(&mut self, p: usize, src: usize, dst: usize, cycles: u64) {
+        self.op_impl(p, Some(src), dst, cycles);
+    }
+
+    /// `issue(p, &[], Some(dst), cycles)` (`vmv.v.x`).
+    #[inline(always)]
+    pub(crate) fn op_dst(&mut self, p: usize, dst: usize, cycles: u64) {
+        self.op_impl(p, None, dst, cycles);
+    }
+
+    #[inline(always)]
+    fn op_impl(&mut self, p: usize, src: Option<usize>, dst: usize, cycles: u64) {
         self.select(p);
         // `host(issue_cycles)`: control time.
         self.host += self.ic;
@@ -126,13 +169,16 @@ impl Batch<'_> {
             }
         }
         let base = p * t.vregs;
-        let (s, d) = (t.regs[base + src], t.regs[base + dst]);
+        let d = t.regs[base + dst];
         let mut ready = self.host.max(self.vt);
         let mut start = ready;
-        if s.dma {
-            start = start.max(s.avail);
-        } else {
-            ready = ready.max(s.avail);
+        if let Some(src) = src {
+            let s = t.regs[base + src];
+            if s.dma {
+                start = start.max(s.avail);
+            } else {
+                ready = ready.max(s.avail);
+            }
         }
         if d.dma {
             start = start.max(d.avail);
@@ -144,8 +190,10 @@ impl Batch<'_> {
         self.idle = self.idle.saturating_add(start - ready);
         let end = start + cycles;
         self.vt = end;
-        let r = &mut t.regs[base + src];
-        r.free = r.free.max(end);
+        if let Some(src) = src {
+            let r = &mut t.regs[base + src];
+            r.free = r.free.max(end);
+        }
         let r = &mut t.regs[base + dst];
         r.avail = end;
         r.dma = false;
@@ -238,6 +286,13 @@ impl Batch<'_> {
                 t.ctr.vpu_busy = u64::MAX;
             }
         }
+        match t.ctr.dma_busy.checked_add(self.dma_busy) {
+            Some(s) if s < u64::MAX => t.ctr.dma_busy = s,
+            _ => {
+                t.overflow = true;
+                t.ctr.dma_busy = u64::MAX;
+            }
+        }
     }
 }
 
@@ -319,6 +374,79 @@ mod tests {
                 }
             }
             let v = a.vlen;
+            a.dma_in(&Xfer::row(0, 19, 0, v, 0, Elem::U8, v)).unwrap();
+            b.dma_in(&Xfer::row(0, 19, 0, v, 0, Elem::U8, v)).unwrap();
+            assert_eq!(a.counters(), b.counters());
+            assert_eq!((a.now(), a.finish_time()), (b.now(), b.finish_time()));
+        }
+    }
+
+    #[test]
+    fn a_batch_with_bursts_schedules_as_one_call_each() {
+        for depth in [1, 3, 32] {
+            let (mut a, mut b) = (setup(depth), setup(depth));
+            let v = a.vlen;
+            let x = a.put(Elem::U8, &vec![5; 64 * v]);
+            b.put(Elem::U8, &vec![5; 64 * v]);
+            // (vpu, reg, first byte, cols, byte stride); `None`: vmv.v.x to V19 of VPU
+            // 0, vadd.vx on V20 of VPU 1, then MACs into V21/V22 from V19 of VPU 0.
+            let bursts = [
+                Some((0, 19, 0, v / 2, 2)),
+                None,
+                Some((1, 20, 7, v / 4, 3)),
+                Some((0, 19, 200, v, 1)),
+                None,
+                Some((1, 20, 9000, 3, 200)),
+                None,
+                Some((0, 19, 40 * v, v / 2, 2)),
+                Some((0, 20, 40 * v + 1, v / 2, 2)),
+            ];
+            let burst = a.burst_bound(v, 1, 200).unwrap();
+            let (bt, _) = a.batch_mem(6 * bursts.len() as u64, burst + 9, 0).unwrap();
+            let mut bt = bt.unwrap();
+            for s in bursts {
+                match s {
+                    Some((p, r, at, n, st)) => bt.dma_in_row(p, r, x as usize + at, n, 1, st),
+                    None => {
+                        bt.op_dst(0, 19, 3);
+                        bt.op(1, 20, 20, 4);
+                        bt.op(0, 19, 21, 9);
+                        bt.op(0, 19, 22, 9);
+                    }
+                }
+            }
+            bt.end();
+            for s in bursts {
+                match s {
+                    Some((p, r, at, n, st)) => b
+                        .dma_in(&Xfer {
+                            vpu: p,
+                            addr: x + at as u64,
+                            elem: Elem::U8,
+                            rows: 1,
+                            cols: n,
+                            col_stride: st,
+                            row_stride: 0,
+                            vrf_off: r * v,
+                            vrf_row_stride: v,
+                        })
+                        .unwrap(),
+                    None => {
+                        b.issue(0, &[], Some(19), 3);
+                        b.issue(1, &[20], Some(20), 4);
+                        b.issue(0, &[21, 19], Some(21), 9);
+                        b.issue(0, &[22, 19], Some(22), 9);
+                    }
+                }
+            }
+            assert_eq!(a.counters(), b.counters());
+            assert_eq!((a.now(), a.finish_time()), (b.now(), b.finish_time()));
+            for p in 0..2 {
+                for r in [19, 20, 21, 22] {
+                    assert_eq!(a.issue(p, &[r], Some(25), 1), b.issue(p, &[r], Some(25), 1));
+                    assert_eq!(a.issue(p, &[26], Some(r), 1), b.issue(p, &[26], Some(r), 1));
+                }
+            }
             a.dma_in(&Xfer::row(0, 19, 0, v, 0, Elem::U8, v)).unwrap();
             b.dma_in(&Xfer::row(0, 19, 0, v, 0, Elem::U8, v)).unwrap();
             assert_eq!(a.counters(), b.counters());
