@@ -277,32 +277,8 @@ impl MicroKernel for Portable {
     const NV: usize = 2;
 
     unsafe fn tile(mr: usize, nv: usize, k4: usize, a: *const u8, b: *const u8, out: *mut i32) {
-        let pw = nv * Self::VEC;
-        // SAFETY: the caller guarantees the packed layouts and sizes (trait contract).
-        let (a, b) = unsafe {
-            (
-                std::slice::from_raw_parts(a, k4 * Self::MR * 4),
-                std::slice::from_raw_parts(b, k4 * pw * 4),
-            )
-        };
-        let mut acc = [[0i32; 16]; 4];
-        for (aq, bq) in a.chunks_exact(Self::MR * 4).zip(b.chunks_exact(pw * 4)) {
-            for (r, acc_r) in acc.iter_mut().enumerate().take(mr) {
-                let w: [i32; 4] = std::array::from_fn(|j| aq[r * 4 + j] as i8 as i32);
-                for (c, s) in acc_r[..pw].iter_mut().enumerate() {
-                    let x = &bq[c * 4..c * 4 + 4];
-                    let dot = (x[0] as i32 * w[0] + x[1] as i32 * w[1])
-                        + (x[2] as i32 * w[2] + x[3] as i32 * w[3]);
-                    *s = s.wrapping_add(dot);
-                }
-            }
-        }
-        for (r, acc_r) in acc.iter().enumerate().take(mr) {
-            for (c, &v) in acc_r[..pw].iter().enumerate() {
-                // SAFETY: out has room for a Tile (trait contract).
-                unsafe { *out.add(r * TILE_LD + c) = v };
-            }
-        }
+        // SAFETY: forwarded trait contract.
+        unsafe { portable_tile(mr, nv, k4, a, b, out, |pair| pair) }
     }
 }
 
@@ -323,31 +299,51 @@ impl MicroKernel for PortableSat {
     const NV: usize = 2;
 
     unsafe fn tile(mr: usize, nv: usize, k4: usize, a: *const u8, b: *const u8, out: *mut i32) {
-        let pw = nv * Self::VEC;
-        // SAFETY: the caller guarantees the packed layouts and sizes (trait contract).
-        let (a, b) = unsafe {
-            (
-                std::slice::from_raw_parts(a, k4 * Self::MR * 4),
-                std::slice::from_raw_parts(b, k4 * pw * 4),
-            )
-        };
-        let mut acc = [[0i32; 16]; 4];
-        for (aq, bq) in a.chunks_exact(Self::MR * 4).zip(b.chunks_exact(pw * 4)) {
-            for (r, acc_r) in acc.iter_mut().enumerate().take(mr) {
-                let w: [i32; 4] = std::array::from_fn(|j| aq[r * 4 + j] as i8 as i32);
-                for (c, s) in acc_r[..pw].iter_mut().enumerate() {
-                    let x = &bq[c * 4..c * 4 + 4];
-                    let dot = sat16(x[0] as i32 * w[0] + x[1] as i32 * w[1])
-                        + sat16(x[2] as i32 * w[2] + x[3] as i32 * w[3]);
-                    *s = s.wrapping_add(dot);
-                }
+        // SAFETY: forwarded trait contract.
+        unsafe { portable_tile(mr, nv, k4, a, b, out, sat16) }
+    }
+}
+
+/// The portable kernels' tile (4 rows, 8-column vectors): each 4-k group adds
+/// `pair(x0*w0 + x1*w1) + pair(x2*w2 + x3*w3)` to the wrapping int32 sum.
+///
+/// # Safety
+/// The [`MicroKernel::tile`] contract with MR = 4, VEC = 8.
+#[inline(always)]
+unsafe fn portable_tile(
+    mr: usize,
+    nv: usize,
+    k4: usize,
+    a: *const u8,
+    b: *const u8,
+    out: *mut i32,
+    pair: impl Fn(i32) -> i32,
+) {
+    const MR: usize = 4;
+    let pw = nv * 8;
+    // SAFETY: the caller guarantees the packed layouts and sizes (trait contract).
+    let (a, b) = unsafe {
+        (
+            std::slice::from_raw_parts(a, k4 * MR * 4),
+            std::slice::from_raw_parts(b, k4 * pw * 4),
+        )
+    };
+    let mut acc = [[0i32; 16]; MR];
+    for (aq, bq) in a.chunks_exact(MR * 4).zip(b.chunks_exact(pw * 4)) {
+        for (r, acc_r) in acc.iter_mut().enumerate().take(mr) {
+            let w: [i32; 4] = std::array::from_fn(|j| aq[r * 4 + j] as i8 as i32);
+            for (c, s) in acc_r[..pw].iter_mut().enumerate() {
+                let x = &bq[c * 4..c * 4 + 4];
+                let dot = pair(x[0] as i32 * w[0] + x[1] as i32 * w[1])
+                    + pair(x[2] as i32 * w[2] + x[3] as i32 * w[3]);
+                *s = s.wrapping_add(dot);
             }
         }
-        for (r, acc_r) in acc.iter().enumerate().take(mr) {
-            for (c, &v) in acc_r[..pw].iter().enumerate() {
-                // SAFETY: out has room for a Tile (trait contract).
-                unsafe { *out.add(r * TILE_LD + c) = v };
-            }
+    }
+    for (r, acc_r) in acc.iter().enumerate().take(mr) {
+        for (c, &v) in acc_r[..pw].iter().enumerate() {
+            // SAFETY: out has room for a Tile (trait contract).
+            unsafe { *out.add(r * TILE_LD + c) = v };
         }
     }
 }
