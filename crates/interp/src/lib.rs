@@ -38,7 +38,9 @@ pub use error::InterpError;
 pub use exec::{Substitute, eval_node, run, run_observed, run_substituted};
 pub use kernels::isa_name;
 pub use ops::elementwise::sigmoid_f32;
-pub use ort_kernels::{OrtKernels, ort_kernels, set_ort_kernels, with_exact_products};
+pub use ort_kernels::{
+    OrtKernels, exact_products_active, ort_kernels, set_ort_kernels, with_exact_products,
+};
 pub use prepared::Session;
 pub use random::{check_memory, min_run_bytes, random_inputs};
 

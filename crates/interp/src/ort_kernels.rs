@@ -134,6 +134,12 @@ pub fn with_exact_products<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Whether a [`with_exact_products`] is active on this thread (work handed to other
+/// threads re-enters it there).
+pub fn exact_products_active() -> bool {
+    EXACT_PRODUCTS.with(|c| c.get())
+}
+
 /// Whether u8 x s8 GEMMs on this thread reproduce onnxruntime's AVX2 pair saturation:
 /// the variant in effect saturates and no [`with_exact_products`] is active.
 pub(crate) fn saturating_u8s8() -> bool {

@@ -20,9 +20,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod batch;
 mod batch_dma;
+mod batch_memo;
 mod issue_each;
 
 pub(crate) use batch::Batch;
+pub(crate) use batch_memo::OpsMemo;
 
 /// Element type of a memory operand moved by the DMA (the DMA widens to or narrows from
 /// the VRF's 32-bit elements, like the X-HEEP DMA's data-type conversion [unverified]).

@@ -63,6 +63,15 @@ fn conv2d_shapes() {
         ConvKind::Conv2d,
         &g.conv(5, 9, 9, 3, (1, 1), (1, 1), [0, 0, 0, 0], (1, 1), 1),
     );
+    // Stride-1 width with a dilated width: slides by 2 and 4 (values.rs reads the band
+    // rows at those offsets directly).
+    for vpus in [1, 2] {
+        check(
+            &a.with(vpus, 1.2),
+            ConvKind::Conv2d,
+            &g.conv(3, 10, 21, 3, (3, 3), (1, 1), [1, 2, 1, 2], (1, 2), 1),
+        );
+    }
 }
 
 #[test]

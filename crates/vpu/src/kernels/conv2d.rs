@@ -8,11 +8,13 @@
 
 use super::{Dataflow, OutQuant, Spill, zp_at};
 use crate::error::{Result, VpuError, kerr};
-use crate::machine::{Batch, Elem, Machine, Xfer, ceil_u64};
+use crate::machine::{Batch, Elem, Machine, OpsMemo, Xfer, ceil_u64};
 use crate::problem::{QConv, conv_out_hw, out_quant};
 use crate::vector::{macc_portable, slide_down, two_regs};
 
+mod band;
 mod strided;
+mod values;
 
 /// A convolution with operands in simulated memory (CHW input, OIHW weights).
 #[derive(Clone, Debug)]
@@ -243,11 +245,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                 for ci in 0..j.c_in {
                     m.host_loop(1);
                     let tv = taps.get(m, j, &g, co, ci)?;
-                    for q in 0..p {
-                        if let Some(tile) = g.tile(q, t) {
-                            load_band(m, j, &g, q, tile, wx, ci)?;
-                        }
-                    }
+                    load_bands(m, j, &g, t, wx, ci)?;
                     macs(m, j, &g, t, wx, ci, tv, &mut scratch)?;
                 }
                 finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
@@ -258,11 +256,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                 for wx in 0..w_chunks {
                     for ci in 0..j.c_in {
                         m.host_loop(1);
-                        for q in 0..p {
-                            if let Some(tile) = g.tile(q, t) {
-                                load_band(m, j, &g, q, tile, wx, ci)?;
-                            }
-                        }
+                        load_bands(m, j, &g, t, wx, ci)?;
                         for co in 0..j.c_out {
                             m.host_loop(1);
                             let tv = taps.get(m, j, &g, co, ci)?;
@@ -283,11 +277,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                         for wx in 0..w_chunks {
                             m.host_loop(1);
                             init(m, j, &g, t, wx, co, ci)?;
-                            for q in 0..p {
-                                if let Some(tile) = g.tile(q, t) {
-                                    load_band(m, j, &g, q, tile, wx, ci)?;
-                                }
-                            }
+                            load_bands(m, j, &g, t, wx, ci)?;
                             macs(m, j, &g, t, wx, ci, tv, &mut scratch)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
@@ -464,6 +454,20 @@ fn valid_cols(j: &ConvJob, col0: isize, len: usize, step: usize) -> (usize, usiz
     (lo, hi)
 }
 
+/// Every VPU's band for step `t` (stride-1 widths; strided ones load per tap in `macs`):
+/// as one batch where it can be, else row by row.
+fn load_bands(m: &mut Machine, j: &ConvJob, g: &Geo, t: usize, wx: usize, ci: usize) -> Result<()> {
+    if j.stride.1 != 1 || band::load_bands_batched(m, j, g, t, wx, ci)? {
+        return Ok(());
+    }
+    for q in 0..m.vpus() {
+        if let Some(tile) = g.tile(q, t) {
+            load_band(m, j, g, q, tile, wx, ci)?;
+        }
+    }
+    Ok(())
+}
+
 /// Stride-1 width: load the band's original rows into V0.. (one register per input row).
 fn load_band(
     m: &mut Machine,
@@ -507,6 +511,16 @@ struct MacScratch {
     ihs: Vec<usize>,
     /// One tap column's (accumulator, tap) targets.
     group: Vec<(usize, i32)>,
+    /// The registers the stride-1 slides and MACs of the step use (band rows, scratch,
+    /// accumulators), and their schedules seen so far.
+    regs: Vec<usize>,
+    memo: OpsMemo,
+    /// Per VPU `q`, at `out_at[q]..out_at[q + 1]`: every (output row, band row, ky)
+    /// MAC target of the step, by output row (`values.rs`).
+    by_out: Vec<(usize, usize, usize)>,
+    out_at: Vec<usize>,
+    /// The step's slides and MACs (all VPUs).
+    ops: u64,
 }
 
 impl MacScratch {
@@ -519,6 +533,11 @@ impl MacScratch {
             nus: Vec::new(),
             ihs: Vec::new(),
             group: Vec::with_capacity(MAX_OUT_ROWS),
+            regs: Vec::new(),
+            memo: OpsMemo::default(),
+            by_out: Vec::new(),
+            out_at: Vec::new(),
+            ops: 0,
         }
     }
 
@@ -549,6 +568,26 @@ impl MacScratch {
                 &mut self.ihs[at],
             );
         }
+        self.by_out.clear();
+        self.out_at.clear();
+        for q in 0..p {
+            self.out_at.push(self.by_out.len());
+            let start = self.by_out.len();
+            for r in 0..count {
+                let at = r * p + q;
+                let users = &self.users[at][..self.nus[at]];
+                self.by_out.extend(users.iter().map(|&(o, ky)| (o, r, ky)));
+            }
+            self.by_out[start..].sort_by_key(|e| e.0);
+        }
+        self.out_at.push(self.by_out.len());
+        let rows = (0..count * p).filter(|&at| self.nus[at] > 0).count();
+        self.ops = (self.by_out.len() * j.kw + rows * (j.kw - 1)) as u64;
+        self.regs.clear();
+        self.regs
+            .extend((0..count).chain(SCRATCH).chain(ACC0..ACC0 + MAX_OUT_ROWS));
+        self.regs.sort_unstable();
+        self.regs.dedup();
         self.step = Some(t);
         self.count = count;
     }
@@ -582,7 +621,23 @@ fn macs(
         let cols = (count * j.kw) as u64;
         let instrs = cols * (p * (1 + MAX_OUT_ROWS)) as u64;
         if let Ok((b, vrf)) = m.batch(instrs, mac_c.max(slide_c), cols) {
-            macs_batched(b, vrf, v, j, nw, taps, s, (mac_c, slide_c));
+            if let Some(mut b) = b {
+                // The same slides and MACs for every channel pair of this step and chunk.
+                let mut memo = std::mem::take(&mut s.memo);
+                let name = [t as u64, wx as u64, mac_c, slide_c];
+                memo.run(&mut b, &name, &s.regs, s.ops, |b| {
+                    macs_timing(b, j, s, (mac_c, slide_c))
+                });
+                s.memo = memo;
+                b.end();
+            }
+            if let Some(f) = vrf {
+                if values::covers(j, nw, v) {
+                    values::step_values(f, v, j, nw, taps, s);
+                } else {
+                    macs_data(f, v, j, nw, taps, s);
+                }
+            }
             return Ok(());
         }
     } else if strided::macs_batched(m, j, (w0, nw), ci, taps, s, mac_c)? {
@@ -678,58 +733,41 @@ fn row_users(
     }
 }
 
-/// `macs` for a stride-1 width: the same instructions in the same order, their timing
-/// on batch `b` (none when the machine runs data-only), then their values on the
-/// register files `vrf` (none on a timing-only copy; no instruction's timing depends on
-/// a value).
-#[allow(clippy::too_many_arguments)]
-fn macs_batched(
-    b: Option<Batch<'_>>,
-    vrf: Option<&mut [Vec<i32>]>,
-    v: usize,
-    j: &ConvJob,
-    nw: usize,
-    taps: &[i32],
-    s: &MacScratch,
-    (mac_c, slide_c): (u64, u64),
-) {
+/// The timing of `macs` for a stride-1 width on batch `b`: the same instructions in
+/// the same order (their values come from [`macs_data`]; no instruction's timing
+/// depends on a value).
+fn macs_timing(b: &mut Batch<'_>, j: &ConvJob, s: &MacScratch, (mac_c, slide_c): (u64, u64)) {
     let p = s.p;
-    if let Some(mut b) = b {
-        let mut sc = 0;
-        for r in 0..s.count {
-            let at = r * p..(r + 1) * p;
-            let (nus, users) = (&s.nus[at.clone()], &s.users[at]);
-            for kx in 0..j.kw {
-                let mut any = false;
-                for (q, &nu) in nus.iter().enumerate() {
-                    if nu == 0 {
-                        continue;
-                    }
-                    any = true;
-                    let src = if kx == 0 {
-                        r
-                    } else {
-                        b.op(q, r, SCRATCH[sc], slide_c);
-                        SCRATCH[sc]
-                    };
-                    for &(o, _) in &users[q][..nu] {
-                        b.op(q, src, ACC0 + o, mac_c);
-                    }
+    let mut sc = 0;
+    for r in 0..s.count {
+        let at = r * p..(r + 1) * p;
+        let (nus, users) = (&s.nus[at.clone()], &s.users[at]);
+        for kx in 0..j.kw {
+            let mut any = false;
+            for (q, &nu) in nus.iter().enumerate() {
+                if nu == 0 {
+                    continue;
                 }
-                if any {
-                    sc ^= 1;
-                    b.host_loop();
+                any = true;
+                let src = if kx == 0 {
+                    r
+                } else {
+                    b.op(q, r, SCRATCH[sc], slide_c);
+                    SCRATCH[sc]
+                };
+                for &(o, _) in &users[q][..nu] {
+                    b.op(q, src, ACC0 + o, mac_c);
                 }
             }
+            if any {
+                sc ^= 1;
+                b.host_loop();
+            }
         }
-        b.end();
-    }
-    if let Some(f) = vrf {
-        macs_data(f, v, j, nw, taps, s);
     }
 }
 
-/// The values of [`macs_batched`]'s slides and MACs, with AVX2 where the CPU has it
+/// The values of [`macs_timing`]'s slides and MACs, with AVX2 where the CPU has it
 /// (wrapping int32 arithmetic: the same values on every path).
 fn macs_data(f: &mut [Vec<i32>], v: usize, j: &ConvJob, nw: usize, taps: &[i32], s: &MacScratch) {
     #[cfg(target_arch = "x86_64")]

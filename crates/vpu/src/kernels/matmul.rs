@@ -10,7 +10,9 @@
 
 use super::{Dataflow, OutQuant, Spill, zp_at};
 use crate::error::{Result, kerr};
-use crate::machine::{Elem, Machine, Xfer};
+use crate::machine::{Elem, Machine, OpsMemo, Xfer};
+
+mod compute_batched;
 
 /// Operands already placed in simulated memory. `b` is K x N row-major (weights are staged
 /// offline in this layout). `bias` is i32[N]. `b_zp` has 1 or N entries.
@@ -112,6 +114,7 @@ pub fn matmul(m: &mut Machine, j: &MatMulJob, df: Dataflow) -> Result<()> {
     };
     let m_tiles = j.m.div_ceil(mt);
     let n_tiles = j.n.div_ceil(pl.n_tile());
+    let mut memo = OpsMemo::default();
     match df {
         Dataflow::Os => {
             for tm in 0..m_tiles {
@@ -123,7 +126,7 @@ pub fn matmul(m: &mut Machine, j: &MatMulJob, df: Dataflow) -> Result<()> {
                         m.host_loop(1);
                         load_a(m, j, &pl, tm, tk)?;
                         load_b(m, j, &pl, tk, tn)?;
-                        compute(m, j, &pl, tm, tk, tn);
+                        compute(m, j, &pl, tm, tk, tn, &mut memo);
                     }
                     finalize(m, j, &pl, tm, tn, k_tiles - 1, k_tiles)?;
                 }
@@ -139,7 +142,7 @@ pub fn matmul(m: &mut Machine, j: &MatMulJob, df: Dataflow) -> Result<()> {
                         load_zb(m, j, &pl, tn)?;
                         load_b(m, j, &pl, tk, tn)?;
                         init(m, j, &pl, tm, tn, tk)?;
-                        compute(m, j, &pl, tm, tk, tn);
+                        compute(m, j, &pl, tm, tk, tn, &mut memo);
                         finalize(m, j, &pl, tm, tn, tk, k_tiles)?;
                     }
                 }
@@ -155,7 +158,7 @@ pub fn matmul(m: &mut Machine, j: &MatMulJob, df: Dataflow) -> Result<()> {
                         m.host_loop(1);
                         load_a(m, j, &pl, tm, tk)?;
                         init(m, j, &pl, tm, tn, tk)?;
-                        compute(m, j, &pl, tm, tk, tn);
+                        compute(m, j, &pl, tm, tk, tn, &mut memo);
                         finalize(m, j, &pl, tm, tn, tk, k_tiles)?;
                     }
                 }
@@ -291,12 +294,23 @@ fn init(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tn: usize, tk: usi
     Ok(())
 }
 
-fn compute(m: &mut Machine, j: &MatMulJob, pl: &Plan, tm: usize, tk: usize, tn: usize) {
+fn compute(
+    m: &mut Machine,
+    j: &MatMulJob,
+    pl: &Plan,
+    tm: usize,
+    tk: usize,
+    tn: usize,
+    memo: &mut OpsMemo,
+) {
     let (_, nr) = rows_of(j.m, tm, pl.mt);
     let (_, nk) = rows_of(j.k, tk, pl.kt);
     let cols: Vec<usize> = (0..pl.p)
         .map(|q| pl.cols(j, tn * pl.n_tile(), q).1)
         .collect();
+    if compute_batched::compute_batched(m, j, pl, (nr, nk), &cols, memo) {
+        return;
+    }
     for i in 0..nr {
         let mut sum_a: i32 = 0;
         for kk in 0..nk {

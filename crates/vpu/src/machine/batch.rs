@@ -17,19 +17,19 @@ pub(crate) struct Batch<'a> {
     pub(super) cache: &'a mut Cache,
     pub(super) arch: &'a Arch,
     pub(super) dma_busy: u64,
-    ic: u64,
+    pub(super) ic: u64,
     loop_c: u64,
     pub(super) host: u64,
     pub(super) control: u64,
     pub(super) comp: u64,
     pub(super) stall: u64,
-    instrs: u64,
-    busy: u64,
-    cur: usize,
-    vt: u64,
+    pub(super) instrs: u64,
+    pub(super) busy: u64,
+    pub(super) cur: usize,
+    pub(super) vt: u64,
     pub(super) idle: u64,
-    next: usize,
-    full: bool,
+    pub(super) next: usize,
+    pub(super) full: bool,
 }
 
 /// A batch and what its values need: the register files and the memory (none on a
@@ -129,10 +129,17 @@ impl Batch<'_> {
         }
     }
 
-    fn store(&mut self) {
+    pub(super) fn store(&mut self) {
         let (t, p) = (&mut *self.t, self.cur);
         (t.vpu_t[p], t.dma_idle[p]) = (self.vt, self.idle);
         (t.queue.next[p], t.queue.full[p]) = (self.next, self.full);
+    }
+
+    /// Reload the current VPU's locals after the state was written directly.
+    pub(super) fn reload(&mut self) {
+        let (t, p) = (&*self.t, self.cur);
+        (self.vt, self.idle) = (t.vpu_t[p], t.dma_idle[p]);
+        (self.next, self.full) = (t.queue.next[p], t.queue.full[p]);
     }
 
     /// `issue(p, &[src], Some(dst), cycles)`, also for an instruction that reads `dst`

@@ -26,6 +26,7 @@ use pimkit_ir::{
     BinaryOp, DType, Graph, IrError, NodeId, Op, PoolKind, Tensor, TensorType, UnaryOp, ValueDef,
     ValueId,
 };
+use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 
 /// Quantizer errors, naming the node concerned.
@@ -117,6 +118,59 @@ pub fn calibrate_iter(
     inputs: impl IntoIterator<Item = HashMap<String, Tensor>>,
 ) -> QResult<Ranges> {
     let mut r: Ranges = HashMap::new();
+    for set in inputs {
+        merge_ranges(&mut r, sample_ranges(g, &set)?);
+    }
+    Ok(r)
+}
+
+/// [`calibrate_iter`] over `n` samples that `make(i)` builds, up to one per worker
+/// thread at a time (a sample at a time when two interpreter runs might not fit in
+/// memory). Min and max do not depend on the order they are taken in, so the ranges are
+/// the sequential ones; an error is the first sample's in order.
+pub fn calibrate_par(
+    g: &Graph,
+    n: usize,
+    make: impl Fn(usize) -> HashMap<String, Tensor> + Sync,
+) -> QResult<Ranges> {
+    let threads = rayon::current_num_threads().min(n).max(1);
+    // A run holds more than its lower bound (inputs plus the largest node output):
+    // four times it per run at once is the margin asked for.
+    let fits = |k: u64| {
+        let bytes = pimkit_interp::min_run_bytes(g).saturating_mul(4 * k);
+        pimkit_ir::memory::check_fits(bytes, "calibration").is_ok()
+    };
+    let at_once = if threads > 1 && fits(threads as u64) {
+        threads
+    } else {
+        1
+    };
+    // The caller's exact-products setting holds on the workers too.
+    let exact = pimkit_interp::exact_products_active();
+    let one = |i: usize| {
+        let run = || sample_ranges(g, &make(i));
+        if exact {
+            pimkit_interp::with_exact_products(run)
+        } else {
+            run()
+        }
+    };
+    let mut r: Ranges = HashMap::new();
+    for start in (0..n).step_by(at_once) {
+        let batch: Vec<QResult<Ranges>> = (start..(start + at_once).min(n))
+            .into_par_iter()
+            .map(one)
+            .collect();
+        for part in batch {
+            merge_ranges(&mut r, part?);
+        }
+    }
+    Ok(r)
+}
+
+/// One sample's [min, max] of every f32 value (graph inputs and node outputs).
+fn sample_ranges(g: &Graph, set: &HashMap<String, Tensor>) -> QResult<Ranges> {
+    let mut r: Ranges = HashMap::new();
     let mut note = |v: ValueId, t: &Tensor| {
         if let Some(d) = t.as_f32() {
             let (lo, hi) = d
@@ -128,20 +182,26 @@ pub fn calibrate_iter(
             *e = (e.0.min(lo), e.1.max(hi));
         }
     };
-    for set in inputs {
-        for &i in &g.inputs {
-            if let Some(t) = set.get(&g.value(i).name) {
-                note(i, t);
-            }
+    for &i in &g.inputs {
+        if let Some(t) = set.get(&g.value(i).name) {
+            note(i, t);
         }
-        pimkit_interp::run_observed(g, &set, &mut |n: NodeId, outs: &[Tensor]| {
-            for (o, t) in g.node(n).outputs.iter().zip(outs) {
-                note(*o, t);
-            }
-        })
-        .map_err(|e| QuantError::Calibration(e.to_string()))?;
     }
+    pimkit_interp::run_observed(g, set, &mut |n: NodeId, outs: &[Tensor]| {
+        for (o, t) in g.node(n).outputs.iter().zip(outs) {
+            note(*o, t);
+        }
+    })
+    .map_err(|e| QuantError::Calibration(e.to_string()))?;
     Ok(r)
+}
+
+/// Widen `into` by `part`'s ranges.
+fn merge_ranges(into: &mut Ranges, part: Ranges) {
+    for (v, (lo, hi)) in part {
+        let e = into.entry(v).or_insert((lo, hi));
+        *e = (e.0.min(lo), e.1.max(hi));
+    }
 }
 
 /// Relu/Clip nodes whose input may take their output range (the input is a node output
@@ -195,9 +255,9 @@ pub fn quantize_static(g: &Graph, opts: &QuantOptions, calib: usize, seed: u64) 
         None
     } else {
         pimkit_interp::check_memory(&f).map_err(|e| QuantError::Calibration(e.to_string()))?;
-        let sets =
-            (0..calib as u64).map(|i| pimkit_interp::random_inputs(&f, seed.wrapping_add(i)));
-        Some(calibrate_iter(&f, sets)?)
+        Some(calibrate_par(&f, calib, |i| {
+            pimkit_interp::random_inputs(&f, seed.wrapping_add(i as u64))
+        })?)
     };
     quantize(&f, ranges.as_ref(), opts)
 }
