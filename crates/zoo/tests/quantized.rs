@@ -209,3 +209,24 @@ fn quantized_nets_track_float() {
         assert!(e < 0.3, "{name}: {e} on a fresh input");
     }
 }
+
+/// The calibration run on worker threads gives the ranges of running the samples one
+/// after another, on any thread count (min and max do not depend on order).
+#[test]
+fn parallel_calibration_gives_the_sequential_ranges() {
+    let f = quantize::fold_batchnorm(&pimkit_zoo::build_float("q_resnet18", &small_net()).unwrap())
+        .unwrap();
+    let make = |i: usize| pimkit_interp::random_inputs(&f, CALIB0 + i as u64);
+    let seq = quantize::calibrate_iter(&f, (0..5).map(make)).unwrap();
+    for threads in [1, 2, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let par = pool
+            .install(|| quantize::calibrate_par(&f, 5, make))
+            .unwrap();
+        assert_eq!(par, seq, "{threads} threads");
+    }
+    assert!(seq.len() > 20, "every value has a range: {}", seq.len());
+}
