@@ -10,7 +10,6 @@ use super::{Dataflow, OutQuant, Spill, zp_at};
 use crate::error::{Result, VpuError, kerr};
 use crate::machine::{Batch, Elem, Machine, OpsMemo, Xfer, ceil_u64};
 use crate::problem::{QConv, conv_out_hw, out_quant};
-use crate::vector::{macc_portable, slide_down, two_regs};
 
 mod band;
 mod strided;
@@ -593,6 +592,20 @@ impl MacScratch {
     }
 }
 
+impl MacScratch {
+    /// The tap columns `macs` issues, in order: every kx of each band row some VPU uses
+    /// (`nus` depends on the row and VPU only), with the scratch register parity the
+    /// column's slide takes (it flips after every such column).
+    fn columns(&self, kw: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        let p = self.p;
+        (0..self.count)
+            .filter(move |&r| self.nus[r * p..(r + 1) * p].iter().any(|&nu| nu > 0))
+            .flat_map(move |r| (0..kw).map(move |kx| (r, kx)))
+            .enumerate()
+            .map(|(i, (r, kx))| (r, kx, i % 2))
+    }
+}
+
 /// All MACs of input channel `ci` for step `t`, issued VPU-interleaved so the
 /// cooperating VPUs run concurrently (same broadcast tap, own input stripe).
 #[allow(clippy::too_many_arguments)]
@@ -632,62 +645,47 @@ fn macs(
                 b.end();
             }
             if let Some(f) = vrf {
-                if values::covers(j, nw, v) {
-                    values::step_values(f, v, j, nw, taps, s);
-                } else {
-                    macs_data(f, v, j, nw, taps, s);
-                }
+                values::step_values(f, v, j, nw, taps, s);
             }
             return Ok(());
         }
     } else if strided::macs_batched(m, j, (w0, nw), ci, taps, s, mac_c)? {
         return Ok(());
     }
-    let mut sc = 0;
-    let MacScratch {
-        users,
-        nus,
-        ihs,
-        group,
-        ..
-    } = s;
-    for r in 0..count {
+    // One issue at a time (a clock could saturate in a batch); `group` is borrowed out
+    // of the scratch while its tables are read.
+    let mut group = std::mem::take(&mut s.group);
+    for (r, kx, sc) in s.columns(j.kw) {
         let at = r * p;
-        for kx in 0..j.kw {
-            let mut any = false;
-            for q in 0..p {
-                let nu = nus[at + q];
-                if nu == 0 {
-                    continue;
-                }
-                let ih = ihs[at + q];
-                any = true;
-                let src = if j.stride.1 == 1 {
-                    if kx == 0 {
-                        r
-                    } else {
-                        m.vslidedown_costing(q, SCRATCH[sc], r, kx * j.dil.1, nw, slide_c);
-                        SCRATCH[sc]
-                    }
+        for q in 0..p {
+            let nu = s.nus[at + q];
+            if nu == 0 {
+                continue;
+            }
+            let src = if j.stride.1 == 1 {
+                if kx == 0 {
+                    r
                 } else {
-                    let col0 = (w0 * j.stride.1 + kx * j.dil.1) as isize - j.pads[1] as isize;
-                    load_segment(m, j, q, SCRATCH[sc], ci, ih, col0, nw, j.stride.1)?;
+                    m.vslidedown_costing(q, SCRATCH[sc], r, kx * j.dil.1, nw, slide_c);
                     SCRATCH[sc]
-                };
-                group.clear();
-                group.extend(
-                    users[at + q][..nu]
-                        .iter()
-                        .map(|&(o, ky)| (ACC0 + o, taps[ky * j.kw + kx])),
-                );
-                m.vmacc_vx_each_costing(q, src, nw, group, mac_c);
-            }
-            if any {
-                sc ^= 1;
-                m.host_loop(1);
-            }
+                }
+            } else {
+                let col0 = (w0 * j.stride.1 + kx * j.dil.1) as isize - j.pads[1] as isize;
+                let ih = s.ihs[at + q];
+                load_segment(m, j, q, SCRATCH[sc], ci, ih, col0, nw, j.stride.1)?;
+                SCRATCH[sc]
+            };
+            group.clear();
+            group.extend(
+                s.users[at + q][..nu]
+                    .iter()
+                    .map(|&(o, ky)| (ACC0 + o, taps[ky * j.kw + kx])),
+            );
+            m.vmacc_vx_each_costing(q, src, nw, &group, mac_c);
         }
+        m.host_loop(1);
     }
+    s.group = group;
     Ok(())
 }
 
@@ -738,97 +736,23 @@ fn row_users(
 /// depends on a value).
 fn macs_timing(b: &mut Batch<'_>, j: &ConvJob, s: &MacScratch, (mac_c, slide_c): (u64, u64)) {
     let p = s.p;
-    let mut sc = 0;
-    for r in 0..s.count {
+    for (r, kx, sc) in s.columns(j.kw) {
         let at = r * p..(r + 1) * p;
-        let (nus, users) = (&s.nus[at.clone()], &s.users[at]);
-        for kx in 0..j.kw {
-            let mut any = false;
-            for (q, &nu) in nus.iter().enumerate() {
-                if nu == 0 {
-                    continue;
-                }
-                any = true;
-                let src = if kx == 0 {
-                    r
-                } else {
-                    b.op(q, r, SCRATCH[sc], slide_c);
-                    SCRATCH[sc]
-                };
-                for &(o, _) in &users[q][..nu] {
-                    b.op(q, src, ACC0 + o, mac_c);
-                }
+        for (q, &nu) in s.nus[at.clone()].iter().enumerate() {
+            if nu == 0 {
+                continue;
             }
-            if any {
-                sc ^= 1;
-                b.host_loop();
+            let src = if kx == 0 {
+                r
+            } else {
+                b.op(q, r, SCRATCH[sc], slide_c);
+                SCRATCH[sc]
+            };
+            for &(o, _) in &s.users[at.start + q][..nu] {
+                b.op(q, src, ACC0 + o, mac_c);
             }
         }
-    }
-}
-
-/// The values of [`macs_timing`]'s slides and MACs, with AVX2 where the CPU has it
-/// (wrapping int32 arithmetic: the same values on every path).
-fn macs_data(f: &mut [Vec<i32>], v: usize, j: &ConvJob, nw: usize, taps: &[i32], s: &MacScratch) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        unsafe { macs_data_avx2(f, v, j, nw, taps, s) };
-        return;
-    }
-    macs_data_body(f, v, j, nw, taps, s);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn macs_data_avx2(
-    f: &mut [Vec<i32>],
-    v: usize,
-    j: &ConvJob,
-    nw: usize,
-    taps: &[i32],
-    s: &MacScratch,
-) {
-    macs_data_body(f, v, j, nw, taps, s);
-}
-
-#[inline(always)]
-fn macs_data_body(
-    f: &mut [Vec<i32>],
-    v: usize,
-    j: &ConvJob,
-    nw: usize,
-    taps: &[i32],
-    s: &MacScratch,
-) {
-    let p = s.p;
-    let mut sc = 0;
-    for r in 0..s.count {
-        let at = r * p..(r + 1) * p;
-        let (nus, users) = (&s.nus[at.clone()], &s.users[at]);
-        for kx in 0..j.kw {
-            let mut any = false;
-            for (q, &nu) in nus.iter().enumerate() {
-                if nu == 0 {
-                    continue;
-                }
-                any = true;
-                let src = if kx == 0 {
-                    r
-                } else {
-                    let (d, s) = two_regs(&mut f[q], v, SCRATCH[sc], r);
-                    slide_down(d, s, kx * j.dil.1, nw, v);
-                    SCRATCH[sc]
-                };
-                for &(o, ky) in &users[q][..nu] {
-                    let (d, s) = two_regs(&mut f[q], v, ACC0 + o, src);
-                    macc_portable(&mut d[..nw], &s[..nw], taps[ky * j.kw + kx]);
-                }
-            }
-            if any {
-                sc ^= 1;
-            }
-        }
+        b.host_loop();
     }
 }
 

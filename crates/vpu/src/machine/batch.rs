@@ -304,16 +304,22 @@ impl Batch<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::arch::Arch;
     use crate::machine::{Elem, Machine, Xfer};
 
-    /// A state with DMA-written and VPU-written registers and a short queue that fills.
     fn setup(depth: usize) -> Machine {
+        setup_after(depth, 0)
+    }
+
+    /// A state with DMA-written and VPU-written registers and a short queue that fills,
+    /// every time in it `delay` host cycles later than with `delay` 0.
+    pub(in crate::machine) fn setup_after(depth: usize, delay: u64) -> Machine {
         let mut arch = Arch::default();
         arch.vpu.queue_depth = depth;
         arch.vpus = 2;
         let mut m = Machine::new(&arch).unwrap();
+        m.host(delay);
         let v = m.vlen;
         let x = m.put(Elem::U8, &vec![3; 4 * v]);
         m.dma_in(&Xfer::rows(0, 0, v, x, Elem::U8, 3, v, v))

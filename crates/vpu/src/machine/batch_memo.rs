@@ -184,27 +184,8 @@ impl Batch<'_> {
 #[cfg(test)]
 mod tests {
     use super::OpsMemo;
-    use crate::arch::Arch;
-    use crate::machine::{Batch, Elem, Machine, Xfer};
-
-    /// DMA-written and VPU-written registers and a short queue, all `delay` host cycles
-    /// later than with `delay` 0 (every time shifted by it).
-    fn setup(depth: usize, delay: u64) -> Machine {
-        let mut arch = Arch::default();
-        arch.vpu.queue_depth = depth;
-        arch.vpus = 2;
-        let mut m = Machine::new(&arch).unwrap();
-        m.host(delay);
-        let v = m.vlen;
-        let x = m.put(Elem::U8, &vec![3; 4 * v]);
-        m.dma_in(&Xfer::rows(0, 0, v, x, Elem::U8, 3, v, v))
-            .unwrap();
-        m.dma_in(&Xfer::rows(1, 0, v, x, Elem::U8, 2, v, v))
-            .unwrap();
-        m.vmv_vx(0, 21, 1, v);
-        m.vslidedown(0, 19, 1, 1, v);
-        m
-    }
+    use crate::machine::batch::tests::setup_after;
+    use crate::machine::{Batch, Machine};
 
     const REGS: [usize; 6] = [0, 1, 2, 19, 21, 22];
 
@@ -251,13 +232,13 @@ mod tests {
         for depth in [1, 2, 3, 32] {
             let mut memo = OpsMemo::default();
             // Recorded: the run itself.
-            let (mut a, mut b) = (setup(depth, 0), setup(depth, 0));
+            let (mut a, mut b) = (setup_after(depth, 0), setup_after(depth, 0));
             memo_run(&mut a, &mut memo);
             direct(&mut b);
             assert_eq!(memo.map.len(), 1);
             // Applied: from the same state 1000 cycles later, and twice in a row (the
             // second run starts from the state the first left, new to the memo or not).
-            let (mut c, mut d) = (setup(depth, 1000), setup(depth, 1000));
+            let (mut c, mut d) = (setup_after(depth, 1000), setup_after(depth, 1000));
             memo_run(&mut c, &mut memo);
             direct(&mut d);
             assert_eq!(memo.map.len(), 1, "the shifted state is the same entry");

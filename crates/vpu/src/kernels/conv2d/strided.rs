@@ -51,71 +51,55 @@ pub(super) fn macs_batched(
         (SCRATCH[sc], lo, hi, addr)
     };
     if let Some(mut b) = b {
-        let mut sc = 0;
-        for r in 0..s.count {
-            for kx in 0..j.kw {
-                let mut any = false;
-                for q in 0..p {
-                    let at = r * p + q;
-                    let nu = s.nus[at];
-                    if nu == 0 {
-                        continue;
-                    }
-                    any = true;
-                    let (reg, lo, hi, addr) = seg(at, kx, sc);
-                    if lo > 0 || hi < nw {
-                        b.op_dst(q, reg, mv_c);
-                    }
-                    if hi > lo {
-                        b.dma_in_row(q, reg, addr, hi - lo, es, step * es);
-                    }
-                    if j.x_zp != 0 {
-                        b.op(q, reg, reg, add_c);
-                    }
-                    for &(o, _) in &s.users[at][..nu] {
-                        b.op(q, reg, ACC0 + o, mac_c);
-                    }
+        for (r, kx, sc) in s.columns(j.kw) {
+            for q in 0..p {
+                let at = r * p + q;
+                let nu = s.nus[at];
+                if nu == 0 {
+                    continue;
                 }
-                if any {
-                    sc ^= 1;
-                    b.host_loop();
+                let (reg, lo, hi, addr) = seg(at, kx, sc);
+                if lo > 0 || hi < nw {
+                    b.op_dst(q, reg, mv_c);
+                }
+                if hi > lo {
+                    b.dma_in_row(q, reg, addr, hi - lo, es, step * es);
+                }
+                if j.x_zp != 0 {
+                    b.op(q, reg, reg, add_c);
+                }
+                for &(o, _) in &s.users[at][..nu] {
+                    b.op(q, reg, ACC0 + o, mac_c);
                 }
             }
+            b.host_loop();
         }
         b.end();
     }
     if let Some((f, mem)) = data {
-        let mut sc = 0;
-        for r in 0..s.count {
-            for kx in 0..j.kw {
-                let mut any = false;
-                for q in 0..p {
-                    let at = r * p + q;
-                    let nu = s.nus[at];
-                    if nu == 0 {
-                        continue;
-                    }
-                    any = true;
-                    let (reg, lo, hi, addr) = seg(at, kx, sc);
-                    let fq = &mut f[q];
-                    let seg = &mut fq[reg * v..reg * v + nw];
-                    if lo > 0 || hi < nw {
-                        seg.fill(j.x_zp);
-                    }
-                    if hi > lo {
-                        move_row(mem, addr, &mut seg[lo..hi], j.x_elem, step * es, false);
-                    }
-                    if j.x_zp != 0 {
-                        let x = -j.x_zp;
-                        seg.iter_mut().for_each(|e| *e = e.wrapping_add(x));
-                    }
-                    for &(o, ky) in &s.users[at][..nu] {
-                        let (d, src) = two_regs(fq, v, ACC0 + o, reg);
-                        macc(&mut d[..nw], &src[..nw], taps[ky * j.kw + kx]);
-                    }
+        for (r, kx, sc) in s.columns(j.kw) {
+            for q in 0..p {
+                let at = r * p + q;
+                let nu = s.nus[at];
+                if nu == 0 {
+                    continue;
                 }
-                if any {
-                    sc ^= 1;
+                let (reg, lo, hi, addr) = seg(at, kx, sc);
+                let fq = &mut f[q];
+                let seg = &mut fq[reg * v..reg * v + nw];
+                if lo > 0 || hi < nw {
+                    seg.fill(j.x_zp);
+                }
+                if hi > lo {
+                    move_row(mem, addr, &mut seg[lo..hi], j.x_elem, step * es, false);
+                }
+                if j.x_zp != 0 {
+                    let x = -j.x_zp;
+                    seg.iter_mut().for_each(|e| *e = e.wrapping_add(x));
+                }
+                for &(o, ky) in &s.users[at][..nu] {
+                    let (d, src) = two_regs(fq, v, ACC0 + o, reg);
+                    macc(&mut d[..nw], &src[..nw], taps[ky * j.kw + kx]);
                 }
             }
         }

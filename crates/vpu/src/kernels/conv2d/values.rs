@@ -9,14 +9,8 @@
 use super::{ACC0, ConvJob, MacScratch, SCRATCH};
 use crate::vector::slide_down;
 
-/// Whether [`step_values`] covers this step: every slide stays inside a register (a
-/// slide past the end would read zeros, which the direct reads do not model).
-pub(super) fn covers(j: &ConvJob, nw: usize, v: usize) -> bool {
-    (j.kw - 1) * j.dil.1 + nw <= v
-}
-
 /// The register values after `macs` of a stride-1 step (see the module comment), on
-/// the register files `f` (`v` elements per register); the caller checked [`covers`].
+/// the register files `f` (`v` elements per register).
 pub(super) fn step_values(
     f: &mut [Vec<i32>],
     v: usize,
@@ -25,6 +19,12 @@ pub(super) fn step_values(
     taps: &[i32],
     s: &MacScratch,
 ) {
+    // `plan` sizes stride-1 chunks so a band row, every slide's reach, fits in a
+    // register (a slide past the end would read zeros the direct reads do not model).
+    assert!(
+        (j.kw - 1) * j.dil.1 + nw <= v,
+        "a stride-1 band row wider than a register"
+    );
     for (q, fq) in f.iter_mut().enumerate().take(s.p) {
         let rows = &s.by_out[s.out_at[q]..s.out_at[q + 1]];
         let mut i = 0;
@@ -35,25 +35,13 @@ pub(super) fn step_values(
             i += n;
         }
     }
-    // The last slide into each scratch register, per VPU (`macs`' order: `sc` flips
-    // after every tap column any VPU worked on).
+    // The last slide into each scratch register, per VPU (`macs`' column order).
     let p = s.p;
     let mut last = vec![[None::<(usize, usize)>; 2]; p];
-    let mut sc = 0;
-    for r in 0..s.count {
-        for kx in 0..j.kw {
-            let mut any = false;
-            for (q, l) in last.iter_mut().enumerate() {
-                if s.nus[r * p + q] == 0 {
-                    continue;
-                }
-                any = true;
-                if kx > 0 {
-                    l[sc] = Some((r, kx));
-                }
-            }
-            if any {
-                sc ^= 1;
+    for (r, kx, sc) in s.columns(j.kw) {
+        for (q, l) in last.iter_mut().enumerate() {
+            if kx > 0 && s.nus[r * p + q] > 0 {
+                l[sc] = Some((r, kx));
             }
         }
     }
