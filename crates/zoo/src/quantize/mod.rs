@@ -178,8 +178,7 @@ fn sample_ranges(g: &Graph, set: &HashMap<String, Tensor>) -> QResult<Ranges> {
                 .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &x| {
                     (a.min(x), b.max(x))
                 });
-            let e = r.entry(v).or_insert((lo, hi));
-            *e = (e.0.min(lo), e.1.max(hi));
+            widen(&mut r, v, (lo, hi));
         }
     };
     for &i in &g.inputs {
@@ -198,10 +197,15 @@ fn sample_ranges(g: &Graph, set: &HashMap<String, Tensor>) -> QResult<Ranges> {
 
 /// Widen `into` by `part`'s ranges.
 fn merge_ranges(into: &mut Ranges, part: Ranges) {
-    for (v, (lo, hi)) in part {
-        let e = into.entry(v).or_insert((lo, hi));
-        *e = (e.0.min(lo), e.1.max(hi));
+    for (v, range) in part {
+        widen(into, v, range);
     }
+}
+
+/// Widen value `v`'s range in `r` to cover `(lo, hi)` (the range itself if it has none).
+fn widen(r: &mut Ranges, v: ValueId, (lo, hi): (f32, f32)) {
+    let e = r.entry(v).or_insert((lo, hi));
+    *e = (e.0.min(lo), e.1.max(hi));
 }
 
 /// Relu/Clip nodes whose input may take their output range (the input is a node output
