@@ -21,7 +21,6 @@ pub mod report;
 pub mod roofline;
 pub mod run;
 pub mod scalar;
-mod turns;
 mod vector;
 
 pub use arch::Arch;

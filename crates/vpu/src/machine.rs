@@ -13,7 +13,6 @@
 use crate::arch::Arch;
 use crate::cache::{Cache, CacheStats};
 use crate::error::{Result, VpuError};
-use crate::turns::Turns;
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -294,13 +293,13 @@ pub struct Machine {
 /// trials: one whose clock has passed it cannot win, so its next DMA stops it with
 /// [`VpuError::TrialLost`]. The clock [`Machine::finish_time`] never goes back, so the
 /// stopped trial would have ended later than that finished one: which trial wins does
-/// not depend on when (or on which thread) the trials ran.
+/// not depend on when (or on which thread) the trials ran. A kernel that counts the work
+/// it has left stops a trial earlier, once its clocks plus that work pass the bound
+/// ([`Machine::check_floor`]).
 #[derive(Clone, Debug)]
 pub struct TrialBound {
     best: Arc<AtomicU64>,
     t0: u64,
-    /// Set for a trial that shares threads with others by taking turns.
-    turns: Option<Arc<Turns>>,
 }
 
 impl TrialBound {
@@ -309,14 +308,6 @@ impl TrialBound {
         TrialBound {
             best: Arc::new(AtomicU64::new(u64::MAX)),
             t0,
-            turns: None,
-        }
-    }
-    /// The same bound for a trial that takes turns with others at its bound checks.
-    pub(crate) fn with_turns(&self, turns: &Arc<Turns>) -> TrialBound {
-        TrialBound {
-            turns: Some(turns.clone()),
-            ..self.clone()
         }
     }
     /// A trial finished in `t` cycles (from `t0`).
@@ -455,15 +446,43 @@ impl Machine {
 
     /// [`VpuError::TrialLost`] when a trial bound is set and this run is already slower.
     fn check_trial_bound(&self) -> Result<()> {
-        if let Some(t) = self.bound.as_ref().and_then(|b| b.turns.as_ref()) {
-            t.tick();
-        }
         match &self.bound {
             Some(b) if self.finish_time() - b.t0 > b.best.load(Ordering::Relaxed) => {
                 Err(VpuError::TrialLost)
             }
             _ => Ok(()),
         }
+    }
+
+    /// [`VpuError::TrialLost`] when a trial bound is set and this run cannot finish in
+    /// time: the rest of the call still costs the host at least `host` control cycles
+    /// and VPU `q` at least `vpu[q]` busy cycles (a kernel's count of what it has left,
+    /// e.g. `kernels/conv2d/floor.rs`). The host clock moves by at least its control
+    /// cycles, and an instruction starts no earlier than its VPU's clock, so the
+    /// finish time is at least each clock plus its remaining work.
+    pub(crate) fn check_floor(&self, host: u64, vpu: &[u64]) -> Result<()> {
+        let Some(b) = &self.bound else {
+            return Ok(());
+        };
+        let best = b.best.load(Ordering::Relaxed);
+        if best == u64::MAX {
+            return Ok(());
+        }
+        let at_least = vpu
+            .iter()
+            .zip(&self.t.vpu_t)
+            .map(|(&r, &t)| t.saturating_add(r))
+            .fold(self.t.host_t.saturating_add(host), u64::max);
+        if at_least - b.t0 > best {
+            Err(VpuError::TrialLost)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether this machine keeps time (not [`Machine::set_data_only`]).
+    pub(crate) fn keeps_time(&self) -> bool {
+        !self.data_only
     }
 
     /// The state to roll a trial run back to, with the bytes of `keep` (address, length)

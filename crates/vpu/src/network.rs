@@ -16,18 +16,16 @@ use crate::kernels::conv2d::ConvJob;
 use crate::kernels::depthwise::{DwJob, stage_weights};
 use crate::kernels::matmul::{MatMulJob, matmul, vecmat};
 use crate::kernels::{Dataflow, OutQuant, conv1d, conv2d, depthwise};
-use crate::machine::{Elem, Machine, Stats, TrialBound};
+use crate::machine::{Elem, Machine, Stats};
 use crate::ops::Work;
 use crate::quant::{IntRequant, output_scale};
-use crate::turns::{Turn, Turns};
 use pimkit_ir::{DType, Graph, Node, NodeId, Op, Tensor, ValueId};
-use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 mod host;
 mod layers;
+mod trials;
 mod workload;
 
 pub use workload::Characterize;
@@ -464,8 +462,8 @@ impl Net<'_> {
 
     /// Run one kernel call and return its dataflow: `prefer` (the node's earlier calls),
     /// the fixed one, the family's, or (`Auto`) the fastest of the three, each tried on
-    /// its own copy of the machine (side by side when the pool has threads) and the
-    /// winner's copy kept. This is exactly the outcome of trying them one after the
+    /// its own copy of the machine (side by side when the pool has threads,
+    /// `network/trials.rs`) and the winner's run kept. This is exactly the outcome of trying them one after the
     /// other from snapshots: the simulation is deterministic, a trial's time is the
     /// clock `finish` would reach, and the kept state is the winner's run (the family's
     /// after `finish`, as a kept family trial always was; another winner's as its run
@@ -474,7 +472,8 @@ impl Net<'_> {
     /// error stops the run (the first one in trial order). If none fits, the family's
     /// runs and reports its error.
     ///
-    /// Only the family's trial computes values; the others run on timing-only copies
+    /// Only the family's dataflow computes values (in its trial on one thread, beside
+    /// its timing-only trial on more); the others run on timing-only copies
     /// (`Machine::timing_copy_into`: same cycles, counters and cache, no arithmetic).
     /// When one of them wins, the machine goes back to its state before the trials
     /// (a snapshot that keeps `out`, the kernel's output bytes: a kernel writes nothing
@@ -519,157 +518,7 @@ impl Net<'_> {
         let df = match prefer {
             Some(d) => d,
             None if self.choice != DataflowChoice::Auto => family,
-            None => {
-                // Depthwise WS is IS's schedule (the filter and output are resident in
-                // both, kernels/depthwise.rs): one trial fewer.
-                let tried: &[Dataflow] = if kind == KernelKind::Depthwise {
-                    &[Dataflow::Os, Dataflow::Is]
-                } else {
-                    &Dataflow::ALL
-                };
-                // The family's dataflow last, as the order the results are scanned in.
-                let order: Vec<Dataflow> = tried
-                    .iter()
-                    .copied()
-                    .filter(|&d| d != family)
-                    .chain([family])
-                    .collect();
-                // The family's trial starts first (it usually wins) and takes the
-                // machine itself; the others run on copies. Each trial stops as soon as
-                // its clock passes a finished trial's time (`TrialBound`): it could not
-                // win, so the outcome is the one of running every trial to its end.
-                let bound = TrialBound::new(self.m.now());
-                let last = order.len() - 1;
-                let before = self.m.snapshot(&[out])?;
-                let mut runs: Vec<(usize, Machine)> = (0..last)
-                    .map(|i| {
-                        let mut copy = self
-                            .spares
-                            .pop()
-                            .unwrap_or_else(|| Machine::empty(&self.m.arch));
-                        self.m.timing_copy_into(&mut copy);
-                        (i, copy)
-                    })
-                    .collect();
-                let empty = Machine::empty(&self.m.arch);
-                let own = std::mem::replace(&mut self.m, empty);
-                runs.insert(0, (last, own));
-                let trial = |(i, mut m): (usize, Machine), b: TrialBound| {
-                    m.set_trial_bound(Some(b));
-                    let t0 = m.now();
-                    let r = run(&mut m, order[i]);
-                    let t = m.finish_time() - t0;
-                    if r.is_ok() && !m.overflowed() {
-                        bound.finished(t);
-                    }
-                    m.set_trial_bound(None);
-                    (i, r, t, m)
-                };
-                let threads = rayon::current_num_threads();
-                let mut trials: Vec<(usize, Result<()>, u64, Machine)> = if threads <= 1
-                    || runs.len() <= threads
-                {
-                    runs.into_par_iter()
-                        .map(|x| trial(x, bound.clone()))
-                        .collect()
-                } else {
-                    // More trials than threads: the family's keeps this thread, the
-                    // others take turns on the rest (`turns`), so none waits for
-                    // another to end before it starts.
-                    let turns = Arc::new(Turns::new(threads - 1));
-                    let mut runs = runs.into_iter();
-                    let family_run = runs.next().ok_or_else(|| {
-                        VpuError::Other("no dataflow trial (a pimkit-vpu bug)".into())
-                    })?;
-                    std::thread::scope(|s| {
-                        let others: Vec<_> = runs
-                            .map(|x| {
-                                let (b, turns, trial) = (bound.with_turns(&turns), &turns, &trial);
-                                s.spawn(move || {
-                                    let _turn = Turn::take(turns);
-                                    trial(x, b)
-                                })
-                            })
-                            .collect();
-                        let mut out = vec![trial(family_run, bound.clone())];
-                        // This thread is free: the trials still running share it too.
-                        turns.add_permit();
-                        for h in others {
-                            out.push(h.join().map_err(|_| {
-                                VpuError::Other(
-                                    "a dataflow trial's thread panicked (a pimkit-vpu bug)".into(),
-                                )
-                            })?);
-                        }
-                        Ok::<_, VpuError>(out)
-                    })?
-                };
-                trials.sort_by_key(|tr| tr.0);
-                let mut best: Option<(u64, usize)> = None;
-                let mut results = Vec::with_capacity(trials.len());
-                let mut family_err = None;
-                for (i, (_, r, t, m)) in trials.into_iter().enumerate() {
-                    let df = order[i];
-                    let fits = match r {
-                        Ok(()) => !m.overflowed(),
-                        Err(e @ (VpuError::VrfTooSmall { .. } | VpuError::Kernel { .. })) => {
-                            if i == last {
-                                family_err = Some(e);
-                            }
-                            false
-                        }
-                        Err(VpuError::TrialLost) => false,
-                        Err(e) => return Err(e),
-                    };
-                    if fits && best.is_none_or(|(bt, _)| t < bt || (t == bt && df == family)) {
-                        best = Some((t, i));
-                    }
-                    results.push((df, m));
-                }
-                match best {
-                    Some((_, i)) if i == last => {
-                        let (_, m) = results.swap_remove(i);
-                        self.m = m;
-                        self.spares.extend(results.into_iter().map(|(_, m)| m));
-                        self.m.finish();
-                        return Ok(family);
-                    }
-                    Some((_, i)) => {
-                        // A timing-only trial won: run it again with values from the
-                        // state before the trials (the family's machine, rolled back).
-                        let (_, mut m) = results.swap_remove(last);
-                        let (df, timed) = results.swap_remove(i);
-                        m.restore(before);
-                        run(&mut m, df)?;
-                        let same = m.counters() == timed.counters()
-                            && m.finish_time() == timed.finish_time()
-                            && m.now() == timed.now()
-                            && m.overflowed() == timed.overflowed();
-                        if !same {
-                            return Err(VpuError::Other(format!(
-                                "the {} trial's timing-only run and its run with values differ (a pimkit-vpu bug: please report)",
-                                df.name()
-                            )));
-                        }
-                        self.m = m;
-                        self.spares.push(timed);
-                        self.spares.extend(results.into_iter().map(|(_, m)| m));
-                        return Ok(df);
-                    }
-                    // No trial fits: the family's ran from the original state, as the
-                    // run of the family's dataflow does (it was never stopped: no
-                    // trial finished); its error, or its overflowed clock, which the
-                    // caller reports.
-                    None => {
-                        let (_, m) = results.swap_remove(last);
-                        self.m = m;
-                        return match family_err {
-                            Some(e) => Err(e),
-                            None => Ok(family),
-                        };
-                    }
-                }
-            }
+            None => return self.run_trials(kind, family, out, run),
         };
         self.run_halves(df, run)?;
         Ok(df)

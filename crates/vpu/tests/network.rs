@@ -295,6 +295,8 @@ fn auto_keeps_each_layers_fastest_dataflow() {
         "qlinear_matmul?m=40&k=70&n=300",
         "qlinear_matmul?m=8&k=16&n=16",
         "qlinear_conv?c=3&k=4&h=20&w=20&kernel=3&stride=1&pad=1",
+        // Strided: the losing trials are stopped by the conv's floor (conv2d/floor.rs).
+        "qlinear_conv?c=6&k=5&h=17&w=17&kernel=3&stride=2&pad=1",
     ] {
         let g = zoo(spec);
         let inputs = pimkit_interp::random_inputs(&g, 5);
@@ -380,8 +382,8 @@ fn auto_trials_in_parallel_equal_one_thread() {
                 .install(|| run_network(&g, &inputs, &Arch::default(), &o).unwrap())
         };
         let one = run_with(1);
-        // Four threads run the three trials side by side; two run the family's on one
-        // and the others by turns on the second (turns.rs).
+        // Two threads run the family's timing and values side by side, then the other
+        // trials; four run them all at once (network/trials.rs).
         for n in [2, 4] {
             let many = run_with(n);
             assert_eq!(one.cycles, many.cycles);

@@ -12,6 +12,7 @@ use crate::machine::{Batch, Elem, Machine, OpsMemo, Xfer, ceil_u64};
 use crate::problem::{QConv, conv_out_hw, out_quant};
 
 mod band;
+mod floor;
 mod strided;
 mod values;
 
@@ -236,6 +237,20 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
     let w_chunks = g.wo.div_ceil(g.wc);
     let mut taps = TapCache::default();
     let mut scratch = MacScratch::new(p);
+    let mut floor = floor::Floor::new(m, j, &g, df);
+    // A band load and a `macs` call, each followed by its floor's count.
+    let bands = |m: &mut Machine, floor: &mut floor::Floor, t, wx, ci| -> Result<()> {
+        let c0 = m.counters();
+        load_bands(m, j, &g, t, wx, ci)?;
+        floor.bands_done(m, &c0, t, wx);
+        Ok(())
+    };
+    let macs =
+        |m: &mut Machine, s: &mut MacScratch, floor: &mut floor::Floor, t, wx, ci, tv: &[i32]| {
+            let c0 = m.counters();
+            macs(m, j, &g, t, wx, ci, tv, s)?;
+            floor.macs_done(m, &c0, t, wx)
+        };
     match df {
         Dataflow::Os => {
             for (t, wx, co) in os_order(m, j, &g, w_chunks) {
@@ -243,9 +258,9 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                 init(m, j, &g, t, wx, co, 0)?;
                 for ci in 0..j.c_in {
                     m.host_loop(1);
-                    let tv = taps.get(m, j, &g, co, ci)?;
-                    load_bands(m, j, &g, t, wx, ci)?;
-                    macs(m, j, &g, t, wx, ci, tv, &mut scratch)?;
+                    let tv = taps.get(m, j, &g, co, ci, &mut floor)?;
+                    bands(m, &mut floor, t, wx, ci)?;
+                    macs(m, &mut scratch, &mut floor, t, wx, ci, tv)?;
                 }
                 finish_tile(m, j, &g, t, wx, co, j.c_in - 1)?;
             }
@@ -255,12 +270,12 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
                 for wx in 0..w_chunks {
                     for ci in 0..j.c_in {
                         m.host_loop(1);
-                        load_bands(m, j, &g, t, wx, ci)?;
+                        bands(m, &mut floor, t, wx, ci)?;
                         for co in 0..j.c_out {
                             m.host_loop(1);
-                            let tv = taps.get(m, j, &g, co, ci)?;
+                            let tv = taps.get(m, j, &g, co, ci, &mut floor)?;
                             init(m, j, &g, t, wx, co, ci)?;
-                            macs(m, j, &g, t, wx, ci, tv, &mut scratch)?;
+                            macs(m, &mut scratch, &mut floor, t, wx, ci, tv)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -271,13 +286,13 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
             for co in 0..j.c_out {
                 for ci in 0..j.c_in {
                     m.host_loop(1);
-                    let tv = taps.get(m, j, &g, co, ci)?;
+                    let tv = taps.get(m, j, &g, co, ci, &mut floor)?;
                     for t in 0..g.steps {
                         for wx in 0..w_chunks {
                             m.host_loop(1);
                             init(m, j, &g, t, wx, co, ci)?;
-                            load_bands(m, j, &g, t, wx, ci)?;
-                            macs(m, j, &g, t, wx, ci, tv, &mut scratch)?;
+                            bands(m, &mut floor, t, wx, ci)?;
+                            macs(m, &mut scratch, &mut floor, t, wx, ci, tv)?;
                             finish_tile(m, j, &g, t, wx, co, ci)?;
                         }
                     }
@@ -285,6 +300,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
             }
         }
     }
+    floor.end();
     m.finish();
     Ok(())
 }
@@ -333,7 +349,9 @@ impl TapCache {
         g: &Geo,
         co: usize,
         ci: usize,
+        floor: &mut floor::Floor,
     ) -> Result<&[i32]> {
+        let before = m.counters();
         let kk = j.kh * j.kw;
         let grp = g.taps_per_load;
         let c0 = ci / grp * grp;
@@ -382,6 +400,7 @@ impl TapCache {
                 .vals
                 .extend((0..kk).map(|i| m.vmv_x_s(0, W_REG, base + i) - zp)),
         }
+        floor.taps_done(m, &before);
         Ok(&self.vals)
     }
 }
