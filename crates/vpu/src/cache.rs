@@ -105,17 +105,20 @@ impl Cache {
         write: bool,
     ) {
         let line_shift = self.line_shift;
-        if col_stride == es {
+        if col_stride <= 1 << line_shift {
+            // Contiguous (every byte's line), or elements at most a line apart, which
+            // leave no line between the first and the last element's out: every line
+            // of that run, in order, once (what the loop below visits: each element's
+            // first byte).
+            let tail = if col_stride == es { es - 1 } else { 0 };
             let l0 = (base >> line_shift) as u64;
-            let l1 = ((base + cols * es - 1) >> line_shift) as u64;
-            self.access_run(l0, l1, write);
-        } else if col_stride <= 1 << line_shift {
-            // Elements at most a line apart leave no line between the first and the
-            // last element's out: every line of that run, in order, once (what the
-            // loop below visits).
-            let l0 = (base >> line_shift) as u64;
-            let l1 = ((base + (cols - 1) * col_stride) >> line_shift) as u64;
-            self.access_run(l0, l1, write);
+            let l1 = ((base + (cols - 1) * col_stride + tail) >> line_shift) as u64;
+            if l0 == l1 {
+                // Most bursts of the conv kernels: one line, without a call.
+                self.touch(l0, write);
+            } else {
+                self.access_run(l0, l1, write);
+            }
         } else {
             let mut prev = u64::MAX;
             for c in 0..cols {

@@ -240,14 +240,14 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
     let mut floor = floor::Floor::new(m, j, &g, df);
     // A band load and a `macs` call, each followed by its floor's count.
     let bands = |m: &mut Machine, floor: &mut floor::Floor, t, wx, ci| -> Result<()> {
-        let c0 = m.counters();
+        let c0 = floor::Floor::counters(m);
         load_bands(m, j, &g, t, wx, ci)?;
         floor.bands_done(m, &c0, t, wx);
         Ok(())
     };
     let macs =
         |m: &mut Machine, s: &mut MacScratch, floor: &mut floor::Floor, t, wx, ci, tv: &[i32]| {
-            let c0 = m.counters();
+            let c0 = floor::Floor::counters(m);
             macs(m, j, &g, t, wx, ci, tv, s)?;
             floor.macs_done(m, &c0, t, wx)
         };
@@ -351,7 +351,7 @@ impl TapCache {
         ci: usize,
         floor: &mut floor::Floor,
     ) -> Result<&[i32]> {
-        let before = m.counters();
+        let before = floor::Floor::counters(m);
         let kk = j.kh * j.kw;
         let grp = g.taps_per_load;
         let c0 = ci / grp * grp;

@@ -97,6 +97,17 @@ impl Floor {
         f
     }
 
+    /// The counters a call's cost is checked against (debug builds only: the default
+    /// elsewhere, unread).
+    #[inline]
+    pub(super) fn counters(m: &Machine) -> Counters {
+        if cfg!(debug_assertions) {
+            m.counters()
+        } else {
+            Counters::default()
+        }
+    }
+
     /// A band load of step `t`, chunk `wx` is done (`before`: the counters before it).
     pub(super) fn bands_done(&mut self, m: &Machine, before: &Counters, t: usize, wx: usize) {
         let at = t * self.w_chunks + wx;
@@ -180,7 +191,10 @@ impl Floor {
 
 /// `rest -= spent`; debug builds check that the count covered it.
 fn take(rest: &mut u64, spent: u64) {
-    debug_assert!(spent <= *rest, "a conv floor counted {rest} cycles, spent {spent}");
+    debug_assert!(
+        spent <= *rest,
+        "a conv floor counted {rest} cycles, spent {spent}"
+    );
     *rest = rest.saturating_sub(spent);
 }
 
