@@ -536,11 +536,7 @@ impl Net<'_> {
         if rayon::current_num_threads() < 2 {
             return run(&mut self.m, df);
         }
-        let mut timing = self
-            .spares
-            .pop()
-            .unwrap_or_else(|| Machine::empty(&self.m.arch));
-        self.m.timing_copy_into(&mut timing);
+        let mut timing = self.timing_copy();
         self.m.set_data_only(true);
         let m = &mut self.m;
         let (rt, rd) = rayon::join(|| run(&mut timing, df), || run(m, df));

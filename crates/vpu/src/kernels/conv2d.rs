@@ -623,6 +623,20 @@ impl MacScratch {
             .enumerate()
             .map(|(i, (r, kx))| (r, kx, i % 2))
     }
+
+    /// The VPUs that use band row `r`: (VPU `q`, table entry `r * p + q`, its user count).
+    fn row_vpus(&self, r: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        (r * self.p..(r + 1) * self.p)
+            .enumerate()
+            .map(|(q, at)| (q, at, self.nus[at]))
+            .filter(|&(_, _, nu)| nu > 0)
+    }
+}
+
+/// The padded input column (negative inside the left padding) tap column `kx` reads for
+/// output column `w0`.
+fn tap_col0(j: &ConvJob, w0: usize, kx: usize) -> isize {
+    (w0 * j.stride.1 + kx * j.dil.1) as isize - j.pads[1] as isize
 }
 
 /// All MACs of input channel `ci` for step `t`, issued VPU-interleaved so the
@@ -675,12 +689,7 @@ fn macs(
     // of the scratch while its tables are read.
     let mut group = std::mem::take(&mut s.group);
     for (r, kx, sc) in s.columns(j.kw) {
-        let at = r * p;
-        for q in 0..p {
-            let nu = s.nus[at + q];
-            if nu == 0 {
-                continue;
-            }
+        for (q, at, nu) in s.row_vpus(r) {
             let src = if j.stride.1 == 1 {
                 if kx == 0 {
                     r
@@ -689,14 +698,13 @@ fn macs(
                     SCRATCH[sc]
                 }
             } else {
-                let col0 = (w0 * j.stride.1 + kx * j.dil.1) as isize - j.pads[1] as isize;
-                let ih = s.ihs[at + q];
-                load_segment(m, j, q, SCRATCH[sc], ci, ih, col0, nw, j.stride.1)?;
+                let col0 = tap_col0(j, w0, kx);
+                load_segment(m, j, q, SCRATCH[sc], ci, s.ihs[at], col0, nw, j.stride.1)?;
                 SCRATCH[sc]
             };
             group.clear();
             group.extend(
-                s.users[at + q][..nu]
+                s.users[at][..nu]
                     .iter()
                     .map(|&(o, ky)| (ACC0 + o, taps[ky * j.kw + kx])),
             );
@@ -754,20 +762,15 @@ fn row_users(
 /// the same order (their values come from [`macs_data`]; no instruction's timing
 /// depends on a value).
 fn macs_timing(b: &mut Batch<'_>, j: &ConvJob, s: &MacScratch, (mac_c, slide_c): (u64, u64)) {
-    let p = s.p;
     for (r, kx, sc) in s.columns(j.kw) {
-        let at = r * p..(r + 1) * p;
-        for (q, &nu) in s.nus[at.clone()].iter().enumerate() {
-            if nu == 0 {
-                continue;
-            }
+        for (q, at, nu) in s.row_vpus(r) {
             let src = if kx == 0 {
                 r
             } else {
                 b.op(q, r, SCRATCH[sc], slide_c);
                 SCRATCH[sc]
             };
-            for &(o, _) in &s.users[at.start + q][..nu] {
+            for &(o, _) in &s.users[at][..nu] {
                 b.op(q, src, ACC0 + o, mac_c);
             }
         }

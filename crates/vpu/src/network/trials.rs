@@ -194,7 +194,7 @@ impl Net<'_> {
     }
 
     /// A timing-only copy of the machine (a spare one's memory reused).
-    fn timing_copy(&mut self) -> Machine {
+    pub(super) fn timing_copy(&mut self) -> Machine {
         let mut copy = self
             .spares
             .pop()

@@ -8,7 +8,7 @@
 //! (debug builds assert it against the counters after every call), so a stopped trial
 //! would have finished later than the best one: the winner does not change.
 
-use super::{ConvJob, Geo, MacScratch, band_rows, chunk, valid_cols};
+use super::{ConvJob, Geo, MacScratch, band_rows, chunk, tap_col0, valid_cols};
 use crate::Dataflow;
 use crate::error::Result;
 use crate::machine::{Counters, Machine, ceil_u64};
@@ -216,11 +216,8 @@ fn macs_cost(
     let step = j.stride.1;
     let mut host = 0u64;
     for (r, kx, _) in s.columns(j.kw) {
-        for (q, busy) in vpu.iter_mut().enumerate() {
-            let nu = s.nus[r * s.p + q] as u64;
-            if nu == 0 {
-                continue;
-            }
+        for (q, _, nu) in s.row_vpus(r) {
+            let (busy, nu) = (&mut vpu[q], nu as u64);
             let mut ops = nu;
             *busy += nu * mac_c;
             if step == 1 {
@@ -231,8 +228,7 @@ fn macs_cost(
                 }
             } else {
                 // The segment's padding, burst and zero-point correction.
-                let col0 = (w0 * step + kx * j.dil.1) as isize - j.pads[1] as isize;
-                let (lo, hi) = valid_cols(j, col0, nw, step);
+                let (lo, hi) = valid_cols(j, tap_col0(j, w0, kx), nw, step);
                 if lo > 0 || hi < nw {
                     ops += 1;
                     *busy += mv_c;

@@ -5,7 +5,7 @@
 //! value): the same instructions, bursts, cache accesses and values in the same order
 //! as `load_segment` and `vmacc_vx_each_costing` one by one.
 
-use super::{ACC0, ConvJob, MAX_OUT_ROWS, MacScratch, SCRATCH, valid_cols};
+use super::{ACC0, ConvJob, MAX_OUT_ROWS, MacScratch, SCRATCH, tap_col0, valid_cols};
 use crate::error::Result;
 use crate::machine::{Machine, move_row};
 use crate::vector::{macc, two_regs};
@@ -44,7 +44,7 @@ pub(super) fn macs_batched(
     };
     // Each tap column's segment: (VPU, band row entry, register, lo, hi, first byte).
     let seg = |at: usize, kx: usize, sc: usize| {
-        let col0 = (w0 * step + kx * j.dil.1) as isize - j.pads[1] as isize;
+        let col0 = tap_col0(j, w0, kx);
         let (lo, hi) = valid_cols(j, col0, nw, step);
         let c = (col0 + (lo * step) as isize).max(0) as usize;
         let addr = j.x as usize + ((ci * j.h + s.ihs[at]) * j.w + c) * es;
@@ -52,12 +52,7 @@ pub(super) fn macs_batched(
     };
     if let Some(mut b) = b {
         for (r, kx, sc) in s.columns(j.kw) {
-            for q in 0..p {
-                let at = r * p + q;
-                let nu = s.nus[at];
-                if nu == 0 {
-                    continue;
-                }
+            for (q, at, nu) in s.row_vpus(r) {
                 let (reg, lo, hi, addr) = seg(at, kx, sc);
                 if lo > 0 || hi < nw {
                     b.op_dst(q, reg, mv_c);
@@ -78,12 +73,7 @@ pub(super) fn macs_batched(
     }
     if let Some((f, mem)) = data {
         for (r, kx, sc) in s.columns(j.kw) {
-            for q in 0..p {
-                let at = r * p + q;
-                let nu = s.nus[at];
-                if nu == 0 {
-                    continue;
-                }
+            for (q, at, nu) in s.row_vpus(r) {
                 let (reg, lo, hi, addr) = seg(at, kx, sc);
                 let fq = &mut f[q];
                 let seg = &mut fq[reg * v..reg * v + nw];

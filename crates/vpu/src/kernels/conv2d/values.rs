@@ -36,13 +36,10 @@ pub(super) fn step_values(
         }
     }
     // The last slide into each scratch register, per VPU (`macs`' column order).
-    let p = s.p;
-    let mut last = vec![[None::<(usize, usize)>; 2]; p];
-    for (r, kx, sc) in s.columns(j.kw) {
-        for (q, l) in last.iter_mut().enumerate() {
-            if kx > 0 && s.nus[r * p + q] > 0 {
-                l[sc] = Some((r, kx));
-            }
+    let mut last = vec![[None::<(usize, usize)>; 2]; s.p];
+    for (r, kx, sc) in s.columns(j.kw).filter(|&(_, kx, _)| kx > 0) {
+        for (q, _, _) in s.row_vpus(r) {
+            last[q][sc] = Some((r, kx));
         }
     }
     for (fq, l) in f.iter_mut().zip(&last) {
