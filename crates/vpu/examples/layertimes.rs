@@ -1,5 +1,5 @@
 //! Wall time per node of one whole-network run (`auto`, default threads), to see where a
-//! run's time goes: `cargo run --release -p pimkit-vpu --example layertimes -- q_resnet18`.
+//! run's time goes: `cargo run --release -p pimkit-vpu --example layertimes -- q_resnet18 [os|is|ws]`.
 //! Prints, on stderr, each node over 50 ms and whether its dataflow came from its own
 //! trials or from an earlier layer of the same workload (`dataflow_from`).
 use pimkit_vpu::Arch;
@@ -15,7 +15,11 @@ fn main() {
     let mut last = t0.elapsed();
     let mut times: Vec<(String, f64)> = vec![];
     let mut prev = String::from("(reference run)");
-    let opts = NetOptions::default();
+    // An optional second argument fixes the dataflow (os, is, ws; default auto).
+    let mut opts = NetOptions::default();
+    if let Some(d) = std::env::args().nth(2) {
+        opts.dataflow = pimkit_vpu::network::DataflowChoice::parse(&d).expect("auto, os, is or ws");
+    }
     let r = run_network_with(&g, &inputs, &Arch::default(), &opts, &mut |_, _, name| {
         let e = t0.elapsed();
         times.push((prev.clone(), (e - last).as_secs_f64()));
