@@ -134,6 +134,40 @@ fn ort_parameter_rules() {
     assert_eq!(quantize::quantize_weight_value(-2.0, 0.01), -127);
 }
 
+/// The weight quantizer's add-and-subtract rounding against its definition (ORT's
+/// `np.clip(np.rint(w / scale), -127, 127)`): every tie between -130 and 130, the
+/// values next to them, a sweep of fractions, and the non-finite weights.
+#[test]
+fn weight_rounding_is_round_half_even_then_clip() {
+    let want = |w: f32, s: f32| (w / s).round_ties_even().clamp(-127.0, 127.0) as i8;
+    let mut ws: Vec<f32> = (-260..=260).map(|i| i as f32 * 0.5).collect();
+    let near: Vec<f32> = ws
+        .iter()
+        .flat_map(|&w| [w.next_down(), w.next_up()])
+        .collect();
+    ws.extend(near);
+    ws.extend((0..20_000).map(|i| (i as f32 - 10_000.0) * 0.013_7));
+    ws.extend([
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e30,
+        -1e30,
+        0.0,
+        -0.0,
+    ]);
+    for s in [1.0f32, 0.01, 0.003_9, 7.5] {
+        for &w in &ws {
+            let w = w * s;
+            assert_eq!(
+                quantize::quantize_weight_value(w, s),
+                want(w, s),
+                "w {w} scale {s}"
+            );
+        }
+    }
+}
+
 #[test]
 fn kernels_match_float_closely() {
     for (name, p) in [

@@ -185,20 +185,23 @@ impl<'a> Emitter<'a> {
             .const_data(w)
             .map(|t| t.to_f32_vec())
             .filter(|_| self.data);
+        // Element i is in channel (i / inner) % ch: runs of `inner` weights share a
+        // channel (one run holds them all for a per-tensor scale).
+        let run = |d: &[f32]| if per { inner.max(1) } else { d.len().max(1) };
         let scales = d.as_ref().map(|d| {
             let mut m = vec![0f32; ch];
-            for (i, x) in d.iter().enumerate() {
-                let c = (i / inner) % ch;
-                m[c] = m[c].max(x.abs());
+            for (k, part) in d.chunks(run(d)).enumerate() {
+                let c = &mut m[k % ch];
+                *c = part.iter().fold(*c, |a, x| a.max(x.abs()));
             }
             m.into_iter().map(weight_scale).collect::<Vec<f32>>()
         });
         let q = if let (Some(d), Some(s)) = (&d, &scales) {
-            let v: Vec<i8> = d
-                .iter()
-                .enumerate()
-                .map(|(i, &x)| quantize_weight_value(x, s[(i / inner) % ch]))
-                .collect();
+            let mut v: Vec<i8> = Vec::with_capacity(d.len());
+            for (k, part) in d.chunks(run(d)).enumerate() {
+                let sc = s[k % ch];
+                v.extend(part.iter().map(|&x| quantize_weight_value(x, sc)));
+            }
             self.ng.add_const(
                 format!("{n}_quantized"),
                 Tensor::from_i8(ty.shape.clone(), v),
