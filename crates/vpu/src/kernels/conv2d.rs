@@ -539,6 +539,21 @@ struct MacScratch {
     out_at: Vec<usize>,
     /// The step's slides and MACs (all VPUs).
     ops: u64,
+    /// The tables of steps prepared before, by step (WS sweeps every step once per
+    /// channel pair: each step's tables are built once, not once per pair).
+    kept: Vec<Option<StepTables>>,
+}
+
+/// One step's tables of [`MacScratch`], kept while another step's are in use.
+struct StepTables {
+    count: usize,
+    users: Vec<[(usize, usize); MAX_OUT_ROWS]>,
+    nus: Vec<usize>,
+    ihs: Vec<usize>,
+    regs: Vec<usize>,
+    by_out: Vec<(usize, usize, usize)>,
+    out_at: Vec<usize>,
+    ops: u64,
 }
 
 impl MacScratch {
@@ -556,12 +571,42 @@ impl MacScratch {
             by_out: Vec::new(),
             out_at: Vec::new(),
             ops: 0,
+            kept: Vec::new(),
         }
     }
 
-    /// Tabulate the users of step `t`'s band rows (once per step).
+    /// Tabulate the users of step `t`'s band rows (once per step: the tables of the
+    /// step in use are kept when another step's are needed).
     fn prepare(&mut self, j: &ConvJob, g: &Geo, t: usize) {
         if self.step == Some(t) {
+            return;
+        }
+        if let Some(old) = self.step {
+            let tables = StepTables {
+                count: self.count,
+                users: std::mem::take(&mut self.users),
+                nus: std::mem::take(&mut self.nus),
+                ihs: std::mem::take(&mut self.ihs),
+                regs: std::mem::take(&mut self.regs),
+                by_out: std::mem::take(&mut self.by_out),
+                out_at: std::mem::take(&mut self.out_at),
+                ops: self.ops,
+            };
+            if self.kept.len() <= old {
+                self.kept.resize_with(old + 1, || None);
+            }
+            self.kept[old] = Some(tables);
+        }
+        if let Some(k) = self.kept.get_mut(t).and_then(Option::take) {
+            self.count = k.count;
+            self.users = k.users;
+            self.nus = k.nus;
+            self.ihs = k.ihs;
+            self.regs = k.regs;
+            self.by_out = k.by_out;
+            self.out_at = k.out_at;
+            self.ops = k.ops;
+            self.step = Some(t);
             return;
         }
         let p = self.p;
