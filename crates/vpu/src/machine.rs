@@ -1046,9 +1046,11 @@ pub(crate) fn burst_parts(
     let bpc = arch.dma.bytes_per_cycle;
     // A power-of-two whole width (the default 4 B/cycle) divides exactly: the
     // integer ceiling is the float one (the byte count is below 2^53).
-    let whole = bpc as u64;
-    let onchip = if whole as f64 == bpc && whole.is_power_of_two() {
-        (onchip_bytes as u64).div_ceil(whole)
+    // Tested as a u32 (a wider width takes the float path, to the same result): single
+    // conversions and a shift on the path of every burst.
+    let whole = bpc as u32;
+    let onchip = if f64::from(whole) == bpc && whole.is_power_of_two() {
+        (onchip_bytes as u64 + u64::from(whole) - 1) >> whole.trailing_zeros()
     } else {
         ceil_u64(div_exact(onchip_bytes as f64, bpc))
     };
