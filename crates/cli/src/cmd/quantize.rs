@@ -5,7 +5,7 @@
 use crate::error::user;
 use crate::model::{LoadArgs, load_model_full};
 use pimkit_ir::DType;
-use pimkit_zoo::quantize::{QuantOptions, calibrate_iter, fold_batchnorm, quantize};
+use pimkit_zoo::quantize::{QuantOptions, calibrate_par, fold_batchnorm, quantize};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -70,7 +70,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     // What `quantize_calibrated` does, with a bar per calibration sample run.
     let f = fold_batchnorm(&g).map_err(user)?;
     let pb = crate::output::progress(sets.len() as u64, "calibration samples");
-    let ranges = calibrate_iter(&f, sets.iter().cloned().inspect(|_| pb.inc(1)));
+    // The samples run side by side on the worker threads (MinMax does not depend on
+    // the order, so the ranges are the sequential ones).
+    let ranges = calibrate_par(&f, sets.len(), |i| {
+        pb.inc(1);
+        sets[i].clone()
+    });
     pb.finish_and_clear();
     let q = quantize(&f, Some(&ranges.map_err(user)?), &opts).map_err(user)?;
     crate::output::write_file_atomic(&a.out, &pimkit_onnx::export(&q).map_err(user)?)?;

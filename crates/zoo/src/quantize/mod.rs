@@ -274,15 +274,15 @@ pub fn quantize_static(g: &Graph, opts: &QuantOptions, calib: usize, seed: u64) 
     quantize(&f, ranges.as_ref(), opts)
 }
 
-/// quantize_static with the user's calibration input sets (MinMax over all of them):
-/// fold BN, calibrate, quantize.
+/// quantize_static with the user's calibration input sets (MinMax over all of them,
+/// up to one set per worker thread at a time): fold BN, calibrate, quantize.
 pub fn quantize_calibrated(
     g: &Graph,
     opts: &QuantOptions,
     sets: &[HashMap<String, Tensor>],
 ) -> QResult<Graph> {
     let f = fold_batchnorm(g)?;
-    let ranges = calibrate(&f, sets)?;
+    let ranges = calibrate_par(&f, sets.len(), |i| sets[i].clone())?;
     quantize(&f, Some(&ranges), opts)
 }
 
