@@ -95,7 +95,7 @@ impl Cache {
 
     /// Access the lines of one burst row: `cols` elements of `es` bytes, `col_stride`
     /// bytes apart, from byte `base`; each line once, in order.
-    #[inline]
+    #[inline(always)]
     pub fn touch_row(
         &mut self,
         base: usize,

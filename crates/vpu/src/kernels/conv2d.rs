@@ -237,7 +237,7 @@ pub fn conv2d(m: &mut Machine, j: &ConvJob, df: Dataflow) -> Result<()> {
     let w_chunks = g.wo.div_ceil(g.wc);
     let mut taps = TapCache::default();
     let mut scratch = MacScratch::new(p);
-    let mut floor = floor::Floor::new(m, j, &g, df);
+    let mut floor = floor::Floor::new(m, j, &g, df, &mut scratch);
     // A band load and a `macs` call, each followed by its floor's count.
     let bands = |m: &mut Machine, floor: &mut floor::Floor, t, wx, ci| -> Result<()> {
         let c0 = floor::Floor::counters(m);
@@ -518,8 +518,22 @@ fn load_band(
 /// the VPUs' tiles only, not on the channels).
 struct MacScratch {
     p: usize,
-    /// The step the table holds, and its band row count.
+    /// The step `tab` holds.
     step: Option<usize>,
+    tab: StepTables,
+    /// The tables of steps prepared before, by step (WS sweeps every step once per
+    /// channel pair: each step's tables are built once, not once per pair).
+    kept: Vec<Option<StepTables>>,
+    /// One tap column's (accumulator, tap) targets.
+    group: Vec<(usize, i32)>,
+    /// The schedules of the stride-1 slides and MACs seen so far.
+    memo: OpsMemo,
+}
+
+/// One step's tables.
+#[derive(Default)]
+struct StepTables {
+    /// The band row count.
     count: usize,
     /// Per band row `r` and VPU `q`, at `r * p + q`: the users of the row (output row,
     /// ky), their number (0: the row is padding or outside the VPU's band) and the
@@ -527,32 +541,14 @@ struct MacScratch {
     users: Vec<[(usize, usize); MAX_OUT_ROWS]>,
     nus: Vec<usize>,
     ihs: Vec<usize>,
-    /// One tap column's (accumulator, tap) targets.
-    group: Vec<(usize, i32)>,
     /// The registers the stride-1 slides and MACs of the step use (band rows, scratch,
-    /// accumulators), and their schedules seen so far.
+    /// accumulators).
     regs: Vec<usize>,
-    memo: OpsMemo,
     /// Per VPU `q`, at `out_at[q]..out_at[q + 1]`: every (output row, band row, ky)
     /// MAC target of the step, by output row (`values.rs`).
     by_out: Vec<(usize, usize, usize)>,
     out_at: Vec<usize>,
     /// The step's slides and MACs (all VPUs).
-    ops: u64,
-    /// The tables of steps prepared before, by step (WS sweeps every step once per
-    /// channel pair: each step's tables are built once, not once per pair).
-    kept: Vec<Option<StepTables>>,
-}
-
-/// One step's tables of [`MacScratch`], kept while another step's are in use.
-struct StepTables {
-    count: usize,
-    users: Vec<[(usize, usize); MAX_OUT_ROWS]>,
-    nus: Vec<usize>,
-    ihs: Vec<usize>,
-    regs: Vec<usize>,
-    by_out: Vec<(usize, usize, usize)>,
-    out_at: Vec<usize>,
     ops: u64,
 }
 
@@ -561,17 +557,10 @@ impl MacScratch {
         MacScratch {
             p,
             step: None,
-            count: 0,
-            users: Vec::new(),
-            nus: Vec::new(),
-            ihs: Vec::new(),
-            group: Vec::with_capacity(MAX_OUT_ROWS),
-            regs: Vec::new(),
-            memo: OpsMemo::default(),
-            by_out: Vec::new(),
-            out_at: Vec::new(),
-            ops: 0,
+            tab: StepTables::default(),
             kept: Vec::new(),
+            group: Vec::with_capacity(MAX_OUT_ROWS),
+            memo: OpsMemo::default(),
         }
     }
 
@@ -582,34 +571,22 @@ impl MacScratch {
             return;
         }
         if let Some(old) = self.step {
-            let tables = StepTables {
-                count: self.count,
-                users: std::mem::take(&mut self.users),
-                nus: std::mem::take(&mut self.nus),
-                ihs: std::mem::take(&mut self.ihs),
-                regs: std::mem::take(&mut self.regs),
-                by_out: std::mem::take(&mut self.by_out),
-                out_at: std::mem::take(&mut self.out_at),
-                ops: self.ops,
-            };
             if self.kept.len() <= old {
                 self.kept.resize_with(old + 1, || None);
             }
-            self.kept[old] = Some(tables);
+            self.kept[old] = Some(std::mem::take(&mut self.tab));
         }
-        if let Some(k) = self.kept.get_mut(t).and_then(Option::take) {
-            self.count = k.count;
-            self.users = k.users;
-            self.nus = k.nus;
-            self.ihs = k.ihs;
-            self.regs = k.regs;
-            self.by_out = k.by_out;
-            self.out_at = k.out_at;
-            self.ops = k.ops;
-            self.step = Some(t);
-            return;
-        }
-        let p = self.p;
+        self.step = Some(t);
+        self.tab = match self.kept.get_mut(t).and_then(Option::take) {
+            Some(k) => k,
+            None => StepTables::new(j, g, t, self.p),
+        };
+    }
+}
+
+impl StepTables {
+    /// The tables of step `t` with `p` VPUs.
+    fn new(j: &ConvJob, g: &Geo, t: usize, p: usize) -> StepTables {
         let tiles: Vec<Option<(usize, usize)>> = (0..p).map(|q| g.tile(q, t)).collect();
         let count = tiles
             .iter()
@@ -617,42 +594,50 @@ impl MacScratch {
             .map(|&tile| band_rows(j, tile).1)
             .max()
             .unwrap_or(0);
-        self.users.resize(count * p, [(0, 0); MAX_OUT_ROWS]);
-        self.nus.resize(count * p, 0);
-        self.ihs.resize(count * p, 0);
+        let mut users = vec![[(0, 0); MAX_OUT_ROWS]; count * p];
+        let mut nus = vec![0; count * p];
+        let mut ihs = vec![0; count * p];
         for r in 0..count {
             let at = r * p..(r + 1) * p;
             row_users(
                 j,
                 &tiles,
                 r,
-                &mut self.users[at.clone()],
-                &mut self.nus[at.clone()],
-                &mut self.ihs[at],
+                &mut users[at.clone()],
+                &mut nus[at.clone()],
+                &mut ihs[at],
             );
         }
-        self.by_out.clear();
-        self.out_at.clear();
+        let mut by_out = Vec::new();
+        let mut out_at = Vec::with_capacity(p + 1);
         for q in 0..p {
-            self.out_at.push(self.by_out.len());
-            let start = self.by_out.len();
+            out_at.push(by_out.len());
+            let start = by_out.len();
             for r in 0..count {
                 let at = r * p + q;
-                let users = &self.users[at][..self.nus[at]];
-                self.by_out.extend(users.iter().map(|&(o, ky)| (o, r, ky)));
+                by_out.extend(users[at][..nus[at]].iter().map(|&(o, ky)| (o, r, ky)));
             }
-            self.by_out[start..].sort_by_key(|e| e.0);
+            by_out[start..].sort_by_key(|e| e.0);
         }
-        self.out_at.push(self.by_out.len());
-        let rows = (0..count * p).filter(|&at| self.nus[at] > 0).count();
-        self.ops = (self.by_out.len() * j.kw + rows * (j.kw - 1)) as u64;
-        self.regs.clear();
-        self.regs
-            .extend((0..count).chain(SCRATCH).chain(ACC0..ACC0 + MAX_OUT_ROWS));
-        self.regs.sort_unstable();
-        self.regs.dedup();
-        self.step = Some(t);
-        self.count = count;
+        out_at.push(by_out.len());
+        let rows = nus.iter().filter(|&&nu| nu > 0).count();
+        let ops = (by_out.len() * j.kw + rows * (j.kw - 1)) as u64;
+        let mut regs: Vec<usize> = (0..count)
+            .chain(SCRATCH)
+            .chain(ACC0..ACC0 + MAX_OUT_ROWS)
+            .collect();
+        regs.sort_unstable();
+        regs.dedup();
+        StepTables {
+            count,
+            users,
+            nus,
+            ihs,
+            regs,
+            by_out,
+            out_at,
+            ops,
+        }
     }
 }
 
@@ -662,8 +647,8 @@ impl MacScratch {
     /// column's slide takes (it flips after every such column).
     fn columns(&self, kw: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
         let p = self.p;
-        (0..self.count)
-            .filter(move |&r| self.nus[r * p..(r + 1) * p].iter().any(|&nu| nu > 0))
+        (0..self.tab.count)
+            .filter(move |&r| self.tab.nus[r * p..(r + 1) * p].iter().any(|&nu| nu > 0))
             .flat_map(move |r| (0..kw).map(move |kx| (r, kx)))
             .enumerate()
             .map(|(i, (r, kx))| (r, kx, i % 2))
@@ -673,7 +658,7 @@ impl MacScratch {
     fn row_vpus(&self, r: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
         (r * self.p..(r + 1) * self.p)
             .enumerate()
-            .map(|(q, at)| (q, at, self.nus[at]))
+            .map(|(q, at)| (q, at, self.tab.nus[at]))
             .filter(|&(_, _, nu)| nu > 0)
     }
 }
@@ -700,7 +685,7 @@ fn macs(
     let (w0, nw) = chunk(g, wx);
     let p = m.vpus();
     s.prepare(j, g, t);
-    let count = s.count;
+    let count = s.tab.count;
     // Every MAC and slide here works on `nw` elements: their costs once per call.
     let mac_c = m.vcost(m.arch.vpu.cycles.mac, nw);
     let slide_c = m.vcost(m.arch.vpu.cycles.slide, nw);
@@ -716,7 +701,7 @@ fn macs(
                 // The same slides and MACs for every channel pair of this step and chunk.
                 let mut memo = std::mem::take(&mut s.memo);
                 let name = [t as u64, wx as u64, mac_c, slide_c];
-                memo.run(&mut b, &name, &s.regs, s.ops, |b| {
+                memo.run(&mut b, &name, &s.tab.regs, s.tab.ops, |b| {
                     macs_timing(b, j, s, (mac_c, slide_c))
                 });
                 s.memo = memo;
@@ -744,12 +729,22 @@ fn macs(
                 }
             } else {
                 let col0 = tap_col0(j, w0, kx);
-                load_segment(m, j, q, SCRATCH[sc], ci, s.ihs[at], col0, nw, j.stride.1)?;
+                load_segment(
+                    m,
+                    j,
+                    q,
+                    SCRATCH[sc],
+                    ci,
+                    s.tab.ihs[at],
+                    col0,
+                    nw,
+                    j.stride.1,
+                )?;
                 SCRATCH[sc]
             };
             group.clear();
             group.extend(
-                s.users[at][..nu]
+                s.tab.users[at][..nu]
                     .iter()
                     .map(|&(o, ky)| (ACC0 + o, taps[ky * j.kw + kx])),
             );
@@ -815,7 +810,7 @@ fn macs_timing(b: &mut Batch<'_>, j: &ConvJob, s: &MacScratch, (mac_c, slide_c):
                 b.op(q, r, SCRATCH[sc], slide_c);
                 SCRATCH[sc]
             };
-            for &(o, _) in &s.users[at][..nu] {
+            for &(o, _) in &s.tab.users[at][..nu] {
                 b.op(q, src, ACC0 + o, mac_c);
             }
         }

@@ -34,7 +34,15 @@ pub(super) struct Floor {
 }
 
 impl Floor {
-    pub(super) fn new(m: &Machine, j: &ConvJob, g: &Geo, df: Dataflow) -> Floor {
+    /// The counts of a call, from the step tables of `s` (the kernel's own scratch:
+    /// each step's tables are built here once and kept for the call).
+    pub(super) fn new(
+        m: &Machine,
+        j: &ConvJob,
+        g: &Geo,
+        df: Dataflow,
+        s: &mut MacScratch,
+    ) -> Floor {
         let p = m.vpus();
         let w_chunks = g.wo.div_ceil(g.wc);
         let n = g.steps * w_chunks;
@@ -51,14 +59,13 @@ impl Floor {
             host: 0,
             vpu: vec![0; p],
         };
-        let mut s = MacScratch::new(p);
         for t in 0..g.steps {
             s.prepare(j, g, t);
             for wx in 0..w_chunks {
                 let at = t * w_chunks + wx;
                 let cols = chunk(g, wx);
                 let vpu = &mut f.macs_vpu[at * p..(at + 1) * p];
-                f.macs_host[at] = macs_cost(m, j, &s, cols, vpu);
+                f.macs_host[at] = macs_cost(m, j, s, cols, vpu);
                 let vpu = &mut f.bands_vpu[at * p..(at + 1) * p];
                 f.bands_host[at] = bands_cost(m, j, g, t, cols, vpu);
             }

@@ -33,7 +33,7 @@ pub(super) fn macs_batched(
     };
     let mv_c = m.vcost(m.arch.vpu.cycles.mv, nw);
     let add_c = m.vcost(m.arch.vpu.cycles.add, nw);
-    let cols = (s.count * j.kw) as u64;
+    let cols = (s.tab.count * j.kw) as u64;
     // Per VPU and tap column: a pad, a burst, a correction and at most MAX_OUT_ROWS MACs.
     let instrs = cols * (p * (3 + MAX_OUT_ROWS)) as u64;
     let cycles = mac_c.max(mv_c).max(add_c).max(burst);
@@ -47,7 +47,7 @@ pub(super) fn macs_batched(
         let col0 = tap_col0(j, w0, kx);
         let (lo, hi) = valid_cols(j, col0, nw, step);
         let c = (col0 + (lo * step) as isize).max(0) as usize;
-        let addr = j.x as usize + ((ci * j.h + s.ihs[at]) * j.w + c) * es;
+        let addr = j.x as usize + ((ci * j.h + s.tab.ihs[at]) * j.w + c) * es;
         (SCRATCH[sc], lo, hi, addr)
     };
     if let Some(mut b) = b {
@@ -63,7 +63,7 @@ pub(super) fn macs_batched(
                 if j.x_zp != 0 {
                     b.op(q, reg, reg, add_c);
                 }
-                for &(o, _) in &s.users[at][..nu] {
+                for &(o, _) in &s.tab.users[at][..nu] {
                     b.op(q, reg, ACC0 + o, mac_c);
                 }
             }
@@ -87,7 +87,7 @@ pub(super) fn macs_batched(
                     let x = -j.x_zp;
                     seg.iter_mut().for_each(|e| *e = e.wrapping_add(x));
                 }
-                for &(o, ky) in &s.users[at][..nu] {
+                for &(o, ky) in &s.tab.users[at][..nu] {
                     let (d, src) = two_regs(fq, v, ACC0 + o, reg);
                     macc(&mut d[..nw], &src[..nw], taps[ky * j.kw + kx]);
                 }

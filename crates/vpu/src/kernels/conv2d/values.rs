@@ -26,7 +26,7 @@ pub(super) fn step_values(
         "a stride-1 band row wider than a register"
     );
     for (q, fq) in f.iter_mut().enumerate().take(s.p) {
-        let rows = &s.by_out[s.out_at[q]..s.out_at[q + 1]];
+        let rows = &s.tab.by_out[s.tab.out_at[q]..s.tab.out_at[q + 1]];
         let mut i = 0;
         while i < rows.len() {
             let o = rows[i].0;
