@@ -3,7 +3,8 @@
 
 Usage (builds nothing; build the release binary first):
     cargo build --release -p pimkit
-    /work/venv/bin/python tools/bench_vs_ort.py [--pimkit target/release/pimkit]
+    python3 -m venv .venv && .venv/bin/pip install -r tools/requirements-bench.txt
+    .venv/bin/python tools/bench_vs_ort.py [--pimkit target/release/pimkit]
         [--runs 10] [--threads 1] [--clock wall|cpu] [--only NAME ...] [--keep DIR]
 
 For every model both runtimes get the same input (.npy, seed 0) and run single threaded:
