@@ -10,6 +10,17 @@
 
 use crate::kernels::requant::{bounds, round_clamped};
 
+/// `v` rounded to an integer, ties to even, for |v| <= 2^22 (NaN stays NaN): the sum
+/// `v + 1.5 * 2^23` lies in [2^23, 2^24), where the f32 spacing is 1, so the add rounds
+/// in the default rounding mode and the subtract is exact. Plain adds, so it vectorizes
+/// on any x86-64 (baseline SSE2 has no rounding instruction; `round_ties_even` would be a
+/// libm call per element there).
+#[inline(always)]
+pub fn round_half_even_small(v: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (v + MAGIC) - MAGIC
+}
+
 /// ONNX Runtime's requantization: round_half_even(f32(acc) * scale) + zp, saturated to
 /// `[lo, hi]`. The clamp happens before rounding, in float, as in MLAS; because the
 /// bounds are integers this equals clamping the rounded value.
@@ -231,6 +242,19 @@ mod tests {
         assert_eq!(requant_f32(7, 0.5, 0, -128, 127), 4);
         assert_eq!(requant_f32(-5, 0.5, 0, -128, 127), -2);
         assert_eq!(requant_f32(3, 0.5, 10, 0, 255), 12);
+    }
+
+    #[test]
+    fn small_rounding_is_round_ties_even_up_to_2_pow_22() {
+        // Every tie and its neighbours up to 1024, then steps across the whole range.
+        let ties = (0..2048).map(|i| i as f32 * 0.5);
+        let spread = (0..=4096).map(|i| (i as f32 / 4096.0) * 4_194_304.0 + 0.5);
+        for v in ties.chain(spread).flat_map(|v| [v, -v, v + 0.25, v - 0.25]) {
+            if v.abs() <= 4_194_304.0 {
+                assert_eq!(round_half_even_small(v), v.round_ties_even(), "{v}");
+            }
+        }
+        assert!(round_half_even_small(f32::NAN).is_nan());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use crate::error::user;
 use crate::model::{LoadArgs, load_model_full};
 use pimkit_ir::DType;
-use pimkit_zoo::quantize::{QuantOptions, calibrate_par, fold_batchnorm, quantize};
+use pimkit_zoo::quantize::{QuantOptions, quantize_calibrated_with};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -67,17 +67,14 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         act,
         exclude: a.exclude.clone(),
     };
-    // What `quantize_calibrated` does, with a bar per calibration sample run.
-    let f = fold_batchnorm(&g).map_err(user)?;
+    // A bar step per calibration sample as it starts (they run on the worker threads).
     let pb = crate::output::progress(sets.len() as u64, "calibration samples");
-    // The samples run side by side on the worker threads (MinMax does not depend on
-    // the order, so the ranges are the sequential ones).
-    let ranges = calibrate_par(&f, sets.len(), |i| {
+    let q = quantize_calibrated_with(&g, &opts, sets.len(), |i| {
         pb.inc(1);
         sets[i].clone()
     });
     pb.finish_and_clear();
-    let q = quantize(&f, Some(&ranges.map_err(user)?), &opts).map_err(user)?;
+    let q = q.map_err(user)?;
     crate::output::write_file_atomic(&a.out, &pimkit_onnx::export(&q).map_err(user)?)?;
     let before = pimkit_ir::GraphStats::of(&g);
     let after = pimkit_ir::GraphStats::of(&q);

@@ -11,9 +11,7 @@
 //! vectorizes it for the host (and `mul_add` becomes one fused instruction).
 
 use super::ewise::simd;
-
-/// 1.5 * 2^23.
-const MAGIC: f32 = 12_582_912.0;
+use crate::quant::round_half_even_small;
 
 /// `cvtps_epi32(v)` saturated to `[lo, hi]` (see the module docs); `lo`, `hi` within
 /// ±2^22 (8-bit output ranges).
@@ -28,7 +26,7 @@ fn cvt_sat(v: f32, lo: f32, hi: f32) -> i32 {
         v
     };
     let c = if in_range { c } else { lo };
-    let r = (c + MAGIC) - MAGIC;
+    let r = round_half_even_small(c);
     // SAFETY: r is an integer in [lo, hi], far inside i32.
     unsafe { r.to_int_unchecked() }
 }

@@ -2,15 +2,12 @@
 //! [`crate::quant::requant_f32`] and written so the compiler vectorizes it.
 //!
 //! The float multiply and the float clamp are the same operations in the same order.
-//! Only the final round-half-to-even differs in form: for |v| <= 2^22,
-//! `(v + 1.5 * 2^23) - 1.5 * 2^23` rounds v to an integer, ties to even, in the default
-//! rounding mode (the sum lies in [2^23, 2^24), where the f32 spacing is 1). The clamp
-//! bounds of 8-bit outputs are far inside that range, so the two forms agree exactly.
+//! Only the final round-half-to-even differs in form: [`round_half_even_small`], exact
+//! for |v| <= 2^22. The clamp bounds of 8-bit outputs are far inside that range, so the
+//! two forms agree exactly.
 
+use crate::quant::round_half_even_small;
 use pimkit_ir::{DType, Tensor, TensorData};
-
-/// 1.5 * 2^23.
-const MAGIC: f32 = 12_582_912.0;
 
 /// Clamp bounds `[lo - zp, hi - zp]` as f32, checked to be within the range where the
 /// fast rounding is exact.
@@ -38,7 +35,7 @@ pub(crate) unsafe fn round_clamped(v: f32, (min, max): (f32, f32)) -> i32 {
     } else {
         v
     };
-    let r = (v + MAGIC) - MAGIC;
+    let r = round_half_even_small(v);
     // SAFETY: the caller guarantees |r| <= 2^22 and not NaN.
     unsafe { r.to_int_unchecked() }
 }
@@ -65,7 +62,7 @@ pub(crate) fn requant_row(
     }
     for (o, &a) in out.iter_mut().zip(acc) {
         let v = (a.wrapping_add(bias) as f32 * scale).max(min).min(max);
-        let r = (v + MAGIC) - MAGIC;
+        let r = round_half_even_small(v);
         // SAFETY: r is an integer with |r| <= 2^22 (clamped above), so it fits in i32.
         let q: i32 = unsafe { r.to_int_unchecked() };
         *o = q.wrapping_add(zp) as u8;
@@ -84,7 +81,7 @@ pub(crate) fn requant_row_scales(
 ) {
     for ((o, &a), &s) in out.iter_mut().zip(acc).zip(scales) {
         let v = (a as f32 * s).max(min).min(max);
-        let r = (v + MAGIC) - MAGIC;
+        let r = round_half_even_small(v);
         // SAFETY: as in requant_row.
         let q: i32 = unsafe { r.to_int_unchecked() };
         *o = q.wrapping_add(zp) as u8;
@@ -96,7 +93,7 @@ pub(crate) fn requant_row_scales(
 pub(crate) fn quantize_row(x: &[f32], scale: f32, zp: i32, (min, max): (f32, f32), out: &mut [u8]) {
     for (o, &v) in out.iter_mut().zip(x) {
         let v = (v / scale).max(min).min(max);
-        let r = (v + MAGIC) - MAGIC;
+        let r = round_half_even_small(v);
         // SAFETY: as in requant_row.
         let q: i32 = unsafe { r.to_int_unchecked() };
         *o = q.wrapping_add(zp) as u8;

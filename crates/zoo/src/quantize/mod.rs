@@ -102,15 +102,14 @@ pub fn weight_scale(absmax: f32) -> f32 {
 
 /// ORT `quantize_nparray` for i8 weights: round_half_even(w / scale), clipped to [-127, 127].
 ///
-/// Clipped before rounding (the same value: the bounds are integers), then rounded as
-/// `(y + 1.5 * 2^23) - 1.5 * 2^23`, which is round-half-to-even for |y| <= 2^22 in the
-/// default rounding mode: no libm call per weight (x86-64's baseline has no rounding
-/// instruction), so a model's weights quantize in vector registers. NaN gives 0, as the
+/// Clipped before rounding (the same value: the bounds are integers), then rounded by
+/// `round_half_even_small` (add and subtract 1.5 * 2^23): no libm call per weight
+/// (x86-64's baseline has no rounding instruction), so a model's weights quantize in
+/// vector registers. NaN gives 0, as the
 /// cast of the rounded NaN did.
 pub fn quantize_weight_value(w: f32, scale: f32) -> i8 {
-    const MAGIC: f32 = 12_582_912.0;
     let y = (w / scale).clamp(-127.0, 127.0);
-    ((y + MAGIC) - MAGIC) as i8
+    pimkit_interp::quant::round_half_even_small(y) as i8
 }
 
 /// Run the float graph through the reference interpreter on each input set and record
@@ -281,8 +280,19 @@ pub fn quantize_calibrated(
     opts: &QuantOptions,
     sets: &[HashMap<String, Tensor>],
 ) -> QResult<Graph> {
+    quantize_calibrated_with(g, opts, sets.len(), |i| sets[i].clone())
+}
+
+/// [`quantize_calibrated`] over `n` input sets that `make(i)` builds when sample `i`
+/// runs (a caller can count progress there, or read a sample from disk only then).
+pub fn quantize_calibrated_with(
+    g: &Graph,
+    opts: &QuantOptions,
+    n: usize,
+    make: impl Fn(usize) -> HashMap<String, Tensor> + Sync,
+) -> QResult<Graph> {
     let f = fold_batchnorm(g)?;
-    let ranges = calibrate_par(&f, sets.len(), |i| sets[i].clone())?;
+    let ranges = calibrate_par(&f, n, make)?;
     quantize(&f, Some(&ranges), opts)
 }
 
