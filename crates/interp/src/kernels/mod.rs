@@ -36,6 +36,8 @@ pub(crate) mod qgemv;
 pub(crate) mod requant;
 pub(crate) mod sgemm;
 #[cfg(test)]
+mod sgemm_tests;
+#[cfg(test)]
 mod tests;
 pub(crate) mod vmath;
 

@@ -354,26 +354,35 @@ fn gemv_impl<const FMA: bool, const W: usize>(
     }
 }
 
-/// Four dot products with one vector: 16 interleaved partial sums each, added up in a
-/// fixed order.
+/// Four dot products with one vector: 16 interleaved partial sums each (lane l takes
+/// the elements i with i % 16 == l, in order), added up in a fixed order.
 #[inline(always)]
 fn dot4<const FMA: bool>(x: &[f32], ys: [&[f32]; 4]) -> [f32; 4] {
     let len = ys.iter().fold(x.len(), |l, y| l.min(y.len()));
+    let (xb, xt) = x[..len].as_chunks::<16>();
+    let yb = ys.map(|y| y[..len].as_chunks::<16>());
     let mut acc = [[0f32; 16]; 4];
-    let full = len / 16 * 16;
-    for c in (0..full).step_by(16) {
-        let xc = &x[c..c + 16];
-        for (a, y) in acc.iter_mut().zip(&ys) {
-            let yc = &y[c..c + 16];
+    // Fixed-size chunks and constant lane indices only, so the sums stay in vector
+    // registers (with a variable-length tail in the same function they were kept on the
+    // stack, one scalar FMA at a time).
+    for (c, xc) in xb.iter().enumerate() {
+        for (a, (yc, _)) in acc.iter_mut().zip(&yb) {
+            let yc = &yc[c];
             for l in 0..16 {
                 a[l] = mac::<FMA>(a[l], xc[l], yc[l]);
             }
         }
     }
+    // The tail as one more chunk, padded with -0 · +0 = -0 products, which leave every
+    // sum unchanged (s + -0 == s for every s, signed zeros included).
+    let mut xp = [-0f32; 16];
+    xp[..xt.len()].copy_from_slice(xt);
     let mut out = [0f32; 4];
-    for ((o, a), y) in out.iter_mut().zip(acc.iter_mut()).zip(&ys) {
-        for (l, i) in (full..len).enumerate() {
-            a[l] = mac::<FMA>(a[l], x[i], y[i]);
+    for ((o, a), (_, yt)) in out.iter_mut().zip(acc.iter_mut()).zip(&yb) {
+        let mut yp = [0f32; 16];
+        yp[..yt.len()].copy_from_slice(yt);
+        for l in 0..16 {
+            a[l] = mac::<FMA>(a[l], xp[l], yp[l]);
         }
         let mut w = 16;
         while w > 1 {
