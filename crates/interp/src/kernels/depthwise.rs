@@ -17,6 +17,7 @@
 //! order depends on the block, the ISA or the thread count.
 
 use super::act::Act;
+use super::interleave::split_pairs;
 use super::{Isa, SendPtr, isa};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -159,10 +160,7 @@ fn fill_row_s2<T: Copy>(p: &Phases, pw: usize, row: &[T], dst: &mut [T]) {
         } else {
             (&mut second[ce..ce + jmax], &mut first[co..co + jmax])
         };
-        for ((e, o), pr) in even.iter_mut().zip(odd.iter_mut()).zip(&pairs[..jmax]) {
-            *e = pr[0];
-            *o = pr[1];
-        }
+        split_pairs(&pairs[..jmax], even, odd);
     }
     for (x, &v) in row.iter().enumerate().skip(2 * jmax) {
         let (off, c) = at(x);

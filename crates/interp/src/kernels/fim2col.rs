@@ -5,6 +5,7 @@
 
 use super::fgemm::PackB;
 use super::im2col::Conv2d;
+use super::interleave::split_pairs;
 use std::borrow::Cow;
 
 /// Per row k: where its taps read.
@@ -110,19 +111,13 @@ impl<'a> ConvCols<'a> {
 fn split_phases(x: &[f32], iw: usize, sw: usize, phase_at: &[usize], v: &mut [f32]) {
     for (src, dst) in x.chunks_exact(iw).zip(v.chunks_exact_mut(iw)) {
         if sw == 2 {
-            // Pairs of columns into slices of one length, so the loop vectorizes as a
-            // de-interleave (the strided iterator below is a scalar loop); an odd
+            // A de-interleave (the strided iterator below is a scalar loop); an odd
             // width's last column is phase 0's last element.
             let (even, odd) = dst.split_at_mut(phase_at[1]);
             let (pairs, last) = src.as_chunks::<2>();
-            let n = pairs.len();
-            let (ev, od) = (&mut even[..n], &mut odd[..n]);
-            for j in 0..n {
-                ev[j] = pairs[j][0];
-                od[j] = pairs[j][1];
-            }
+            split_pairs(pairs, even, odd);
             if let [l] = last {
-                even[n] = *l;
+                even[pairs.len()] = *l;
             }
             continue;
         }

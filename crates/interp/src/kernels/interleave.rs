@@ -1,6 +1,21 @@
 //! Packing helpers of the integer GEMM: four byte rows interleaved column by column
 //! (`dst[c * 4 + j] = row_j[c]`, the column operand's layout) and four rows of 4-byte
-//! groups transposed (`[group][row][4]`, the row operand's layout).
+//! groups transposed (`[group][row][4]`, the row operand's layout); and the inverse for
+//! stride-2 rows: a row split into its two column phases ([`split_pairs`]).
+
+/// `even[j] = pairs[j][0]` and `odd[j] = pairs[j][1]` for j below the shortest of the
+/// three: a stride-2 row's two column phases. Slices of one length indexed together, so
+/// inlined into a vector trampoline it compiles to a de-interleave (a strided iterator
+/// or a zip of three iterators is a scalar loop).
+#[inline(always)]
+pub(crate) fn split_pairs<T: Copy>(pairs: &[[T; 2]], even: &mut [T], odd: &mut [T]) {
+    let n = pairs.len().min(even.len()).min(odd.len());
+    let (pairs, even, odd) = (&pairs[..n], &mut even[..n], &mut odd[..n]);
+    for j in 0..n {
+        even[j] = pairs[j][0];
+        odd[j] = pairs[j][1];
+    }
+}
 
 /// Interleave rows `j < rows` (bytes `data[offs[j]..offs[j] + w]`; rows `rows..4` are
 /// zeros) into `dst[c * 4 + j]` for c < w, flipping bits with `xor`.

@@ -5,6 +5,7 @@
 //! floats and 0 for integers), average sums the taps inside the input in window order and divides by the taps
 //! inside the input or, with `count_include_pad`, inside the padded input.
 
+use super::interleave::split_pairs;
 use super::threads;
 use rayon::prelude::*;
 
@@ -182,16 +183,10 @@ fn phased(g: &Pool2d, x: &[f32], pad: f32, buf: &mut Vec<f32>) -> (usize, usize)
         }
         row[pw..pw + len].copy_from_slice(src);
         if s == 2 {
-            // Indexed over slices of one length, so it vectorizes as a de-interleave
-            // (the zip of three iterators was a scalar loop: a quarter of the pool).
+            // A de-interleave (the zip of three iterators was a scalar loop: a
+            // quarter of the pool).
             let (ev, od) = dst.split_at_mut(pc);
-            let (pairs, _) = row.as_chunks::<2>();
-            let n = pc.min(pairs.len());
-            let (ev, od, pairs) = (&mut ev[..n], &mut od[..n], &pairs[..n]);
-            for j in 0..n {
-                ev[j] = pairs[j][0];
-                od[j] = pairs[j][1];
-            }
+            split_pairs(row.as_chunks::<2>().0, ev, od);
         } else {
             for (p, phase) in dst.chunks_exact_mut(pc).enumerate() {
                 for (d, &v) in phase.iter_mut().zip(row[p..].iter().step_by(s)) {
