@@ -50,7 +50,7 @@ fn matrix_vector_paths_sum_in_lanes_then_halves() {
             // layer's weight under Gemm's transB.
             let bt = values(&mut rng, n * k);
             let mut c = vec![f32::NAN; n];
-            sgemm(1, k, n, 1.0, &a, (k, 1), &bt, (1, k.max(1)), 0.0, &mut c);
+            sgemm(1, k, n, 1.0, &a, (k, 1), &bt, (1, k), 0.0, &mut c);
             for (j, &cj) in c.iter().enumerate() {
                 let want = lane_dot(a.iter().copied(), bt[j * k..(j + 1) * k].iter().copied());
                 assert_eq!(
@@ -61,7 +61,7 @@ fn matrix_vector_paths_sum_in_lanes_then_halves() {
             }
             // n == 1: rows of A against a contiguous vector.
             let mut c1 = vec![f32::NAN; n];
-            sgemm(n, k, 1, 1.0, &bt, (k.max(1), 1), &a, (1, 1), 0.0, &mut c1);
+            sgemm(n, k, 1, 1.0, &bt, (k, 1), &a, (1, 1), 0.0, &mut c1);
             for (i, &ci) in c1.iter().enumerate() {
                 let want = lane_dot(bt[i * k..(i + 1) * k].iter().copied(), a.iter().copied());
                 assert_eq!(

@@ -105,8 +105,7 @@ pub fn weight_scale(absmax: f32) -> f32 {
 /// Clipped before rounding (the same value: the bounds are integers), then rounded by
 /// `round_half_even_small` (add and subtract 1.5 * 2^23): no libm call per weight
 /// (x86-64's baseline has no rounding instruction), so a model's weights quantize in
-/// vector registers. NaN gives 0, as the
-/// cast of the rounded NaN did.
+/// vector registers. NaN gives 0, as the cast of the rounded NaN did.
 pub fn quantize_weight_value(w: f32, scale: f32) -> i8 {
     let y = (w / scale).clamp(-127.0, 127.0);
     pimkit_interp::quant::round_half_even_small(y) as i8
