@@ -12,8 +12,8 @@ that `tools/bench_vs_ort.py --keep tools/out/bench` writes):
         --from /Flatten_output_0 --to output [--pimkit target/release/pimkit] [--runs 200]
 
 Single thread on both sides, process CPU time, median of the runs after one warm-up.
-The model's input is MODEL.input.npy (as bench_vs_ort.py writes it). The cut model and
-its input go to a temporary directory.
+The model's input is MODEL.input.npy (as bench_vs_ort.py writes it). The cut model, its
+input and onnxruntime's profile go to a temporary directory; nothing else is written.
 """
 
 import argparse
@@ -32,11 +32,14 @@ import onnx.utils
 import onnxruntime as ort
 
 
-def session(path, profile=False):
+def session(path, profile_dir=None):
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
-    so.enable_profiling = profile
+    if profile_dir is not None:
+        # The profile's JSON goes to the temporary directory, not the working one.
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(profile_dir, "ort_profile")
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
@@ -45,8 +48,8 @@ def model_input(model):
     return {s.get_inputs()[0].name: np.load(model + ".input.npy")}
 
 
-def profile(a):
-    s = session(a.model, profile=True)
+def profile(a, tmp):
+    s = session(a.model, profile_dir=tmp)
     feed = model_input(a.model)
     for _ in range(a.runs):
         s.run(None, feed)
@@ -103,11 +106,8 @@ def main():
     pa.add_argument("--pimkit", default="target/release/pimkit")
     pa.add_argument("--runs", type=int, default=200)
     a = p.parse_args()
-    if a.cmd == "profile":
-        profile(a)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            part(a, tmp)
+    with tempfile.TemporaryDirectory() as tmp:
+        (profile if a.cmd == "profile" else part)(a, tmp)
 
 
 if __name__ == "__main__":
