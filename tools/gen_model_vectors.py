@@ -12,7 +12,11 @@ Quantized models: onnxruntime.quantization.quantize_static (QOperator, u8 activa
 s8 weights, per-channel and per-tensor, deterministic calibration data). Weights use
 reduce_range (7-bit), because on CPUs without VNNI MLAS's u8 x s8 kernels saturate 16-bit
 pair sums and full-range weights would make the golden outputs machine-dependent.
-quantize_dynamic is not used: its models need DynamicQuantizeLinear, which pimkit lacks.
+The same models (and `qops`, the other ops onnxruntime fuses) quantized in QDQ form,
+quantize_static's default: their golden outputs are onnxruntime's default session's, which
+runs each DequantizeLinear -> op -> QuantizeLinear group as the QOperator node (pimkit's
+importer does the same, docs/onnx.md "QDQ models"), plus one with Relus put back in front
+of the Qs. quantize_dynamic is not used: its models need DynamicQuantizeLinear, which pimkit lacks.
 
 Usage: python3 tools/gen_model_vectors.py
 """
@@ -23,6 +27,7 @@ import tempfile
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 from onnx import TensorProto, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -265,6 +270,34 @@ def decoder():
     return b.model("decoder"), [("input", (1, 4, 8, 8))]
 
 
+def qops():
+    """The ops onnxruntime's QDQ transformer fuses, beyond the CNNs': average pooling,
+    Sigmoid, LeakyRelu, Mul, Concat, activation x activation MatMul, Softmax, Gemm
+    without bias."""
+    b = Builder(9)
+    x = b.input("input", [1, 3, 8, 8])
+    c1 = b.op("Relu", [b.conv("conv1", x, 3, 8, 3, pad=1)])
+    c2 = b.op("Clip", [b.conv("conv2", c1, 8, 8, 3, pad=1), b.const(np.float32(0)), b.const(np.float32(6))])
+    m = b.op("MaxPool", [c2], kernel_shape=[2, 2], strides=[2, 2])
+    a = b.op("AveragePool", [c1], kernel_shape=[2, 2], strides=[2, 2])
+    y = b.op("Concat", [b.op("Add", [m, a]), b.op("Mul", [m, a])], axis=1)
+    y = b.op("LeakyRelu", [b.op("Sigmoid", [y])], alpha=0.1)
+    t = b.op("Reshape", [y, b.const(np.array([1, 16, 16], np.int64))])
+    t = b.op("Transpose", [t], perm=[0, 2, 1])
+    t = b.linear_matmul("proj", t, 16, 16, bias=False)
+    t = b.op("Softmax", [b.op("MatMul", [t, b.op("Transpose", [t], perm=[0, 2, 1])])], axis=-1)
+    g = b.op("Flatten", [b.op("GlobalAveragePool", [y])], axis=1)
+    w = b.param("head.weight", b.uniform((16, 5), 16))
+    b.scope = "/head"
+    g = b.op("Gemm", [g, w])
+    b.scope = ""
+    b.nodes.append(onnx.helper.make_node("Identity", [t], ["attention"], name="/Identity"))
+    b.nodes.append(onnx.helper.make_node("Identity", [g], ["logits"], name="/Identity_1"))
+    b.output("attention")
+    b.output("logits")
+    return b.model("qops"), [("input", (1, 3, 8, 8))]
+
+
 FLOAT_MODELS = {
     "cnn_resblock": (cnn, "conv-bn-relu CNN, residual add, max pool, global pool, Gemm"),
     "mlp": (mlp, "3-layer Gemm MLP with Softmax"),
@@ -276,8 +309,13 @@ FLOAT_MODELS = {
     "mobilenet_v3_block": (mobilenet, "MobileNetV3 blocks: HardSwish, depthwise, SE with HardSigmoid"),
     "decoder": (decoder, "decoder: PRelu, grouped/output-padded ConvTranspose, Resize nearest, "
                 "bilinear (pytorch_half_pixel, sizes) and bicubic (align_corners)"),
+    "qops": (qops, "average pool, Sigmoid, LeakyRelu, Mul, Concat, attention-style MatMul x "
+             "MatMul with Softmax, Gemm without bias"),
 }
 QUANTIZE = ["cnn_resblock", "mlp", "squeezenet_fire", "mobilenet_v3_block", "transformer_block"]
+# Also quantized in QDQ form (onnxruntime's default), every op the quantizer knows.
+QUANTIZE_QDQ = ["cnn_resblock", "mlp", "squeezenet_fire", "mobilenet_v3_block",
+                "transformer_block", "qops"]
 # Ops whose QOperator forms pimkit implements (the rest stay float between DQ/Q pairs).
 QUANT_OPS = ["Conv", "MatMul", "Gemm", "Add", "Mul", "Concat", "GlobalAveragePool", "Sigmoid",
              "LeakyRelu", "MaxPool", "Relu", "Clip", "Reshape", "Flatten", "Transpose", "Squeeze",
@@ -330,9 +368,56 @@ def add_quant(name, desc, model, specs, ins, per_channel, tmp):
     CASES.append((name, desc, q, ins, outs, float_islands(q)))
 
 
+def add_qdq(name, desc, model, specs, ins, per_channel, tmp):
+    """quantize_static's default QDQ form. The golden outputs are onnxruntime's default
+    session's, which runs each DequantizeLinear -> op -> QuantizeLinear group as its
+    QOperator node; the float islands are the float ops left in onnxruntime's own
+    optimized graph (saved at the level that does the QDQ fusions)."""
+    raw = os.path.join(tmp, f"{name}_raw.onnx")
+    src = os.path.join(tmp, f"{name}_f.onnx")
+    dst = os.path.join(tmp, f"{name}.onnx")
+    onnx.save(model, raw)
+    quant_pre_process(raw, src, skip_symbolic_shape=True)
+    quantize_static(src, dst, Reader(specs, 99), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    per_channel=per_channel, reduce_range=True)
+    q = onnx.load(dst)
+    outs = run_ort(q, dict(zip([n for n, _ in specs], ins)), levels=("all",))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.optimized_model_filepath = os.path.join(tmp, f"{name}_ort.onnx")
+    ort.InferenceSession(dst, so, providers=["CPUExecutionProvider"])
+    CASES.append((name, desc, q, ins, outs, float_islands(onnx.load(so.optimized_model_filepath))))
+
+
+def keep_clamps(name, desc, case):
+    """A QDQ case with a Relu put back in front of every Q whose zero point is the
+    lowest code (as other quantizers leave it): onnxruntime's ReluQuantFusion removes it
+    again before fusing, and so must pimkit."""
+    _, _, q, ins, _, _ = case
+    m = onnx.ModelProto()
+    m.CopyFrom(q)
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    producers = {o: n for n in m.graph.node for o in n.output}
+    nodes = []
+    for n in m.graph.node:
+        src = producers.get(n.input[0]) if n.input else None
+        if (n.op_type == "QuantizeLinear" and src is not None and src.op_type == "Conv"
+                and len(n.input) > 2 and inits[n.input[2]].dtype == np.uint8 and inits[n.input[2]] == 0):
+            relu = f"{src.name}/Relu"
+            nodes.append(onnx.helper.make_node("Relu", [n.input[0]], [relu + "_output_0"], name=relu))
+            n.input[0] = relu + "_output_0"
+        nodes.append(n)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    outs = run_ort(m, {m.graph.input[0].name: ins[0]}, levels=("all",))
+    CASES.append((name, desc, m, ins, outs, []))
+
+
 # Ops that keep quantized data integer (or only move it) inside a QOperator model.
 INTEGER_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QGemm",
                "QLinearAdd", "QLinearMul", "QLinearConcat", "QLinearGlobalAveragePool",
+               "QLinearAveragePool", "QLinearSoftmax",
                "QLinearSigmoid", "QLinearLeakyRelu", "MaxPool", "Flatten", "Reshape", "Transpose",
                "Squeeze", "Unsqueeze", "Split", "Gather", "Identity", "Constant", "Shape", "Concat",
                "Slice", "Cast"}
@@ -371,6 +456,14 @@ def main():
                     qname = f"q_{name}_{'perchannel' if pc else 'pertensor'}"
                     add_quant(qname, f"quantize_static QOperator u8/s8 {'per-channel' if pc else 'per-tensor'}: "
                               + desc, model, specs, ins, pc, tmp)
+            if name in QUANTIZE_QDQ:
+                for pc in (False, True):
+                    qname = f"qdq_{name}_{'perchannel' if pc else 'pertensor'}"
+                    add_qdq(qname, f"quantize_static QDQ u8/s8 {'per-channel' if pc else 'per-tensor'}: "
+                            + desc, model, specs, ins, pc, tmp)
+        keep_clamps("qdq_cnn_resblock_relu_kept", "qdq_cnn_resblock_pertensor with a Relu in front of "
+                    "each zero-point-0 QuantizeLinear after a Conv",
+                    next(c for c in CASES if c[0] == "qdq_cnn_resblock_pertensor"))
     entries = []
     for name, desc, model, ins, outs, islands in CASES:
         save_case(SUITE, name, model, ins, outs)

@@ -20,6 +20,11 @@ pub struct LoadArgs {
     /// flow and shapes that depend only on it are folded at import
     #[arg(long = "bind", value_name = "NAME=VALUE|FILE")]
     pub binds: Vec<String>,
+    /// Compute a QDQ model's float ops in float between DequantizeLinear and
+    /// QuantizeLinear, as ONNX defines them, instead of as the integer nodes
+    /// onnxruntime's default session fuses them into
+    #[arg(long = "qdq-float")]
+    pub qdq_float: bool,
 }
 
 fn split_kv<'a>(flag: &str, s: &'a str, what: &str) -> anyhow::Result<(&'a str, &'a str)> {
@@ -34,7 +39,10 @@ pub fn load_options(
     a: &LoadArgs,
     given: &[(String, Tensor)],
 ) -> anyhow::Result<pimkit_onnx::LoadOptions> {
-    let mut o = pimkit_onnx::LoadOptions::default();
+    let mut o = pimkit_onnx::LoadOptions {
+        qdq_float: a.qdq_float,
+        ..Default::default()
+    };
     for d in &a.dims {
         let (k, v) = split_kv("--dim", d, "NAME=VALUE")?;
         let v: usize = v

@@ -404,12 +404,22 @@ fn vpu_bad_settings_exit_2_naming_them() {
 }
 
 #[test]
-fn vpu_run_on_a_qdq_model_says_to_quantize_as_qoperator() {
-    let o = pimkit(&["vpu", "run", &fixture("qdq_matmul.onnx")]);
+fn vpu_runs_a_qdq_model_fused_and_names_the_float_form() {
+    // Default: the DQ -> MatMul -> Q group is imported as QLinearMatMul and runs on a VPU.
+    let o = pimkit(&["vpu", "run", &fixture("qdq_matmul.onnx"), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("1 QLinearMatMul") && !e.contains("QDQ form"), "{e}");
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kernels = j["layers"].as_array().unwrap().iter();
+    let kinds: Vec<&str> = kernels.filter_map(|l| l["kernel"].as_str()).collect();
+    assert!(kinds.iter().any(|k| *k != "host"), "{kinds:?}");
+    // --qdq-float keeps the float MatMul, which only the host runs; the note says why.
+    let o = pimkit(&["vpu", "run", &fixture("qdq_matmul.onnx"), "--qdq-float"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
-        e.contains("QDQ form (`fc`") && e.contains("QuantFormat.QOperator"),
+        e.contains("QDQ form (`fc`") && e.contains("without --qdq-float"),
         "{e}"
     );
 }

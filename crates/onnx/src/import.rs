@@ -25,6 +25,10 @@ pub struct LoadOptions {
     /// Graph inputs replaced by constants (`--bind NAME=VALUE`): every shape, `If`
     /// condition and value that depends only on them folds at import.
     pub bind: HashMap<String, Tensor>,
+    /// Keep QDQ groups (float ops between DequantizeLinear and QuantizeLinear) in float,
+    /// as ONNX defines them, instead of fusing each into the integer node onnxruntime's
+    /// default session runs ([`crate::qdq`]).
+    pub qdq_float: bool,
 }
 
 /// A loaded graph plus notes about lossy conversions (f64 -> f32, defaulted dims).
@@ -392,6 +396,22 @@ fn load_model_inner(
     r?;
     let mut g = ctx.g;
     reorder_consts(&mut g, &ctx.const_order);
+    if !opts.qdq_float {
+        let fused = crate::qdq::fuse(&mut g);
+        if !fused.is_empty() {
+            let list: Vec<String> = fused
+                .iter()
+                .map(|(op, n)| match *op {
+                    crate::qdq::DROPPED => format!("{n} data-movement ops on the 8-bit codes"),
+                    op => format!("{n} {op}"),
+                })
+                .collect();
+            notes.push(format!(
+                "QDQ groups imported as the integer nodes onnxruntime's default session runs: {}; --qdq-float keeps the float ops",
+                list.join(", ")
+            ));
+        }
+    }
     verify(&g).map_err(|e| OnnxError::Verify(Box::new(e)))?;
     Ok(g)
 }

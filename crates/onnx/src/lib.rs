@@ -13,6 +13,7 @@ mod export;
 mod fold;
 mod import;
 mod op_since;
+mod qdq;
 mod tensor;
 mod validate;
 mod wire;

@@ -364,7 +364,7 @@ pub fn run_network_with(
     let ran_kernel = layers.iter().any(|l| l.kernel != KernelKind::Host);
     if !ran_kernel && let Some(name) = qdq_compute_node(g) {
         net.notes.push(format!(
-            "the model is in QDQ form (`{name}` computes in float between DequantizeLinear and QuantizeLinear); the VPU kernels run QOperator nodes (QLinearConv, QLinearMatMul, QGemm): quantize it with onnxruntime's quant_format=QuantFormat.QOperator"
+            "the model is in QDQ form (`{name}` computes in float between DequantizeLinear and QuantizeLinear, not fused into an integer node); the VPU kernels run QOperator nodes (QLinearConv, QLinearMatMul, QGemm): load it without --qdq-float, which fuses onnxruntime's QDQ groups at import, or quantize it with onnxruntime's quant_format=QuantFormat.QOperator"
         ));
     }
     Ok(NetworkResult {

@@ -9,6 +9,8 @@ use pimkit_vpu::network::{Characterize, DataflowChoice, NetOptions};
 use pimkit_vpu::roofline::{Point, Scale, Sweep, run_sweep_with, table3};
 use std::path::{Path, PathBuf};
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(clap::Subcommand, Debug)]
 pub enum VpuCmd {
     /// Run a quantized model end to end on the simulated NM-Carus system
