@@ -33,11 +33,16 @@ pub struct LoadArgs {
     pub dims: HashMap<String, usize>,
     pub shapes: HashMap<String, Vec<usize>>,
     pub bind: HashMap<String, Tensor>,
+    /// Keep QDQ groups in float (the CLI's --qdq-float).
+    pub qdq_float: bool,
 }
 
 impl LoadArgs {
     pub fn options(&self) -> pimkit_onnx::LoadOptions {
-        let mut o = pimkit_onnx::LoadOptions::default();
+        let mut o = pimkit_onnx::LoadOptions {
+            qdq_float: self.qdq_float,
+            ..Default::default()
+        };
         o.dims
             .extend(self.dims.iter().map(|(k, v)| (k.clone(), *v)));
         o.input_shapes
@@ -256,7 +261,7 @@ impl Model {
 /// `pimkit.load` (the Python layer turns paths, `onnx.ModelProto` and scalars into what
 /// this takes: a str spec or bytes, and numpy arrays for `bind`).
 #[pyfunction]
-#[pyo3(signature = (src, dims=None, shapes=None, bind=None, label=None))]
+#[pyo3(signature = (src, dims=None, shapes=None, bind=None, label=None, qdq_float=false))]
 pub fn load(
     py: Python<'_>,
     src: &Bound<'_, PyAny>,
@@ -264,11 +269,13 @@ pub fn load(
     shapes: Option<HashMap<String, Vec<usize>>>,
     bind: Option<HashMap<String, Bound<'_, PyAny>>>,
     label: Option<String>,
+    qdq_float: bool,
 ) -> PyResult<Model> {
     let mut a = LoadArgs {
         dims: dims.unwrap_or_default(),
         shapes: shapes.unwrap_or_default(),
         bind: HashMap::new(),
+        qdq_float,
     };
     for (k, v) in bind.unwrap_or_default() {
         a.bind.insert(k, from_numpy(&v)?);

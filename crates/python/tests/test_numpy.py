@@ -79,3 +79,21 @@ def test_model_pickles_as_onnx():
     m = pimkit.load("zoo:lenet5")
     m2 = pickle.loads(pickle.dumps(m))
     assert m2.label == m.label and m2.info()["macs"] == m.info()["macs"]
+
+
+def test_a_qdq_model_gives_onnxruntimes_outputs_and_qdq_float_keeps_float_ops():
+    """onnxruntime's default session runs QDQ groups as integer nodes; so does pimkit.load,
+    bit for bit (outputs committed by tools/gen_model_vectors.py)."""
+    import pathlib
+    case = pathlib.Path(__file__).resolve().parents[3] / "tests/data/ort-models/qdq_qops_pertensor"
+    x = np.load(case / "input_0.npy")
+    want = [np.load(case / f"output_{i}.npy") for i in range(2)]
+    fused = pimkit.load(case / "model.onnx")
+    assert any("QDQ groups" in n for n in fused.notes)
+    assert "QLinearConv" in fused.info()["ops"]
+    got = list(fused.run({"input": x}).values())
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+    plain = pimkit.load(case / "model.onnx", qdq_float=True)
+    assert not any("QDQ groups" in n for n in plain.notes)
+    assert "QLinearConv" not in plain.info()["ops"] and "Conv" in plain.info()["ops"]

@@ -57,6 +57,7 @@ def load(
     dims: Optional[Mapping[str, int]] = None,
     bind: Optional[Mapping[str, Any]] = None,
     shapes: Optional[Mapping[str, Iterable[int]]] = None,
+    qdq_float: bool = False,
 ) -> Model:
     """Load a model into pimkit's graph IR.
 
@@ -65,7 +66,9 @@ def load(
     ``dims`` sets symbolic dimensions (``{"batch": 1}``), ``shapes`` input shapes
     (``{"input": (1, 3, 224, 224)}``) and ``bind`` replaces inputs by constants (numbers
     or arrays), folding the control flow that depends only on them (the CLI's ``--dim``,
-    ``--shape`` and ``--bind``; files only).
+    ``--shape`` and ``--bind``; files only). A QDQ model's DequantizeLinear -> op ->
+    QuantizeLinear groups are imported as the integer nodes onnxruntime's default session
+    runs (QLinearConv, ...); ``qdq_float=True`` keeps the float ops (``--qdq-float``).
 
     >>> m = pimkit.load("zoo:mlp")
     >>> m = pimkit.load("model.onnx", dims={"batch": 1})
@@ -86,7 +89,8 @@ def load(
     sh = None
     if shapes is not None:
         sh = {k: [int(d) for d in v] for k, v in shapes.items()}
-    return _native.load(src, dims=dict(dims) if dims else None, shapes=sh, bind=b, label=label)
+    return _native.load(src, dims=dict(dims) if dims else None, shapes=sh, bind=b, label=label,
+                        qdq_float=bool(qdq_float))
 
 
 def zoo_list() -> List[Dict[str, Any]]:
