@@ -21,9 +21,11 @@ of the Qs. quantize_dynamic is not used: its models need DynamicQuantizeLinear, 
 Usage: python3 tools/gen_model_vectors.py
 """
 
+import json
 import os
 import sys
 import tempfile
+from collections import Counter
 
 import numpy as np
 import onnx
@@ -38,6 +40,9 @@ from model_builder import Builder
 SUITE = os.path.join(DATA, "ort-models")
 INT64_MAX = np.iinfo(np.int64).max
 CASES = []  # (name, desc, model path or proto, inputs, outputs, quantized)
+# QDQ case -> the integer nodes onnxruntime's optimized graph has ({op: count}), written as
+# ort_fused_ops.json: pimkit's importer must fuse exactly these (crates/onnx/tests/qdq.rs).
+FUSED = {}
 
 
 def i64(*v):
@@ -316,6 +321,9 @@ QUANTIZE = ["cnn_resblock", "mlp", "squeezenet_fire", "mobilenet_v3_block", "tra
 # Also quantized in QDQ form (onnxruntime's default), every op the quantizer knows.
 QUANTIZE_QDQ = ["cnn_resblock", "mlp", "squeezenet_fire", "mobilenet_v3_block",
                 "transformer_block", "qops"]
+# And with s8 activations, quantize_static's default activation type: x86 onnxruntime
+# makes the Q -> DQ pairs with one reader u8 and fuses only what is then u8 (or allowed s8).
+QUANTIZE_QDQ_S8 = ["cnn_resblock", "squeezenet_fire", "mobilenet_v3_block", "qops"]
 # Ops whose QOperator forms pimkit implements (the rest stay float between DQ/Q pairs).
 QUANT_OPS = ["Conv", "MatMul", "Gemm", "Add", "Mul", "Concat", "GlobalAveragePool", "Sigmoid",
              "LeakyRelu", "MaxPool", "Relu", "Clip", "Reshape", "Flatten", "Transpose", "Squeeze",
@@ -368,7 +376,7 @@ def add_quant(name, desc, model, specs, ins, per_channel, tmp):
     CASES.append((name, desc, q, ins, outs, float_islands(q)))
 
 
-def add_qdq(name, desc, model, specs, ins, per_channel, tmp):
+def add_qdq(name, desc, model, specs, ins, per_channel, tmp, act=QuantType.QUInt8):
     """quantize_static's default QDQ form. The golden outputs are onnxruntime's default
     session's, which runs each DequantizeLinear -> op -> QuantizeLinear group as its
     QOperator node; the float islands are the float ops left in onnxruntime's own
@@ -379,18 +387,29 @@ def add_qdq(name, desc, model, specs, ins, per_channel, tmp):
     onnx.save(model, raw)
     quant_pre_process(raw, src, skip_symbolic_shape=True)
     quantize_static(src, dst, Reader(specs, 99), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    activation_type=act, weight_type=QuantType.QInt8,
                     per_channel=per_channel, reduce_range=True)
     q = onnx.load(dst)
     outs = run_ort(q, dict(zip([n for n, _ in specs], ins)), levels=("all",))
+    CASES.append((name, desc, q, ins, outs, float_islands(ort_fused(name, q, tmp))))
+
+
+def ort_fused(name, model, tmp):
+    """onnxruntime's own optimized graph of a QDQ model (saved at the level that does the
+    QDQ fusions); records its integer nodes in FUSED."""
+    src = os.path.join(tmp, f"{name}_for_ort.onnx")
+    onnx.save(model, src)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     so.optimized_model_filepath = os.path.join(tmp, f"{name}_ort.onnx")
-    ort.InferenceSession(dst, so, providers=["CPUExecutionProvider"])
-    CASES.append((name, desc, q, ins, outs, float_islands(onnx.load(so.optimized_model_filepath))))
+    ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+    opt = onnx.load(so.optimized_model_filepath)
+    FUSED[name] = dict(sorted(Counter(n.op_type for n in opt.graph.node
+                                      if n.op_type.startswith("QLinear") or n.op_type == "QGemm").items()))
+    return opt
 
 
-def keep_clamps(name, desc, case):
+def keep_clamps(name, desc, case, tmp):
     """A QDQ case with a Relu put back in front of every Q whose zero point is the
     lowest code (as other quantizers leave it): onnxruntime's ReluQuantFusion removes it
     again before fusing, and so must pimkit."""
@@ -411,7 +430,7 @@ def keep_clamps(name, desc, case):
     del m.graph.node[:]
     m.graph.node.extend(nodes)
     outs = run_ort(m, {m.graph.input[0].name: ins[0]}, levels=("all",))
-    CASES.append((name, desc, m, ins, outs, []))
+    CASES.append((name, desc, m, ins, outs, float_islands(ort_fused(name, m, tmp))))
 
 
 # Ops that keep quantized data integer (or only move it) inside a QOperator model.
@@ -461,12 +480,19 @@ def main():
                     qname = f"qdq_{name}_{'perchannel' if pc else 'pertensor'}"
                     add_qdq(qname, f"quantize_static QDQ u8/s8 {'per-channel' if pc else 'per-tensor'}: "
                             + desc, model, specs, ins, pc, tmp)
+            if name in QUANTIZE_QDQ_S8:
+                add_qdq(f"qdq_{name}_s8act", "quantize_static QDQ s8/s8 per-tensor: " + desc,
+                        model, specs, ins, False, tmp, act=QuantType.QInt8)
         keep_clamps("qdq_cnn_resblock_relu_kept", "qdq_cnn_resblock_pertensor with a Relu in front of "
                     "each zero-point-0 QuantizeLinear after a Conv",
-                    next(c for c in CASES if c[0] == "qdq_cnn_resblock_pertensor"))
+                    next(c for c in CASES if c[0] == "qdq_cnn_resblock_pertensor"), tmp)
     entries = []
     for name, desc, model, ins, outs, islands in CASES:
-        save_case(SUITE, name, model, ins, outs)
+        d = save_case(SUITE, name, model, ins, outs)
+        if name in FUSED:
+            with open(os.path.join(d, "ort_fused_ops.json"), "w") as f:
+                json.dump(FUSED[name], f, indent=1)
+                f.write("\n")
         ops = sorted({(n.domain + "." if n.domain else "") + n.op_type for n in model.graph.node})
         e = {"name": name, "desc": desc, "ops": ops}
         if islands is not None:

@@ -37,6 +37,9 @@ pub(crate) fn fuse(g: &mut Graph) -> BTreeMap<&'static str, usize> {
     }
     let cons = consumers(g);
     for ni in 0..g.nodes.len() {
+        s8_to_u8(g, &cons, ni);
+    }
+    for ni in 0..g.nodes.len() {
         if let Some(name) = fuse_node(g, &cons, ni) {
             *done.entry(name).or_insert(0) += 1;
         }
@@ -199,6 +202,50 @@ fn first_i64(t: &Tensor) -> i64 {
     t.to_i64_vec().first().copied().unwrap_or(0)
 }
 
+/// onnxruntime's QDQS8ToU8Transformer (x86, where its QDQ fusions refuse s8
+/// activations): a Q -> DQ pair with equal scalar s8 zero points, whose Q feeds that DQ
+/// alone and whose DQ feeds at most one reader (onnxruntime first gives every reader its
+/// own DQ), becomes u8 with zero point + 128. Exact: the codes shift by 128 and dequantize
+/// to the same values. (Constant s8 weights stay s8, as in onnxruntime 1.32.)
+fn s8_to_u8(g: &mut Graph, cons: &[Vec<usize>], qi: usize) {
+    let n = &g.nodes[qi];
+    let (Op::QuantizeLinear { axis, to: DType::I8 }, [out]) = (&n.op, &n.outputs[..]) else {
+        return;
+    };
+    let (axis, out) = (*axis, *out);
+    let zp_of = |z: Option<ValueId>| {
+        let t = g.const_data(z?)?;
+        (t.dtype() == DType::I8 && t.numel() == 1).then(|| (first_i64(t), t.shape.clone()))
+    };
+    let Some((zp, shape)) = zp_of(n.input(2)) else {
+        return;
+    };
+    let &[di] = cons.get(out.idx()).map_or(&[][..], |c| &c[..]) else {
+        return;
+    };
+    let d = &g.nodes[di];
+    if is_output(g, out)
+        || !matches!(d.op, Op::DequantizeLinear { .. })
+        || d.input(0) != Some(out)
+        || zp_of(d.input(2)).map(|z| z.0) != Some(zp)
+    {
+        return;
+    }
+    let dq_out = d.outputs[0];
+    if cons[dq_out.idx()].len() + usize::from(is_output(g, dq_out)) > 1 {
+        return;
+    }
+    let name = format!("{}_zero_point_u8", g.nodes[qi].name);
+    let z = g.add_const(name, Tensor::from_u8(shape, vec![(zp + 128) as u8]));
+    g.nodes[qi].op = Op::QuantizeLinear {
+        axis,
+        to: DType::U8,
+    };
+    g.nodes[qi].inputs[2] = Some(z);
+    g.nodes[di].inputs[2] = Some(z);
+    g.values[out.idx()].ty.dtype = DType::U8;
+}
+
 /// Relu or Clip whose output only a Q reads, which saturates at least where they clamp:
 /// the Q reads their input instead (exact: both give the Q's lowest/highest code there).
 fn bypass_clamp(g: &mut Graph, cons: &[Vec<usize>], ni: usize) -> bool {
@@ -252,6 +299,9 @@ fn fuse_node(g: &mut Graph, cons: &[Vec<usize>], ni: usize) -> Option<&'static s
     let hint = n.name.clone();
     use Slot::{Bias, In, Out};
     let (op, slots): (Op, Vec<Slot>) = match &n.op {
+        // x86 onnxruntime has no s8 x s8 QLinearConv / QLinearMatMul kernels ("int8 not
+        // allowed"): s8 activations stay float there, unless s8_to_u8 made them u8.
+        Op::Conv(_) | Op::MatMul if dt == DType::I8 => return None,
         Op::Conv(a) => {
             let x = dq_act(g, n.input(0), dt)?;
             let c_out = g.ty(n.input(1)?).shape.first().copied()?;
@@ -279,6 +329,10 @@ fn fuse_node(g: &mut Graph, cons: &[Vec<usize>], ni: usize) -> Option<&'static s
             let bs = &g.ty(n.input(1)?).shape;
             let axis = if trans_b { 0 } else { 1 };
             let b = dq_weight(g, n.input(1), axis, *bs.get(axis)?)?;
+            // onnxruntime's QGemm takes an s8 A only with an s8 B.
+            if dt == DType::I8 && g.ty(b.q).dtype != DType::I8 {
+                return None;
+            }
             let c = match n.input(2) {
                 Some(c) if beta == 1.0 => Some(dq_bias(g, c)?.q),
                 Some(_) => return None,

@@ -8,6 +8,7 @@ use common::*;
 use pimkit_ir::{Graph, Op};
 use pimkit_onnx::proto::TensorProto;
 use pimkit_onnx::{LoadOptions, load_bytes, load_file_notes};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn suite_model(case: &str) -> PathBuf {
@@ -48,6 +49,33 @@ fn every_group_onnxruntime_fuses_becomes_its_integer_node() {
     assert_eq!(count(g, "DequantizeLinear"), g.outputs.len());
     let note = l.notes.iter().find(|n| n.contains("QDQ groups")).unwrap();
     assert!(note.contains("2 QLinearConv") && note.contains("--qdq-float"), "{note}");
+}
+
+/// Every QDQ case of the suite: the integer nodes pimkit's import makes are exactly those
+/// of onnxruntime's own optimized graph (ort_fused_ops.json, written by
+/// tools/gen_model_vectors.py), u8 and s8 activations (x86 rules), per tensor and channel.
+#[test]
+fn the_integer_nodes_are_onnxruntimes_on_every_qdq_case() {
+    let root = suite_model("x").parent().unwrap().parent().unwrap().to_path_buf();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(dir.join("ort_fused_ops.json")) else {
+            continue;
+        };
+        let want: BTreeMap<String, usize> = serde_json::from_str(&text).unwrap();
+        let g = pimkit_onnx::load(&dir.join("model.onnx")).unwrap();
+        let mut got = BTreeMap::new();
+        for n in &g.nodes {
+            let name = n.op.name();
+            if name.starts_with("QLinear") || name == "QGemm" {
+                *got.entry(name.to_string()).or_insert(0) += 1;
+            }
+        }
+        assert_eq!(got, want, "{}", dir.display());
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} cases have ort_fused_ops.json");
 }
 
 #[test]
