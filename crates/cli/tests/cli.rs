@@ -409,7 +409,10 @@ fn vpu_runs_a_qdq_model_fused_and_names_the_float_form() {
     let o = pimkit(&["vpu", "run", &fixture("qdq_matmul.onnx"), "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("1 QLinearMatMul") && !e.contains("QDQ form"), "{e}");
+    assert!(
+        e.contains("1 QLinearMatMul") && !e.contains("QDQ form"),
+        "{e}"
+    );
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let kernels = j["layers"].as_array().unwrap().iter();
     let kinds: Vec<&str> = kernels.filter_map(|l| l["kernel"].as_str()).collect();

@@ -126,12 +126,7 @@ fn dq(g: &Graph, v: ValueId) -> Option<Dq> {
     let zp = n.input(2);
     let qt = g.ty(q).dtype;
     let zp_ok = zp.is_none_or(|z| constant(g, z, qt));
-    (constant(g, scale, DType::F32) && zp_ok).then_some(Dq {
-        q,
-        scale,
-        zp,
-        axis,
-    })
+    (constant(g, scale, DType::F32) && zp_ok).then_some(Dq { q, scale, zp, axis })
 }
 
 /// A DQ of an 8-bit activation of type `dt` with scalar parameters.
@@ -209,7 +204,14 @@ fn first_i64(t: &Tensor) -> i64 {
 /// to the same values. (Constant s8 weights stay s8, as in onnxruntime 1.32.)
 fn s8_to_u8(g: &mut Graph, cons: &[Vec<usize>], qi: usize) {
     let n = &g.nodes[qi];
-    let (Op::QuantizeLinear { axis, to: DType::I8 }, [out]) = (&n.op, &n.outputs[..]) else {
+    let (
+        Op::QuantizeLinear {
+            axis,
+            to: DType::I8,
+        },
+        [out],
+    ) = (&n.op, &n.outputs[..])
+    else {
         return;
     };
     let (axis, out) = (*axis, *out);
@@ -376,9 +378,10 @@ fn fuse_node(g: &mut Graph, cons: &[Vec<usize>], ni: usize) -> Option<&'static s
             let x = dq_act(g, n.input(0), dt)?;
             (Op::QLinearAveragePool(a.clone()), vec![In(x), Out])
         }
-        Op::Unary(UnaryOp::Sigmoid) => {
-            (Op::QLinearSigmoid, vec![In(dq_act(g, n.input(0), dt)?), Out])
-        }
+        Op::Unary(UnaryOp::Sigmoid) => (
+            Op::QLinearSigmoid,
+            vec![In(dq_act(g, n.input(0), dt)?), Out],
+        ),
         &Op::Unary(UnaryOp::LeakyRelu { alpha }) => {
             let x = dq_act(g, n.input(0), dt)?;
             (Op::QLinearLeakyRelu { alpha }, vec![In(x), Out])
@@ -489,4 +492,3 @@ fn rewire(g: &mut Graph, ni: usize, q: &Qz, op: Op, inputs: Vec<Option<ValueId>>
     node.inputs = inputs;
     node.outputs = vec![out];
 }
-

@@ -48,7 +48,10 @@ fn every_group_onnxruntime_fuses_becomes_its_integer_node() {
     assert_eq!(count(g, "QuantizeLinear"), 1);
     assert_eq!(count(g, "DequantizeLinear"), g.outputs.len());
     let note = l.notes.iter().find(|n| n.contains("QDQ groups")).unwrap();
-    assert!(note.contains("2 QLinearConv") && note.contains("--qdq-float"), "{note}");
+    assert!(
+        note.contains("2 QLinearConv") && note.contains("--qdq-float"),
+        "{note}"
+    );
 }
 
 /// Every QDQ case of the suite: the integer nodes pimkit's import makes are exactly those
@@ -56,7 +59,12 @@ fn every_group_onnxruntime_fuses_becomes_its_integer_node() {
 /// tools/gen_model_vectors.py), u8 and s8 activations (x86 rules), per tensor and channel.
 #[test]
 fn the_integer_nodes_are_onnxruntimes_on_every_qdq_case() {
-    let root = suite_model("x").parent().unwrap().parent().unwrap().to_path_buf();
+    let root = suite_model("x")
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let mut checked = 0;
     for entry in std::fs::read_dir(&root).unwrap() {
         let dir = entry.unwrap().path();
@@ -75,7 +83,10 @@ fn the_integer_nodes_are_onnxruntimes_on_every_qdq_case() {
         assert_eq!(got, want, "{}", dir.display());
         checked += 1;
     }
-    assert!(checked >= 15, "only {checked} cases have ort_fused_ops.json");
+    assert!(
+        checked >= 15,
+        "only {checked} cases have ort_fused_ops.json"
+    );
 }
 
 #[test]
@@ -87,7 +98,12 @@ fn qdq_float_keeps_the_float_ops() {
     };
     let l = load_file_notes(&path, &opts).unwrap();
     assert_eq!(count(&l.graph, "Conv"), 2);
-    assert!(l.graph.nodes.iter().all(|n| !n.op.name().starts_with("QLinear")));
+    assert!(
+        l.graph
+            .nodes
+            .iter()
+            .all(|n| !n.op.name().starts_with("QLinear"))
+    );
     assert!(l.notes.iter().all(|n| !n.contains("QDQ groups")));
 }
 
@@ -116,8 +132,20 @@ fn qdq_matmul(between: Option<&str>, yz: i32, mm_is_output: bool) -> Graph {
     const I8: i32 = 3;
     let mut nodes = vec![
         node("QuantizeLinear", "xq", &["x", "xs", "xz"], &["x_q"], vec![]),
-        node("DequantizeLinear", "xdq", &["x_q", "xs", "xz"], &["x_dq"], vec![]),
-        node("DequantizeLinear", "wdq", &["w", "ws", "wz"], &["w_dq"], vec![]),
+        node(
+            "DequantizeLinear",
+            "xdq",
+            &["x_q", "xs", "xz"],
+            &["x_dq"],
+            vec![],
+        ),
+        node(
+            "DequantizeLinear",
+            "wdq",
+            &["w", "ws", "wz"],
+            &["w_dq"],
+            vec![],
+        ),
         node("MatMul", "fc", &["x_dq", "w_dq"], &["mm"], vec![]),
     ];
     let mut q_in = "mm";
@@ -125,12 +153,29 @@ fn qdq_matmul(between: Option<&str>, yz: i32, mm_is_output: bool) -> Graph {
         nodes.push(node(op, "act", &["mm"], &["act"], vec![]));
         q_in = "act";
     }
-    nodes.push(node("QuantizeLinear", "yq", &[q_in, "ys", "yz"], &["y_q"], vec![]));
-    nodes.push(node("DequantizeLinear", "ydq", &["y_q", "ys", "yz"], &["y"], vec![]));
+    nodes.push(node(
+        "QuantizeLinear",
+        "yq",
+        &[q_in, "ys", "yz"],
+        &["y_q"],
+        vec![],
+    ));
+    nodes.push(node(
+        "DequantizeLinear",
+        "ydq",
+        &["y_q", "ys", "yz"],
+        &["y"],
+        vec![],
+    ));
     let inits = vec![
         init_f32("xs", &[], &[0.05]),
         int8_init("xz", U8, &[], &[128]),
-        int8_init("w", I8, &[4, 3], &[3, -7, 12, 25, -60, 1, 0, 9, -14, 33, 8, -2]),
+        int8_init(
+            "w",
+            I8,
+            &[4, 3],
+            &[3, -7, 12, 25, -60, 1, 0, 9, -14, 33, 8, -2],
+        ),
         init_f32("ws", &[], &[0.02]),
         int8_init("wz", I8, &[], &[0]),
         init_f32("ys", &[], &[0.01]),
@@ -169,10 +214,22 @@ fn qdq_reshape(s2: f32, z2: i32) -> Graph {
     const U8: i32 = 2;
     let nodes = vec![
         node("QuantizeLinear", "xq", &["x", "s1", "z1"], &["x_q"], vec![]),
-        node("DequantizeLinear", "xdq", &["x_q", "s1", "z1"], &["x_dq"], vec![]),
+        node(
+            "DequantizeLinear",
+            "xdq",
+            &["x_q", "s1", "z1"],
+            &["x_dq"],
+            vec![],
+        ),
         node("Reshape", "r", &["x_dq", "shape"], &["r"], vec![]),
         node("QuantizeLinear", "rq", &["r", "s2", "z2"], &["r_q"], vec![]),
-        node("DequantizeLinear", "rdq", &["r_q", "s2", "z2"], &["y"], vec![]),
+        node(
+            "DequantizeLinear",
+            "rdq",
+            &["r_q", "s2", "z2"],
+            &["y"],
+            vec![],
+        ),
     ];
     let inits = vec![
         init_f32("s1", &[], &[0.1]),
