@@ -17,7 +17,7 @@
 //! order depends on the block, the ISA or the thread count.
 
 use super::act::Act;
-use super::interleave::split_pairs;
+use super::interleave::split_pairs_map;
 use super::{Isa, SendPtr, isa};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -96,6 +96,19 @@ impl Phases {
 /// (both kernels').
 #[inline(always)]
 pub(crate) fn fill<T: Copy + Default>(g: &Geom, p: &Phases, buf: &mut Vec<T>, src: &[T]) {
+    fill_map(g, p, buf, src, |v| v)
+}
+
+/// [`fill`] from a plane of another type, each element converted by `f` as it is
+/// placed (the integer kernel's codes become `x - x_zp` in the same pass).
+#[inline(always)]
+pub(crate) fn fill_map<S: Copy, T: Copy + Default>(
+    g: &Geom,
+    p: &Phases,
+    buf: &mut Vec<T>,
+    src: &[S],
+    f: impl Fn(S) -> T + Copy,
+) {
     let (ih, iw) = (g.in_sp[0], g.in_sp[1]);
     let (ph, pw) = (g.pad_begin[0], g.pad_begin[1]);
     let (sh, sw) = (g.strides[0], g.strides[1]);
@@ -108,7 +121,7 @@ pub(crate) fn fill<T: Copy + Default>(g: &Geom, p: &Phases, buf: &mut Vec<T>, sr
             };
             let row = &src[iy * iw..(iy + 1) * iw];
             if sw == 2 {
-                fill_row_s2(p, pw, row, &mut buf[py * 2 * p.len() + r * p.cols..]);
+                fill_row_s2(p, pw, row, &mut buf[py * 2 * p.len() + r * p.cols..], f);
                 continue;
             }
             for px in 0..sw {
@@ -123,15 +136,17 @@ pub(crate) fn fill<T: Copy + Default>(g: &Geom, p: &Phases, buf: &mut Vec<T>, sr
                 let x0 = lo * sw + px - pw;
                 let len = hi - lo;
                 if sw == 1 {
-                    dst.copy_from_slice(&row[x0..x0 + len]);
+                    for (d, &v) in dst.iter_mut().zip(&row[x0..x0 + len]) {
+                        *d = f(v);
+                    }
                 } else {
                     // Elements x0, x0 + sw, ...: whole groups of sw, then the last one.
                     let (head, last) = dst.split_at_mut(len - 1);
                     let groups = &row[x0..x0 + (len - 1) * sw];
                     for (d, grp) in head.iter_mut().zip(groups.chunks_exact(sw)) {
-                        *d = grp[0];
+                        *d = f(grp[0]);
                     }
-                    last[0] = row[x0 + (len - 1) * sw];
+                    last[0] = f(row[x0 + (len - 1) * sw]);
                 }
             }
         }
@@ -143,7 +158,13 @@ pub(crate) fn fill<T: Copy + Default>(g: &Geom, p: &Phases, buf: &mut Vec<T>, sr
 /// row in phase 0; phase 1 is `p.len()` further. Pairs of input columns are split in
 /// one pass, so the loop vectorizes as a de-interleave.
 #[inline(always)]
-fn fill_row_s2<T: Copy>(p: &Phases, pw: usize, row: &[T], dst: &mut [T]) {
+fn fill_row_s2<S: Copy, T: Copy>(
+    p: &Phases,
+    pw: usize,
+    row: &[S],
+    dst: &mut [T],
+    f: impl Fn(S) -> T + Copy,
+) {
     let at = |x: usize| ((x + pw) % 2 * p.len(), (x + pw) / 2);
     let (pe, ce) = at(0);
     let (_, co) = at(1);
@@ -160,12 +181,12 @@ fn fill_row_s2<T: Copy>(p: &Phases, pw: usize, row: &[T], dst: &mut [T]) {
         } else {
             (&mut second[ce..ce + jmax], &mut first[co..co + jmax])
         };
-        split_pairs(&pairs[..jmax], even, odd);
+        split_pairs_map(&pairs[..jmax], even, odd, f);
     }
     for (x, &v) in row.iter().enumerate().skip(2 * jmax) {
         let (off, c) = at(x);
         if c < p.cols {
-            dst[off + c] = v;
+            dst[off + c] = f(v);
         }
     }
 }
@@ -206,13 +227,49 @@ pub(crate) fn plane<T: DwElem, const FMA: bool>(
     wide: &mut Vec<T>,
     out: &mut [T],
 ) {
-    let (oh, ow) = (g.out_sp[0], g.out_sp[1]);
+    let ow = g.out_sp[1];
+    plane_wide::<T, FMA>(g, p, buf, w, wide);
+    for (orow, wrow) in out.chunks_exact_mut(ow).zip(wide.chunks_exact(p.cols)) {
+        match bias {
+            Some(bv) => orow
+                .iter_mut()
+                .zip(&wrow[..ow])
+                .for_each(|(o, &v)| *o = T::add(v, bv)),
+            None => orow.copy_from_slice(&wrow[..ow]),
+        }
+    }
+}
+
+/// The sums of [`plane`] with output rows `p.cols` wide (in `wide`; the first `ow` of
+/// each row are the outputs), for callers that consume them in place.
+#[inline(always)]
+pub(crate) fn plane_wide<T: DwElem, const FMA: bool>(
+    g: &Geom,
+    p: &Phases,
+    buf: &[T],
+    w: &[T],
+    wide: &mut Vec<T>,
+) {
+    let n = g.out_sp[0] * p.cols;
+    wide.clear();
+    wide.resize(n.div_ceil(BLOCK) * BLOCK, T::default());
+    plane_blocks::<T, FMA, T>(g, p, buf, w, wide, |acc, ob| ob.copy_from_slice(acc));
+}
+
+/// The tap loop of [`plane`]: for each block of [`BLOCK`] outputs (output rows `p.cols`
+/// wide) the sums in registers, handed to `emit(sums, block of dst)`; `dst` holds
+/// `ceil(oh * p.cols / BLOCK) * BLOCK` elements.
+#[inline(always)]
+pub(crate) fn plane_blocks<T: DwElem, const FMA: bool, D>(
+    g: &Geom,
+    p: &Phases,
+    buf: &[T],
+    w: &[T],
+    dst: &mut [D],
+    emit: impl Fn(&[T; BLOCK], &mut [D]),
+) {
     let (kh, kw) = (g.kernel[0], g.kernel[1]);
     let (sh, sw) = (g.strides[0], g.strides[1]);
-    let n = oh * p.cols;
-    let blocks = n.div_ceil(BLOCK);
-    wide.clear();
-    wide.resize(blocks * BLOCK, T::default());
     // (start of the tap's run in buf, weight), in (ky, kx) order.
     let mut taps = Vec::with_capacity(kh * kw);
     for ky in 0..kh {
@@ -222,7 +279,7 @@ pub(crate) fn plane<T: DwElem, const FMA: bool>(
             taps.push(((py * sw + px) * p.len() + dy * p.cols + dx, w[ky * kw + kx]));
         }
     }
-    for (b, ob) in wide.chunks_exact_mut(BLOCK).enumerate() {
+    for (b, ob) in dst.chunks_exact_mut(BLOCK).enumerate() {
         let j0 = b * BLOCK;
         let mut acc = [T::default(); BLOCK];
         for &(start, wv) in &taps {
@@ -231,16 +288,7 @@ pub(crate) fn plane<T: DwElem, const FMA: bool>(
                 acc[l] = T::mac::<FMA>(acc[l], wv, x[l]);
             }
         }
-        ob.copy_from_slice(&acc);
-    }
-    for (orow, wrow) in out.chunks_exact_mut(ow).zip(wide.chunks_exact(p.cols)) {
-        match bias {
-            Some(bv) => orow
-                .iter_mut()
-                .zip(&wrow[..ow])
-                .for_each(|(o, &v)| *o = T::add(v, bv)),
-            None => orow.copy_from_slice(&wrow[..ow]),
-        }
+        emit(&acc, ob);
     }
 }
 

@@ -8,13 +8,13 @@
 //! units do the work; larger kernels sum in wrapping int32.
 //!
 //! Everything per plane runs in one `target_feature` trampoline and in vectorizable
-//! passes: the codes are widened once into a contiguous plane, the phase planes are
-//! filled by row copies (stride 1) or de-interleaving (stride 2), and the
-//! requantization reads the f32 sums directly.
+//! passes: the codes are widened to `x - x_zp` as they fill the phase planes (row
+//! copies for stride 1, de-interleaving for stride 2), and the requantization reads the
+//! f32 sums where the tap loop left them.
 
-use super::depthwise::{Geom, Phases, fill, plane};
+use super::depthwise::{BLOCK, Geom, Phases, fill_map, plane, plane_blocks, plane_wide};
 use super::ewise::{has_fma, simd};
-use super::requant::requant_row;
+use super::requant::{requant_row, requant_row_map};
 use super::{SendPtr, threads};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -25,11 +25,8 @@ pub(crate) const EXACT_F32_TAPS: usize = (1 << 24) / (383 * 383);
 
 #[derive(Default)]
 struct Bufs<T> {
-    /// The input plane as `x - x_zp`.
-    x: Vec<T>,
     phases: Vec<T>,
     wide: Vec<T>,
-    out: Vec<T>,
     w: Vec<T>,
 }
 
@@ -38,6 +35,8 @@ struct Scratch {
     f: Bufs<f32>,
     i: Bufs<i32>,
     acc: Vec<i32>,
+    /// Requantized output rows at the phase planes' width.
+    wide_q: Vec<u8>,
 }
 
 thread_local! {
@@ -83,52 +82,110 @@ impl<P: Fn(usize, &[i32]) + Sync> Work<'_, P> {
         let (wz, xz, xsig, wsig) = (self.w_zp[oc], self.x_zp, self.x.1, self.w.1);
         let wb = &self.w.0[oc * g.k_vol..(oc + 1) * g.k_vol];
         s.acc.resize(g.out_vol, 0);
-        if g.k_vol <= EXACT_F32_TAPS {
-            let b = &mut s.f;
-            b.w.clear();
-            for &v in wb {
-                b.w.push(val(v, wsig).wrapping_sub(wz) as f32);
-            }
-            b.x.resize(g.in_vol, 0.0);
-            for (d, &v) in b.x.iter_mut().zip(xs) {
-                *d = val(v, xsig).wrapping_sub(xz) as f32;
-            }
-            fill(g, &self.p, &mut b.phases, &b.x);
-            b.out.resize(g.out_vol, 0.0);
-            plane::<f32, FMA>(g, &self.p, &b.phases, &b.w, None, &mut b.wide, &mut b.out);
-            for (a, &v) in s.acc.iter_mut().zip(&b.out) {
-                // SAFETY: v is an exact integer below 2^24 in magnitude.
-                *a = unsafe { v.to_int_unchecked::<i32>() };
-            }
-        } else {
+        if g.k_vol > EXACT_F32_TAPS {
             let b = &mut s.i;
             b.w.clear();
             for &v in wb {
                 b.w.push(val(v, wsig).wrapping_sub(wz));
             }
-            b.x.resize(g.in_vol, 0);
-            for (d, &v) in b.x.iter_mut().zip(xs) {
-                *d = val(v, xsig).wrapping_sub(xz);
+            // The codes become x - x_zp as they are placed (one pass, no widened copy).
+            if xsig {
+                fill_map(g, &self.p, &mut b.phases, xs, |v| {
+                    (v as i8 as i32).wrapping_sub(xz)
+                });
+            } else {
+                fill_map(g, &self.p, &mut b.phases, xs, |v| {
+                    (v as i32).wrapping_sub(xz)
+                });
             }
-            fill(g, &self.p, &mut b.phases, &b.x);
             plane::<i32, FMA>(g, &self.p, &b.phases, &b.w, None, &mut b.wide, &mut s.acc);
+            match &self.post {
+                Post::Sums(f) => f(i, &s.acc),
+                &Post::Requant {
+                    bias,
+                    scale,
+                    zp,
+                    bounds,
+                    ..
+                } => self.write_plane(i, &s.acc, g.out_sp[1], |a, o| {
+                    requant_row(a, bias[oc], scale[oc], zp, bounds, o)
+                }),
+            }
+            return;
         }
+        let b = &mut s.f;
+        b.w.clear();
+        for &v in wb {
+            b.w.push(val(v, wsig).wrapping_sub(wz) as f32);
+        }
+        if xsig {
+            fill_map(g, &self.p, &mut b.phases, xs, |v| {
+                (v as i8 as i32).wrapping_sub(xz) as f32
+            });
+        } else {
+            fill_map(g, &self.p, &mut b.phases, xs, |v| {
+                (v as i32).wrapping_sub(xz) as f32
+            });
+        }
+        // SAFETY (of the conversion): each sum is an exact integer below 2^24 in
+        // magnitude (EXACT_F32_TAPS).
+        let exact = |v: f32| unsafe { v.to_int_unchecked::<i32>() };
+        let (ow, cols) = (g.out_sp[1], self.p.cols);
         match &self.post {
-            Post::Sums(f) => f(i, &s.acc),
-            Post::Requant {
-                out,
+            Post::Sums(f) => {
+                plane_wide::<f32, FMA>(g, &self.p, &b.phases, &b.w, &mut b.wide);
+                for (a, w) in s.acc.chunks_exact_mut(ow).zip(b.wide.chunks_exact(cols)) {
+                    for (a, &v) in a.iter_mut().zip(&w[..ow]) {
+                        *a = exact(v);
+                    }
+                }
+                f(i, &s.acc)
+            }
+            &Post::Requant {
                 bias,
                 scale,
                 zp,
                 bounds,
+                ..
             } => {
-                // SAFETY: plane i is out[i*ov..(i+1)*ov], written by this task only (the
-                // caller sized the buffer to N * M * ov).
-                let o = unsafe {
-                    std::slice::from_raw_parts_mut(out.get().add(i * g.out_vol), g.out_vol)
-                };
-                requant_row(&s.acc, bias[oc], scale[oc], *zp, *bounds, o);
+                // Each block of sums is requantized while in registers, into output
+                // rows `cols` wide; the first `ow` bytes of each row are then the plane.
+                let n = g.out_sp[0] * cols;
+                s.wide_q.clear();
+                s.wide_q.resize(n.div_ceil(BLOCK) * BLOCK, 0);
+                let (bias, scale) = (bias[oc], scale[oc]);
+                plane_blocks::<f32, FMA, u8>(
+                    g,
+                    &self.p,
+                    &b.phases,
+                    &b.w,
+                    &mut s.wide_q,
+                    |acc, ob| requant_row_map(acc, exact, bias, scale, zp, bounds, ob),
+                );
+                self.write_plane(i, &s.wide_q, cols, |q, o| o.copy_from_slice(q));
             }
+        }
+    }
+
+    /// Write plane `i`'s output rows: `row_out(first ow elements of a row of rows,
+    /// output row)`, the rows `stride` apart; only for [`Post::Requant`].
+    #[inline(always)]
+    fn write_plane<T: Copy>(
+        &self,
+        i: usize,
+        rows: &[T],
+        stride: usize,
+        row_out: impl Fn(&[T], &mut [u8]),
+    ) {
+        let Post::Requant { out, .. } = &self.post else {
+            return;
+        };
+        let (ov, ow) = (self.g.out_vol, self.g.out_sp[1]);
+        // SAFETY: plane i is out[i*ov..(i+1)*ov], written by this task only (the caller
+        // sized the buffer to N * M * ov).
+        let o = unsafe { std::slice::from_raw_parts_mut(out.get().add(i * ov), ov) };
+        for (orow, srow) in o.chunks_exact_mut(ow).zip(rows.chunks(stride)) {
+            row_out(&srow[..ow], orow);
         }
     }
 }

@@ -9,11 +9,23 @@
 /// or a zip of three iterators is a scalar loop).
 #[inline(always)]
 pub(crate) fn split_pairs<T: Copy>(pairs: &[[T; 2]], even: &mut [T], odd: &mut [T]) {
+    split_pairs_map(pairs, even, odd, |v| v)
+}
+
+/// [`split_pairs`] converting each element with `f` on the way (codes widened as they
+/// are de-interleaved).
+#[inline(always)]
+pub(crate) fn split_pairs_map<S: Copy, T>(
+    pairs: &[[S; 2]],
+    even: &mut [T],
+    odd: &mut [T],
+    f: impl Fn(S) -> T,
+) {
     let n = pairs.len().min(even.len()).min(odd.len());
     let (pairs, even, odd) = (&pairs[..n], &mut even[..n], &mut odd[..n]);
     for j in 0..n {
-        even[j] = pairs[j][0];
-        odd[j] = pairs[j][1];
+        even[j] = f(pairs[j][0]);
+        odd[j] = f(pairs[j][1]);
     }
 }
 

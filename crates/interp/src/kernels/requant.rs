@@ -49,11 +49,27 @@ pub(crate) fn requant_row(
     bias: i32,
     scale: f32,
     zp: i32,
+    bounds: (f32, f32),
+    out: &mut [u8],
+) {
+    requant_row_map(acc, |a| a, bias, scale, zp, bounds, out)
+}
+
+/// [`requant_row`] of `to_i32(acc[i])`: accumulators held in another type (the exact
+/// f32 integer sums of the depthwise kernel) requantized in the same pass.
+#[inline(always)]
+pub(crate) fn requant_row_map<T: Copy>(
+    acc: &[T],
+    to_i32: impl Fn(T) -> i32,
+    bias: i32,
+    scale: f32,
+    zp: i32,
     (min, max): (f32, f32),
     out: &mut [u8],
 ) {
     if scale.is_finite() {
         for (o, &a) in out.iter_mut().zip(acc) {
+            let a = to_i32(a);
             // SAFETY: f32(acc) * finite scale is never NaN; (min, max) from `bounds`.
             let q = unsafe { round_clamped(a.wrapping_add(bias) as f32 * scale, (min, max)) };
             *o = q.wrapping_add(zp) as u8;
@@ -61,7 +77,9 @@ pub(crate) fn requant_row(
         return;
     }
     for (o, &a) in out.iter_mut().zip(acc) {
-        let v = (a.wrapping_add(bias) as f32 * scale).max(min).min(max);
+        let v = (to_i32(a).wrapping_add(bias) as f32 * scale)
+            .max(min)
+            .min(max);
         let r = round_half_even_small(v);
         // SAFETY: r is an integer with |r| <= 2^22 (clamped above), so it fits in i32.
         let q: i32 = unsafe { r.to_int_unchecked() };
