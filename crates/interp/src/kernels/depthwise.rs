@@ -251,7 +251,7 @@ pub(crate) fn plane_wide<T: DwElem, const FMA: bool>(
     wide: &mut Vec<T>,
 ) {
     let n = g.out_sp[0] * p.cols;
-    wide.clear();
+    // Not cleared: plane_blocks writes every block.
     wide.resize(n.div_ceil(BLOCK) * BLOCK, T::default());
     plane_blocks::<T, FMA, T>(g, p, buf, w, wide, |acc, ob| ob.copy_from_slice(acc));
 }

@@ -151,7 +151,7 @@ impl<P: Fn(usize, &[i32]) + Sync> Work<'_, P> {
                 // Each block of sums is requantized while in registers, into output
                 // rows `cols` wide; the first `ow` bytes of each row are then the plane.
                 let n = g.out_sp[0] * cols;
-                s.wide_q.clear();
+                // Not cleared: plane_blocks writes every block.
                 s.wide_q.resize(n.div_ceil(BLOCK) * BLOCK, 0);
                 let (bias, scale) = (bias[oc], scale[oc]);
                 plane_blocks::<f32, FMA, u8>(
