@@ -18,8 +18,12 @@ answer cannot pass unnoticed.
 
 Models (generated into a temporary directory, random weights, nothing downloaded):
 torchvision MobileNetV2 / ResNet18 / SqueezeNet 1.1 exported to ONNX (f32), the same three
-quantized by onnxruntime's `quantize_static` (QuantFormat.QOperator, u8 activations, s8
-per-channel weights, 8 random calibration images), a pre-norm transformer block and a
+quantized by onnxruntime's `quantize_static` (u8 activations, s8 per-channel weights, 8
+random calibration images) in both of its formats: QuantFormat.QOperator ("int8") and
+QuantFormat.QDQ, its default ("int8 QDQ"; onnxruntime and pimkit both run each QDQ group
+as its integer node), plus quantize_static with every default ("int8 QDQ defaults": QDQ,
+s8 activations and weights, per tensor; x86 onnxruntime keeps some of those groups in
+float, and so does pimkit, docs/onnx.md "QDQ models"), a pre-norm transformer block and a
 2-layer LSTM (both torch modules, f32).
 """
 
@@ -100,14 +104,23 @@ class Calib(CalibrationDataReader):
         return next(self.it, None)
 
 
-def quantize(src, dst, shape, tmp):
+# quantize_static settings per row kind; "int8 QDQ defaults" passes nothing but the data.
+QUANT = {
+    "int8": dict(quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
+                 weight_type=QuantType.QInt8, per_channel=True),
+    "int8 QDQ": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                     weight_type=QuantType.QInt8, per_channel=True),
+    "int8 QDQ defaults": {},
+}
+
+
+def quantize(src, dst, shape, tmp, kind):
     if os.path.exists(dst):
         return
-    pre = os.path.join(tmp, os.path.basename(dst) + ".pre.onnx")
-    quant_pre_process(src, pre, skip_symbolic_shape=True)
-    quantize_static(pre, dst, Calib(shape), quant_format=QuantFormat.QOperator,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    per_channel=True)
+    pre = os.path.join(tmp, os.path.basename(src) + ".pre.onnx")
+    if not os.path.exists(pre):
+        quant_pre_process(src, pre, skip_symbolic_shape=True)
+    quantize_static(pre, dst, Calib(shape), **QUANT[kind])
 
 
 def build_models(tmp, only):
@@ -122,15 +135,16 @@ def build_models(tmp, only):
     for name, ctor in cnns.items():
         f32 = os.path.join(tmp, name.replace(" ", "_") + ".onnx")
         want_f = f"{name} f32"
-        want_q = f"{name} int8"
-        if not (wanted(want_f, only) or wanted(want_q, only)):
+        wants = {kind: f"{name} {kind}" for kind in QUANT}
+        if not (wanted(want_f, only) or any(wanted(w, only) for w in wants.values())):
             continue
         torch.manual_seed(0)
         export(ctor(weights=None), img, f32)
-        if wanted(want_q, only):
-            q = f32.replace(".onnx", "_int8.onnx")
-            quantize(f32, q, img, tmp)
-            rows.append((want_q, "int8", q, img))
+        for kind, label in wants.items():
+            if wanted(label, only):
+                q = f32.replace(".onnx", "_" + kind.replace(" ", "_").lower() + ".onnx")
+                quantize(f32, q, img, tmp, kind)
+                rows.append((label, kind, q, img))
         if wanted(want_f, only):
             rows.append((want_f, "f32", f32, img))
     if wanted("transformer block f32", only):
@@ -143,7 +157,7 @@ def build_models(tmp, only):
         torch.manual_seed(0)
         export(Lstm2(), (32, 1, 64), p)
         rows.append(("2-layer LSTM f32", "f32", p, (32, 1, 64)))
-    order = {"int8": 0, "f32": 1}
+    order = {"int8": 0, "int8 QDQ": 1, "int8 QDQ defaults": 2, "f32": 3}
     return sorted(rows, key=lambda r: order[r[1]])
 
 
