@@ -190,19 +190,53 @@ pub(crate) fn dynamic_quantize_linear(x: &Tensor) -> OpResult<Vec<Tensor>> {
     let Some(v) = x.as_f32() else {
         return unsupported(format!("DynamicQuantizeLinear on {}", x.dtype()));
     };
-    let maxx = v.iter().copied().fold(0f32, f32::max);
-    let minx = v.iter().copied().fold(0f32, f32::min);
+    let (minx, maxx) = crate::kernels::ewise::simd(
+        #[inline(always)]
+        || min_max_with_zero(v),
+    );
     let scale = (if maxx == minx { 1.0 } else { maxx - minx }) / 255.0;
     let zp = (0.0 - minx / scale).clamp(0.0, 255.0).round_ties_even();
-    let y: Vec<u8> = v
-        .iter()
-        .map(|&e| ((e / scale).round_ties_even() + zp).clamp(0.0, 255.0) as u8)
-        .collect();
+    let mut y = vec![0u8; v.len()];
+    crate::kernels::ewise::simd(
+        #[inline(always)]
+        || {
+            for (q, &e) in y.iter_mut().zip(v) {
+                // |e / scale| <= 255 for every e in [min, max] (or it is ±inf / NaN), where
+                // the magic-number rounding is round_ties_even; NaN becomes 0 as before.
+                let r = crate::quant::round_half_even_small(e / scale) + zp;
+                *q = r.clamp(0.0, 255.0) as u8;
+            }
+        },
+    );
     Ok(vec![
         Tensor::from_u8(x.shape.clone(), y),
         Tensor::from_f32(vec![], vec![scale]),
         Tensor::from_u8(vec![], vec![zp as u8]),
     ])
+}
+
+/// `(min(0, x...), max(0, x...))`, NaNs ignored (as `f32::min` / `f32::max` folds from
+/// 0 do), in 16 independent lanes so the loop vectorizes; the order of a min or max does
+/// not change it.
+#[inline(always)]
+fn min_max_with_zero(v: &[f32]) -> (f32, f32) {
+    let (mut lo, mut hi) = ([0f32; 16], [0f32; 16]);
+    let (chunks, tail) = v.as_chunks::<16>();
+    for c in chunks {
+        for l in 0..16 {
+            lo[l] = if c[l] < lo[l] { c[l] } else { lo[l] };
+            hi[l] = if c[l] > hi[l] { c[l] } else { hi[l] };
+        }
+    }
+    let lo = lo
+        .iter()
+        .chain(tail)
+        .fold(0f32, |m, &e| if e < m { e } else { m });
+    let hi = hi
+        .iter()
+        .chain(tail)
+        .fold(0f32, |m, &e| if e > m { e } else { m });
+    (lo, hi)
 }
 
 /// TfIdfVectorizer: counts of every pool n-gram (lengths min..=max; tokens `skip + 1`
@@ -279,4 +313,62 @@ pub(crate) fn tfidf(
         })
         .collect();
     Ok(Tensor::from_f32(out_ty.shape.clone(), y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+
+    /// ONNX's definition, element by element (the form this op had before it was
+    /// vectorized).
+    fn reference(v: &[f32]) -> (Vec<u8>, f32, u8) {
+        let maxx = v.iter().copied().fold(0f32, f32::max);
+        let minx = v.iter().copied().fold(0f32, f32::min);
+        let scale = (if maxx == minx { 1.0 } else { maxx - minx }) / 255.0;
+        let zp = (0.0 - minx / scale).clamp(0.0, 255.0).round_ties_even();
+        let y = v
+            .iter()
+            .map(|&e| ((e / scale).round_ties_even() + zp).clamp(0.0, 255.0) as u8)
+            .collect();
+        (y, scale, zp as u8)
+    }
+
+    #[test]
+    fn vectorized_dynamic_quantize_equals_the_definition() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        let mut cases: Vec<Vec<f32>> = vec![
+            vec![],
+            vec![0.0; 40],
+            vec![-0.0; 17],
+            vec![3.5; 33],
+            vec![-2.0; 16],
+            vec![f32::NAN, 1.0, -1.0, f32::NAN],
+            [f32::INFINITY, 1.0, -3.0].repeat(7),
+            [f32::NEG_INFINITY, 0.5].repeat(12),
+        ];
+        for n in [1, 15, 16, 17, 31, 32, 33, 100, 1000] {
+            for spread in [1e-30f32, 1e-3, 1.0, 1e6] {
+                let off: f32 = rng.random_range(-2.0..2.0) * spread;
+                let v: Vec<f32> = (0..n)
+                    .map(|_| off + rng.random_range(-1.0f32..1.0) * spread)
+                    .collect();
+                cases.push(v);
+            }
+        }
+        // Halfway points: values landing exactly on k + 0.5 steps.
+        cases.push((0..64).map(|k| (k as f32 - 20.0) * 0.5).collect());
+        for v in cases {
+            let x = Tensor::from_f32(vec![v.len()], v.clone());
+            let got = dynamic_quantize_linear(&x).unwrap();
+            let (y, scale, zp) = reference(&v);
+            assert_eq!(got[0].as_u8().unwrap(), &y[..], "{v:?}");
+            assert_eq!(
+                got[1].as_f32().unwrap()[0].to_bits(),
+                scale.to_bits(),
+                "{v:?}"
+            );
+            assert_eq!(got[2].as_u8().unwrap()[0], zp, "{v:?}");
+        }
+    }
 }
