@@ -360,18 +360,23 @@ def quant_tolerance(model, steps):
     return float(f"{best:.3g}")
 
 
-def add_quant(name, desc, model, specs, ins, per_channel, tmp):
+def quantized(name, model, specs, tmp, **kwargs):
+    """`model` through the documented flow: pre-processing (which folds
+    BatchNormalization into Conv, as a PyTorch eval-mode export would have), then
+    quantize_static with deterministic calibration data and `kwargs`."""
     raw = os.path.join(tmp, f"{name}_raw.onnx")
     src = os.path.join(tmp, f"{name}_f.onnx")
     dst = os.path.join(tmp, f"{name}.onnx")
     onnx.save(model, raw)
-    # The documented flow: pre-processing folds BatchNormalization into Conv, as a PyTorch
-    # eval-mode export would have.
     quant_pre_process(raw, src, skip_symbolic_shape=True)
-    quantize_static(src, dst, Reader(specs, 99), quant_format=QuantFormat.QOperator,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    per_channel=per_channel, reduce_range=True, op_types_to_quantize=QUANT_OPS)
-    q = onnx.load(dst)
+    quantize_static(src, dst, Reader(specs, 99), **kwargs)
+    return onnx.load(dst)
+
+
+def add_quant(name, desc, model, specs, ins, per_channel, tmp):
+    q = quantized(name, model, specs, tmp, quant_format=QuantFormat.QOperator,
+                  activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                  per_channel=per_channel, reduce_range=True, op_types_to_quantize=QUANT_OPS)
     outs = run_ort(q, dict(zip([n for n, _ in specs], ins)))
     CASES.append((name, desc, q, ins, outs, float_islands(q)))
 
@@ -381,15 +386,8 @@ def add_qdq(name, desc, model, specs, ins, per_channel, tmp, act=QuantType.QUInt
     session's, which runs each DequantizeLinear -> op -> QuantizeLinear group as its
     QOperator node; the float islands are the float ops left in onnxruntime's own
     optimized graph (saved at the level that does the QDQ fusions)."""
-    raw = os.path.join(tmp, f"{name}_raw.onnx")
-    src = os.path.join(tmp, f"{name}_f.onnx")
-    dst = os.path.join(tmp, f"{name}.onnx")
-    onnx.save(model, raw)
-    quant_pre_process(raw, src, skip_symbolic_shape=True)
-    quantize_static(src, dst, Reader(specs, 99), quant_format=QuantFormat.QDQ,
-                    activation_type=act, weight_type=QuantType.QInt8,
-                    per_channel=per_channel, reduce_range=True)
-    q = onnx.load(dst)
+    q = quantized(name, model, specs, tmp, quant_format=QuantFormat.QDQ, activation_type=act,
+                  weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=True)
     outs = run_ort(q, dict(zip([n for n, _ in specs], ins)), levels=("all",))
     CASES.append((name, desc, q, ins, outs, float_islands(ort_fused(name, q, tmp))))
 
