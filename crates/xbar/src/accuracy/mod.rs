@@ -168,11 +168,14 @@ pub fn run_accuracy(
     let n_inputs = inputs.len();
     let net = Network::new(g, maps, cfg.geom.clone())?;
     let mut study = Study::new(net, inputs, labels)?;
-    let done = std::sync::atomic::AtomicUsize::new(0);
+    // Counted and reported under one lock: with an atomic counter two trials finishing
+    // together could report 2/2 before 1/2 (the caller's last report was then 1 of 2).
+    let done = std::sync::Mutex::new(0usize);
     let jobs = jobs_count(&points, opts.trials);
     let results = study.run(&points, opts.trials, opts.seed, &|| {
-        let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        progress(d, jobs);
+        let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
+        *d += 1;
+        progress(*d, jobs);
     })?;
     notes.extend(config_notes(
         &points.iter().map(|p| p.1.clone()).collect::<Vec<_>>(),
