@@ -196,20 +196,18 @@ pub(crate) fn dynamic_quantize_linear(x: &Tensor) -> OpResult<Vec<Tensor>> {
     );
     let scale = (if maxx == minx { 1.0 } else { maxx - minx }) / 255.0;
     let zp = (0.0 - minx / scale).clamp(0.0, 255.0).round_ties_even();
-    let mut y = vec![0u8; v.len()];
-    crate::kernels::ewise::simd(
-        #[inline(always)]
-        || {
-            for (q, &e) in y.iter_mut().zip(v) {
-                // |e / scale| <= 255 for every e in [min, max] (or it is ±inf / NaN), where
-                // the magic-number rounding is round_ties_even; NaN becomes 0 as before.
-                let r = crate::quant::round_half_even_small(e / scale) + zp;
-                *q = r.clamp(0.0, 255.0) as u8;
-            }
-        },
+    // y is QuantizeLinear(x, scale, zp) by definition: the same vectorized kernel.
+    let y = crate::kernels::requant::quantize_bytes(
+        v,
+        &[scale],
+        &[zp as i32],
+        None,
+        (0, 255),
+        DType::U8,
+        &x.shape,
     );
     Ok(vec![
-        Tensor::from_u8(x.shape.clone(), y),
+        y,
         Tensor::from_f32(vec![], vec![scale]),
         Tensor::from_u8(vec![], vec![zp as u8]),
     ])
