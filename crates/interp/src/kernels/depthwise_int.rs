@@ -79,25 +79,10 @@ impl<P: Fn(usize, &[i32]) + Sync> Work<'_, P> {
         let (n, oc) = (i / g.m, i % g.m);
         let ic = oc / g.mg;
         let xs = &self.x.0[(n * g.cin + ic) * g.in_vol..][..g.in_vol];
-        let (wz, xz, xsig, wsig) = (self.w_zp[oc], self.x_zp, self.x.1, self.w.1);
-        let wb = &self.w.0[oc * g.k_vol..(oc + 1) * g.k_vol];
         s.acc.resize(g.out_vol, 0);
         if g.k_vol > EXACT_F32_TAPS {
             let b = &mut s.i;
-            b.w.clear();
-            for &v in wb {
-                b.w.push(val(v, wsig).wrapping_sub(wz));
-            }
-            // The codes become x - x_zp as they are placed (one pass, no widened copy).
-            if xsig {
-                fill_map(g, &self.p, &mut b.phases, xs, |v| {
-                    (v as i8 as i32).wrapping_sub(xz)
-                });
-            } else {
-                fill_map(g, &self.p, &mut b.phases, xs, |v| {
-                    (v as i32).wrapping_sub(xz)
-                });
-            }
+            self.load(oc, xs, b, |v| v);
             plane::<i32, FMA>(g, &self.p, &b.phases, &b.w, None, &mut b.wide, &mut s.acc);
             match &self.post {
                 Post::Sums(f) => f(i, &s.acc),
@@ -114,19 +99,7 @@ impl<P: Fn(usize, &[i32]) + Sync> Work<'_, P> {
             return;
         }
         let b = &mut s.f;
-        b.w.clear();
-        for &v in wb {
-            b.w.push(val(v, wsig).wrapping_sub(wz) as f32);
-        }
-        if xsig {
-            fill_map(g, &self.p, &mut b.phases, xs, |v| {
-                (v as i8 as i32).wrapping_sub(xz) as f32
-            });
-        } else {
-            fill_map(g, &self.p, &mut b.phases, xs, |v| {
-                (v as i32).wrapping_sub(xz) as f32
-            });
-        }
+        self.load(oc, xs, b, |v| v as f32);
         // SAFETY (of the conversion): each sum is an exact integer below 2^24 in
         // magnitude (EXACT_F32_TAPS).
         let exact = |v: f32| unsafe { v.to_int_unchecked::<i32>() };
@@ -164,6 +137,35 @@ impl<P: Fn(usize, &[i32]) + Sync> Work<'_, P> {
                 );
                 self.write_plane(i, &s.wide_q, cols, |q, o| o.copy_from_slice(q));
             }
+        }
+    }
+
+    /// Channel `oc`'s weights `w - w_zp` into `b.w` and its input codes `xs` into the
+    /// phase planes as `x - x_zp` (converted as they are placed: no widened copy), each
+    /// value converted to the plane's element type by `to`.
+    #[inline(always)]
+    fn load<T: Copy + Default>(
+        &self,
+        oc: usize,
+        xs: &[u8],
+        b: &mut Bufs<T>,
+        to: impl Fn(i32) -> T + Copy,
+    ) {
+        let (g, wz, xz) = (self.g, self.w_zp[oc], self.x_zp);
+        let wsig = self.w.1;
+        b.w.clear();
+        for &v in &self.w.0[oc * g.k_vol..(oc + 1) * g.k_vol] {
+            b.w.push(to(val(v, wsig).wrapping_sub(wz)));
+        }
+        // The sign test stays out of the loop: one fill per code type.
+        if self.x.1 {
+            fill_map(g, &self.p, &mut b.phases, xs, |v| {
+                to((v as i8 as i32).wrapping_sub(xz))
+            });
+        } else {
+            fill_map(g, &self.p, &mut b.phases, xs, |v| {
+                to((v as i32).wrapping_sub(xz))
+            });
         }
     }
 
