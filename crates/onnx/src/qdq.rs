@@ -193,6 +193,17 @@ fn first_f32(t: &Tensor) -> f32 {
     t.to_f32_vec()[0]
 }
 
+/// The values of a scalar (scale, zero point) pair, an omitted zero point being 0; None
+/// when the data is absent (shape-only import), so no value comparison can pass.
+fn param_values(g: &Graph, scale: ValueId, zp: Option<ValueId>) -> Option<(f32, i64)> {
+    let s = first_f32(g.const_data(scale)?);
+    let z = match zp {
+        Some(z) => first_i64(g.const_data(z)?),
+        None => 0,
+    };
+    Some((s, z))
+}
+
 fn first_i64(t: &Tensor) -> i64 {
     t.to_i64_vec().first().copied().unwrap_or(0)
 }
@@ -259,15 +270,8 @@ fn bypass_clamp(g: &mut Graph, cons: &[Vec<usize>], ni: usize) -> bool {
     let Some(q) = q_after(g, cons, o) else {
         return false;
     };
-    let Some(scale) = g.const_data(q.scale).map(first_f32) else {
-        return false; // shape-only import: the bounds cannot be compared
-    };
-    let zp = match q.zp {
-        Some(z) => match g.const_data(z) {
-            Some(t) => first_i64(t),
-            None => return false,
-        },
-        None => 0,
+    let Some((scale, zp)) = param_values(g, q.scale, q.zp) else {
+        return false;
     };
     let (qmin, qmax) = if q.to == DType::U8 {
         (0i64, 255i64)
@@ -452,14 +456,13 @@ fn drop_qdq(g: &mut Graph, ni: usize, q: &Qz) -> bool {
     if n.inputs[1..].iter().flatten().any(|&v| dq(g, v).is_some()) {
         return false;
     }
-    // Compared by value; data missing (shape-only import) compares as unequal.
-    let zp = |z: Option<ValueId>| match z {
-        Some(z) => g.const_data(z).map(first_i64),
-        None => Some(0),
+    let (Some((sx, zx)), Some((sq, zq))) = (
+        param_values(g, x.scale, x.zp),
+        param_values(g, q.scale, q.zp),
+    ) else {
+        return false;
     };
-    let scale = |s: ValueId| g.const_data(s).map(first_f32).map(f32::to_bits);
-    let (sx, sq) = (scale(x.scale), scale(q.scale));
-    if sx.is_none() || sx != sq || zp(x.zp).is_none() || zp(x.zp) != zp(q.zp) {
+    if sx.to_bits() != sq.to_bits() || zx != zq {
         return false;
     }
     let mut inputs = g.nodes[ni].inputs.clone();
