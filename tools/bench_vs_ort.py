@@ -5,7 +5,7 @@ Usage (builds nothing; build the release binary first):
     cargo build --release -p pimkit
     python3 -m venv .venv && .venv/bin/pip install -r tools/requirements-bench.txt
     .venv/bin/python tools/bench_vs_ort.py [--pimkit target/release/pimkit]
-        [--runs 10] [--threads 1] [--clock wall|cpu] [--only NAME ...] [--keep DIR]
+        [--runs 10] [--threads 1] [--clock wall|cpu] [--only NAME ...] [--keep DIR] [--extra]
 
 For every model both runtimes get the same input (.npy, seed 0) and run single threaded:
 onnxruntime with intra_op_num_threads = inter_op_num_threads = 1 (CPU provider, default
@@ -41,7 +41,8 @@ import numpy as np
 import onnxruntime as ort
 import torch
 import torchvision
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                      quantize_static)
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -161,6 +162,59 @@ def build_models(tmp, only):
     return sorted(rows, key=lambda r: order[r[1]])
 
 
+class Wrapped(torch.nn.Module):
+    """A torch layer called with its input only, returning its first output (an RNN's
+    sequence; a bare TransformerEncoderLayer does not export as the top module)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        y = self.m(x)
+        return y[0] if isinstance(y, tuple) else y
+
+
+def build_extra(tmp, only):
+    """Rows outside the issue's table (--extra): other transformer and RNN shapes, and
+    quantize_dynamic (onnxruntime's other quantizer) on the transformer block and
+    MobileNetV2."""
+    torch.manual_seed(0)
+    enc = lambda d, h, ff, **kw: Wrapped(torch.nn.TransformerEncoderLayer(  # noqa: E731
+        d, h, ff, dropout=0.0, batch_first=True, **kw))
+    models = {
+        "TransformerEncoderLayer 256 ReLU f32": (lambda: enc(256, 4, 1024), (1, 64, 256)),
+        "TransformerEncoderLayer 512 GELU pre-norm f32": (
+            lambda: enc(512, 8, 2048, activation="gelu", norm_first=True), (1, 128, 512)),
+        "LSTM 256 x 50 steps f32": (lambda: Wrapped(torch.nn.LSTM(128, 256)), (50, 1, 128)),
+        "2-layer bidirectional GRU f32": (
+            lambda: Wrapped(torch.nn.GRU(64, 128, num_layers=2, bidirectional=True)),
+            (40, 1, 64)),
+    }
+    rows = []
+    for label, (ctor, shape) in models.items():
+        if wanted(label, only):
+            p = os.path.join(tmp, label.split(" f32")[0].replace(" ", "_") + ".onnx")
+            torch.manual_seed(0)
+            export(ctor(), shape, p)
+            rows.append((label, "f32", p, shape))
+    dynamic = {
+        "transformer block int8 dynamic": ("transformer_block.onnx", PreNormBlock, (1, 64, 256)),
+        "MobileNetV2 int8 dynamic": ("MobileNetV2.onnx", torchvision.models.mobilenet_v2,
+                                     (1, 3, 224, 224)),
+    }
+    for label, (name, ctor, shape) in dynamic.items():
+        if wanted(label, only):
+            src = os.path.join(tmp, name)
+            torch.manual_seed(0)
+            export(ctor() if ctor is PreNormBlock else ctor(weights=None), shape, src)
+            dst = src.replace(".onnx", "_int8_dynamic.onnx")
+            if not os.path.exists(dst):
+                quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+            rows.append((label, "int8 dynamic", dst, shape))
+    return rows
+
+
 def wanted(label, only):
     return not only or any(o.lower() in label.lower() for o in only)
 
@@ -210,6 +264,9 @@ def main():
     ap.add_argument("--keep", help="generate the models into this directory and keep them "
                     "(models already there are reused)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--extra", action="store_true",
+                    help="also the rows outside the issue's table (other transformer/RNN shapes, "
+                    "quantize_dynamic models)")
     a = ap.parse_args()
     if not os.path.exists(a.pimkit):
         sys.exit(f"{a.pimkit} not found: build it with `cargo build --release -p pimkit`")
@@ -217,7 +274,7 @@ def main():
         work = a.keep or tmp
         os.makedirs(work, exist_ok=True)
         print(f"generating models in {work} ...", file=sys.stderr)
-        rows = build_models(work, a.only)
+        rows = build_models(work, a.only) + (build_extra(work, a.only) if a.extra else [])
         res = []
         for label, kind, path, shape in rows:
             x = np.random.default_rng(0).normal(0, 1, shape).astype(np.float32)
