@@ -134,8 +134,29 @@ pub fn from_str<A: ArchSpec>(text: &str, name: &str) -> Result<A, ArchError> {
     parse_over_default(Some(text), name)
 }
 
+/// Another built-in file of the same kind (`base`, named `base_name`: a preset such as
+/// `arch/components/puma.toml`) instead of [`ArchSpec::DEFAULT_TOML`], overlaid with
+/// `overlay` (its text and name) when given, and checked like any other file.
+pub fn over_base<A: ArchSpec>(
+    base: &str,
+    base_name: &str,
+    overlay: Option<(&str, &str)>,
+) -> Result<A, ArchError> {
+    parse_over(base, base_name, overlay)
+}
+
 fn parse_over_default<A: ArchSpec>(text: Option<&str>, name: &str) -> Result<A, ArchError> {
-    let mut merged = parse_table(A::DEFAULT_TOML, A::DEFAULT_PATH)?;
+    parse_over(A::DEFAULT_TOML, A::DEFAULT_PATH, text.map(|t| (t, name)))
+}
+
+fn parse_over<A: ArchSpec>(
+    base: &str,
+    base_name: &str,
+    top: Option<(&str, &str)>,
+) -> Result<A, ArchError> {
+    let mut merged = parse_table(base, base_name)?;
+    let name = top.map_or(base_name, |(_, n)| n);
+    let text = top.map(|(t, _)| t);
     if let Some(t) = text {
         overlay(&mut merged, parse_table(t, name)?);
     }

@@ -14,6 +14,7 @@
 pub mod accuracy;
 pub mod arch;
 pub mod bounds;
+pub mod cost;
 pub mod dup;
 pub mod ems;
 pub mod engine;

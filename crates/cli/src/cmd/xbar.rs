@@ -18,6 +18,9 @@ pub enum XbarCmd {
     /// Analog accuracy: ADC/DAC precision, bit slicing, device variation, stuck-at faults and IR drop
     /// on a model's outputs (Monte-Carlo trials, sweeps; docs/accuracy.md).
     Accuracy(super::accuracy::AccuracyArgs),
+    /// Hardware cost of the mapping: energy per inference by component, area, latency,
+    /// throughput, power, TOPS/W on a component library (isaac, puma, neurosim or a file; docs/cost.md).
+    Cost(CostArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -96,12 +99,42 @@ pub struct SweepArgs {
     pub out: Option<PathBuf>,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct CostArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Component library: a preset (isaac, puma, neurosim) or a TOML file laid over one.
+    #[arg(long, default_value = "isaac")]
+    pub components: String,
+    /// Budget as a multiple of the ISAAC-like crossbar count.
+    #[arg(long, conflicts_with = "crossbars", value_parser = crate::bounds::budget)]
+    pub budget: Option<f64>,
+    /// Budget as an absolute number of crossbars.
+    #[arg(long, value_parser = crate::bounds::int_in::<1, 16777216>)]
+    pub crossbars: Option<usize>,
+    /// Depthwise split factor S_DW.
+    #[arg(long, value_parser = crate::bounds::int_in::<1, 4096>)]
+    pub sdw: Option<usize>,
+    /// Value-dependent counts from reference runs on the .npy inputs in this directory.
+    #[arg(long, conflicts_with = "random")]
+    pub inputs: Option<PathBuf>,
+    /// Value-dependent counts from reference runs on this many random inputs.
+    #[arg(long, value_parser = crate::bounds::int_in::<1, 100000>)]
+    pub random: Option<usize>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write result.json, summary.csv, layers.csv, components.csv, energy.svg and area.svg here.
+    #[arg(short = 'o', long)]
+    pub out: Option<PathBuf>,
+}
+
 fn xerr(e: XbarError) -> anyhow::Error {
     crate::error::engine(pimkit_xbar::engine::engine_error(e))
 }
 
-/// The model, architecture and engine options of the shared arguments.
-fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, XbarOptions)> {
+/// The architecture and engine options of the shared arguments.
+fn setup_opts(c: &CommonArgs) -> anyhow::Result<(Arch, XbarOptions)> {
     let arch = Arch::load_sized(c.arch.as_deref(), c.xbar).map_err(user)?;
     let opts = XbarOptions {
         label: model_label(&c.model),
@@ -111,6 +144,12 @@ fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, XbarOptions)
     }
     .with_names(c.mode.as_deref(), c.depthwise.as_deref())
     .map_err(user)?;
+    Ok((arch, opts))
+}
+
+/// The model, architecture and engine options of the shared arguments.
+fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, XbarOptions)> {
+    let (arch, opts) = setup_opts(c)?;
     // Shape-only weights suffice for mapping (ignored for .onnx files).
     let g =
         crate::model::load_static(&c.model, &[("weights".into(), "none".into())], &c.load, &[])?;
@@ -119,6 +158,7 @@ fn setup(c: &CommonArgs) -> anyhow::Result<(pimkit_ir::Graph, Arch, XbarOptions)
 
 pub fn run(c: XbarCmd) -> anyhow::Result<()> {
     match c {
+        XbarCmd::Cost(a) => cost(a),
         XbarCmd::Nas(a) => super::nas::run(a),
         XbarCmd::Accuracy(a) => super::accuracy::run(a),
         XbarCmd::Map(a) => {
@@ -198,4 +238,74 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+fn cost(a: CostArgs) -> anyhow::Result<()> {
+    use pimkit_xbar::accuracy::InputSource;
+    use pimkit_xbar::cost::{Cost, CostOptions, cost_tables};
+    // Bad component files are found before anything is loaded or written.
+    let lib = pimkit_xbar::cost::load_components(&a.components).map_err(user)?;
+    if let Some(dir) = &a.out {
+        crate::output::create_out_dir(dir, "-o")?;
+    }
+    let inputs = match (&a.inputs, a.random) {
+        (Some(d), _) => Some(InputSource::Dir(d.clone())),
+        (None, Some(n)) => Some(InputSource::Random {
+            n,
+            seed: a.common.seed.unwrap_or(0),
+        }),
+        (None, None) => None,
+    };
+    let (g, arch, mut map) = if inputs.is_some() {
+        // Reference runs need the weights.
+        let (arch, map) = setup_opts(&a.common)?;
+        let g = crate::model::load_static(&a.common.model, &[], &a.common.load, &[])?;
+        (g, arch, map)
+    } else {
+        setup(&a.common)?
+    };
+    map.budget = match (a.budget, a.crossbars) {
+        (_, Some(n)) => Some(Budget::Crossbars(n)),
+        (Some(b), None) => Some(Budget::Relative(b)),
+        (None, None) => None,
+    };
+    map.sdw = a.sdw;
+    let opts = CostOptions {
+        map,
+        components: lib,
+        inputs,
+    };
+    let pb = crate::output::progress(3, "xbar cost");
+    let out = Cost::run(&g, &arch, &opts, &mut |i: usize, n: usize, what: &str| {
+        pb.set_length(n as u64);
+        pb.set_position(i as u64);
+        pb.set_message(what.to_string());
+    });
+    pb.finish_and_clear();
+    let out = out.map_err(crate::error::engine)?;
+    let arch_name = a
+        .common
+        .arch
+        .as_ref()
+        .map_or(Arch::DEFAULT_PATH.into(), |p| p.display().to_string());
+    let json = pimkit_engine::result_json("cost", &a.common.model, &arch_name, &out);
+    if a.json {
+        crate::output::print_json(&json)?;
+    } else {
+        let (s, l, c) = cost_tables(&out);
+        println!("{}", s.to_terminal());
+        println!("{}", c.to_terminal());
+        println!("{}", l.to_terminal());
+        for n in &out.notes {
+            println!("note: {n}");
+        }
+    }
+    if let Some(dir) = &a.out {
+        out.write_dir(dir, &json)
+            .map_err(|e| user(format!("-o {}: {e}", dir.display())))?;
+        if !a.json {
+            println!("wrote {}", dir.display());
+        }
+    }
+    Ok(())
 }

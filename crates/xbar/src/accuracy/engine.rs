@@ -30,6 +30,26 @@ impl Default for InputSource {
     }
 }
 
+impl InputSource {
+    /// The inputs, checked against `g` (random ones are made for it).
+    pub fn resolve(&self, g: &Graph) -> Result<Vec<Inputs>, EngineError> {
+        Ok(match self {
+            InputSource::Random { n, seed } => random_inputs(g, *n, *seed),
+            InputSource::Dir(d) => load_inputs_dir(g, d).map_err(engine_error)?,
+            InputSource::Given(v) => checked(g, v)?,
+        })
+    }
+
+    /// How the inputs were given, for outputs.
+    pub fn describe(&self) -> String {
+        match self {
+            InputSource::Random { n, seed } => format!("{n} random inputs (seed {seed})"),
+            InputSource::Dir(d) => format!("the inputs in {}", d.display()),
+            InputSource::Given(v) => format!("{} given inputs", v.len()),
+        }
+    }
+}
+
 /// A study: its settings, the inputs and, optionally, one class label per output row.
 #[derive(Clone, Debug, Default)]
 pub struct AccuracyRun {
@@ -92,11 +112,7 @@ impl pimkit_engine::Engine for Accuracy {
         // Settings are checked before the (long) reference runs.
         super::base_config(arch, &run.options).map_err(engine_error)?;
         pimkit_interp::check_memory(g).map_err(EngineError::input)?;
-        let inputs = match &run.inputs {
-            InputSource::Random { n, seed } => random_inputs(g, *n, *seed),
-            InputSource::Dir(d) => load_inputs_dir(g, d).map_err(engine_error)?,
-            InputSource::Given(v) => checked(g, v)?,
-        };
+        let inputs = run.inputs.resolve(g)?;
         let label = if run.label.is_empty() {
             g.name.clone()
         } else {
