@@ -15,7 +15,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// `inputs=`: a directory of .npy files, or a list of `{input name: array}` dicts.
-fn input_source(obj: Option<&Bound<'_, PyAny>>, random: Option<usize>) -> PyResult<InputSource> {
+pub(crate) fn input_source(
+    obj: Option<&Bound<'_, PyAny>>,
+    random: Option<usize>,
+) -> PyResult<InputSource> {
     let Some(obj) = obj else {
         return Ok(InputSource::Random {
             n: random.unwrap_or(1),

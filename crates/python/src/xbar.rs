@@ -1,5 +1,5 @@
-//! `pimkit.xbar.map` and `pimkit.xbar.sweep` (RNC crossbar mapping). Mirrors
-//! crates/cli/src/cmd/xbar.rs.
+//! `pimkit.xbar.map`, `pimkit.xbar.sweep` (RNC crossbar mapping) and `pimkit.xbar.cost`
+//! (hardware cost). Mirrors crates/cli/src/cmd/xbar.rs.
 
 use crate::common::{arch_name, out_dir, result};
 use crate::errors::{detached, user};
@@ -198,4 +198,91 @@ pub fn xbar_sweep_files(
             .map_err(|e| user(format!("out {}: {e}", out.display())))?;
         Ok(names.iter().map(|n| out.join(n)).collect())
     })
+}
+
+/// `pimkit xbar cost --json`: `inputs`/`random` give value-dependent counts (None: table
+/// counts, every input bit 1).
+#[pyfunction]
+#[pyo3(signature = (model, components="isaac".to_string(), arch=None, xbar=None, depthwise=None,
+    mode=None, seed=None, no_dup=false, budget=None, crossbars=None, sdw=None, inputs=None,
+    random=None, out=None, progress=None))]
+pub fn xbar_cost(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    components: String,
+    arch: Option<PathBuf>,
+    xbar: Option<usize>,
+    depthwise: Option<String>,
+    mode: Option<String>,
+    seed: Option<u64>,
+    no_dup: bool,
+    budget: Option<f64>,
+    crossbars: Option<usize>,
+    sdw: Option<usize>,
+    inputs: Option<&Bound<'_, PyAny>>,
+    random: Option<usize>,
+    out: Option<PathBuf>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    use pimkit_xbar::cost::{Cost, CostOptions};
+    let m = ModelArg::extract(model)?;
+    let source = match (inputs, random) {
+        (None, None) => None,
+        (i, r) => Some(match crate::accuracy::input_source(i, r)? {
+            pimkit_xbar::accuracy::InputSource::Random { n, .. } => {
+                pimkit_xbar::accuracy::InputSource::Random {
+                    n,
+                    seed: seed.unwrap_or(0),
+                }
+            }
+            other => other,
+        }),
+    };
+    let c = Common {
+        arch,
+        xbar,
+        depthwise,
+        mode,
+        seed,
+        no_dup,
+    };
+    let mut prog = PyProgress::new(progress);
+    let r = detached(py, || {
+        if budget.is_some() && crossbars.is_some() {
+            return Err(user("give budget or crossbars, not both"));
+        }
+        let lib = pimkit_xbar::cost::load_components(&components).map_err(xerr)?;
+        let arch = c.arch()?;
+        let map = XbarOptions {
+            budget: match (budget, crossbars) {
+                (_, Some(n)) => Some(Budget::Crossbars(n)),
+                (Some(b), None) => Some(Budget::Relative(b)),
+                (None, None) => None,
+            },
+            sdw,
+            ..c.options(m.label())?
+        };
+        // Reference runs need the weights; table counts need only the shapes.
+        let g = if source.is_some() {
+            m.static_graph(&[])?
+        } else {
+            m.static_graph(SHAPES_ONLY)?
+        };
+        let opts = CostOptions {
+            map,
+            components: lib,
+            inputs: source,
+        };
+        let o = Cost::run(&g, &arch, &opts, &mut |i: usize, n: usize, w: &str| {
+            prog.step(i, n, w)
+        })?;
+        let v = pimkit_engine::result_json(Cost::NAME, &m.name(), &c.arch_name(), &o);
+        if let Some(dir) = &out {
+            out_dir(dir, "out")?;
+            o.write_dir(dir, &v)
+                .map_err(|e| user(format!("out {}: {e}", dir.display())))?;
+        }
+        crate::common::json(&v)
+    });
+    prog.finish(r)
 }

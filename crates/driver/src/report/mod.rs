@@ -30,6 +30,8 @@ pub enum Analysis {
     Nas,
     /// Analog accuracy of the crossbar mapping (functional model, Monte-Carlo trials).
     Accuracy,
+    /// Hardware cost of the crossbar mapping (energy, area, TOPS/W on a component library).
+    Cost,
 }
 
 impl Analysis {
@@ -44,6 +46,7 @@ impl Analysis {
             Analysis::Vpu => "vpu",
             Analysis::Nas => "nas",
             Analysis::Accuracy => "accuracy",
+            Analysis::Cost => "cost",
         }
     }
 }
@@ -58,6 +61,7 @@ pub const DEFAULT_SET: &[(Analysis, &str)] = &[
     (Analysis::Vpu, "zoo:q_mobilenet_v2"),
     (Analysis::Nas, "zoo:rnc_mobilenet_v3_small?weights=none"),
     (Analysis::Accuracy, "zoo:q_mobilenet_v2?res=64"),
+    (Analysis::Cost, "zoo:resnet18?weights=none"),
 ];
 
 /// Every analysis that takes a model, for the models a user names.
@@ -69,6 +73,7 @@ pub const PER_MODEL: &[Analysis] = &[
     Analysis::Puma,
     Analysis::Vpu,
     Analysis::Accuracy,
+    Analysis::Cost,
 ];
 
 /// The (analysis, model) jobs of a report on `models` (empty: the built-in set).

@@ -25,7 +25,20 @@ pub fn section(analysis: Analysis, spec: &str, g: &Graph) -> Sectioned {
         Analysis::Vpu => vpu(g),
         Analysis::Nas => nas().map(|s| (s, None)),
         Analysis::Accuracy => accuracy(spec, g),
+        Analysis::Cost => cost(g),
     }
+}
+
+/// Hardware cost of the crossbar mapping: ISAAC's component library on 128 x 128 arrays of
+/// 2-bit cells in differential pairs (arch/rram-128-2bit.toml), table counts.
+fn cost(g: &Graph) -> Sectioned {
+    let arch = pimkit_xbar::Arch::from_toml_str(pimkit_xbar::arch::RRAM_128_2BIT_TOML)
+        .map_err(pimkit_xbar::engine::engine_error)?;
+    let lib =
+        pimkit_xbar::cost::load_components("isaac").map_err(pimkit_xbar::engine::engine_error)?;
+    let mut opts = pimkit_xbar::cost::CostOptions::new(lib);
+    opts.map.label = g.name.clone();
+    via_engine::<pimkit_xbar::cost::Cost>(g, &arch, &opts)
 }
 
 /// Timed runs per nest in the report's profile.

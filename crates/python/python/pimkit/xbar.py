@@ -1,5 +1,5 @@
-"""RRAM crossbar mapping after RNC (``pimkit xbar``): :func:`map`, :func:`sweep` and the
-analog-accuracy study :func:`accuracy`.
+"""RRAM crossbar mapping after RNC (``pimkit xbar``): :func:`map`, :func:`sweep`, the
+analog-accuracy study :func:`accuracy` and the hardware cost :func:`cost`.
 
 >>> import pimkit
 >>> r = pimkit.xbar.map("zoo:rnc_mobilenet_v3_small", budget=1.2)
@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from . import _native, distributed
 from ._result import Result
 
-__all__ = ["map", "sweep", "accuracy", "PAPER_BUDGETS", "PAPER_SDW", "PAPER_SAMPLES"]
+__all__ = ["map", "sweep", "accuracy", "cost", "PAPER_BUDGETS", "PAPER_SDW", "PAPER_SAMPLES"]
 
 PAPER_BUDGETS = [0.8, 1.0, 1.2, 1.8]
 PAPER_SDW = [1, 5, 10, 20]
@@ -183,6 +183,60 @@ def accuracy(
             set=[(k, float(v)) for k, v in (set or {}).items()],
             sweep=[(k, [float(x) for x in v]) for k, v in (sweep or {}).items()],
             labels=None if labels is None else [int(x) for x in labels],
+            out=out,
+            progress=progress,
+        )
+    )
+
+
+def cost(
+    model,
+    *,
+    components: str = "isaac",
+    arch: Optional[str] = None,
+    xbar: Optional[int] = None,
+    depthwise: Optional[str] = None,
+    mode: Optional[str] = None,
+    seed: Optional[int] = None,
+    no_dup: bool = False,
+    budget: Optional[float] = None,
+    crossbars: Optional[int] = None,
+    sdw: Optional[int] = None,
+    inputs: Any = None,
+    random: Optional[int] = None,
+    out: Optional[str] = None,
+    progress=None,
+) -> Result:
+    """Hardware cost of the crossbar mapping (``pimkit xbar cost --json``; docs/cost.md):
+    energy per inference by component, area, latency, throughput, power, TOPS/W on a
+    component library (``"isaac"``, ``"puma"``, ``"neurosim"`` or a TOML file laid over
+    one). Counts are table-driven (every input bit 1) unless ``inputs`` (a directory of
+    ``.npy`` files or a list of ``{input name: array}`` dicts) or ``random`` (that many
+    random inputs, from ``seed``) give value-dependent ones. ``out`` also writes
+    result.json, summary.csv, layers.csv, components.csv, energy.svg and area.svg there.
+
+    >>> r = pimkit.xbar.cost("zoo:resnet18?weights=none", components="isaac")
+    >>> r["totals"]["energy_uj"], r["totals"]["tops_per_w"]
+    """
+    if inputs is not None and not isinstance(inputs, (list, tuple)):
+        inputs = str(inputs)
+    elif inputs is not None:
+        inputs = [dict(d) for d in inputs]
+    return Result.from_json(
+        _native.xbar_cost(
+            model,
+            components=components,
+            arch=arch,
+            xbar=xbar,
+            depthwise=depthwise,
+            mode=mode,
+            seed=seed,
+            no_dup=no_dup,
+            budget=budget,
+            crossbars=crossbars,
+            sdw=sdw,
+            inputs=inputs,
+            random=random,
             out=out,
             progress=progress,
         )

@@ -116,7 +116,7 @@ fn run(
         None => None,
     };
     progress.step(2 + samples, total, "cost");
-    let (totals, layer_costs, energy, area, model, mut notes) = cost(
+    let c = cost(
         g,
         arch,
         &o,
@@ -129,6 +129,7 @@ fn run(
             activity: activity.as_deref(),
         },
     )?;
+    let mut notes = c.notes;
     if !r.fits {
         notes.insert(
             0,
@@ -159,7 +160,8 @@ fn run(
         ));
     }
     progress.step(total, total, "done");
-    let chip = model.chip();
+    let chip = c.model.chip();
+    let model = c.model;
     Ok(CostOutput {
         model: label,
         components: lib.name.clone(),
@@ -178,11 +180,11 @@ fn run(
             "table (every input bit 1)".to_string()
         },
         fits: r.fits,
-        totals,
-        energy_by_component: energy,
-        area_by_component: area,
+        totals: c.totals,
+        energy_by_component: c.energy_by_component,
+        area_by_component: c.area_by_component,
         chip,
-        layers: layer_costs,
+        layers: c.layers,
         notes,
     })
 }

@@ -100,6 +100,26 @@ pub struct Totals {
     pub programming_ms: f64,
 }
 
+/// What [`cost`] computes.
+pub struct Costed {
+    pub totals: Totals,
+    pub layers: Vec<LayerCost>,
+    /// Dynamic energy per inference by component, µJ.
+    pub energy_by_component: BTreeMap<String, f64>,
+    /// Area of the tiles used by component, mm².
+    pub area_by_component: BTreeMap<String, f64>,
+    pub model: Model,
+    pub notes: Vec<String>,
+}
+
+impl Totals {
+    /// Energy of `n` inferences in the pipeline's steady state (each takes one period of
+    /// the chip's static power), µJ.
+    pub fn energy_for(&self, n: u64) -> f64 {
+        n as f64 * (self.dynamic_uj + self.static_uj)
+    }
+}
+
 /// Everything but the mapping itself: what `cost` computes from a mapping.
 pub struct CostInputs<'a> {
     pub label: &'a str,
@@ -116,14 +136,7 @@ pub fn cost(
     opts: &MapOptions,
     lib: &Components,
     inp: &CostInputs<'_>,
-) -> Result<(
-    Totals,
-    Vec<LayerCost>,
-    BTreeMap<String, f64>,
-    BTreeMap<String, f64>,
-    Model,
-    Vec<String>,
-)> {
+) -> Result<Costed> {
     let geom = geometry(arch, lib);
     let model = Model::new(lib, &geom);
     let m = inp.mapping;
@@ -290,8 +303,14 @@ pub fn cost(
             .iter()
             .map(|s| format!("scaled to the evaluated geometry: {s}")),
     );
-    let energy_by = energy_pj.into_iter().map(|(k, v)| (k, v / 1e6)).collect();
-    Ok((totals, layers, energy_by, area, model, notes))
+    Ok(Costed {
+        totals,
+        layers,
+        energy_by_component: energy_pj.into_iter().map(|(k, v)| (k, v / 1e6)).collect(),
+        area_by_component: area,
+        model,
+        notes,
+    })
 }
 
 fn fmt_ns(ns: f64) -> String {
