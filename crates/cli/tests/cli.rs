@@ -687,3 +687,43 @@ fn puma_per_layer_splits_a_one_output_layer_by_input_channels() {
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     assert!(!stdout(&o).contains("split by input channels"));
 }
+
+#[test]
+fn xbar_cost_writes_its_files_and_bad_component_files_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("cost");
+    let o = pimkit(&[
+        "xbar",
+        "cost",
+        "zoo:lenet5",
+        "--components",
+        "puma",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in [
+        "result.json",
+        "summary.csv",
+        "layers.csv",
+        "components.csv",
+        "energy.svg",
+        "area.svg",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "base = \"neurosim\"\n[components.adc]\nbits = 40\n").unwrap();
+    let o = pimkit(&[
+        "xbar",
+        "cost",
+        "zoo:lenet5",
+        "--components",
+        bad.to_str().unwrap(),
+    ]);
+    assert_user_error(&o, &["bad.toml", "components.adc.bits = 40", "use 1..=16"]);
+    let o = pimkit(&["xbar", "cost", "zoo:lenet5", "--components", "nosuch"]);
+    assert_user_error(&o, &["nosuch", "isaac, puma, neurosim"]);
+    let o = pimkit(&["xbar", "cost", "zoo:lenet5", "--sweep", "adc=4"]);
+    assert_user_error(&o, &["unknown parameter 'adc'"]);
+}

@@ -34,6 +34,8 @@ pub enum Kind {
     Bus,
     /// One byte carried one hop by the on-chip network.
     Router,
+    /// One byte of a layer's output on a shared global bus (no hops: NeuroSim's X-Y bus).
+    GlobalBus,
     /// One element through an activation unit (ReLU, sigmoid, ...).
     Activation,
     /// One element through a pooling unit.
@@ -47,7 +49,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Array,
         Kind::Dac,
         Kind::Adc,
@@ -58,6 +60,7 @@ impl Kind {
         Kind::Buffer,
         Kind::Bus,
         Kind::Router,
+        Kind::GlobalBus,
         Kind::Activation,
         Kind::Pooling,
         Kind::Vector,
@@ -78,6 +81,7 @@ impl Kind {
             Kind::Buffer => "buffer",
             Kind::Bus => "bus",
             Kind::Router => "router",
+            Kind::GlobalBus => "global_bus",
             Kind::Activation => "activation",
             Kind::Pooling => "pooling",
             Kind::Vector => "vector",
@@ -95,6 +99,7 @@ impl Kind {
                 | Kind::Buffer
                 | Kind::Bus
                 | Kind::Router
+                | Kind::GlobalBus
                 | Kind::Offchip
         )
     }
@@ -145,7 +150,8 @@ pub struct Component {
     pub energy_pj: Option<f64>,
     /// Time of one operation of one unit, ns.
     pub op_ns: Option<f64>,
-    /// Operations per ns of one unit (an ADC's sample rate in GS/s).
+    /// Operations per ns of one unit (an ADC's sample rate in GS/s); with `energy_pj` it
+    /// only times the operation (an ADC shared by columns sets the read pulse).
     pub rate_gsps: Option<f64>,
     /// Bytes one operation moves (per-byte kinds), default 1.
     pub bytes_per_op: Option<f64>,
@@ -313,10 +319,10 @@ impl pimkit_engine::ArchSpec for Components {
                     }
                 }
             }
-            if k.energy_pj.is_some() && (k.op_ns.is_some() || k.rate_gsps.is_some()) {
+            if k.energy_pj.is_some() && k.op_ns.is_some() {
                 c.fail_field(
                     f("energy_pj"),
-                    "give either energy_pj or the operation's time (op_ns / rate_gsps), not both",
+                    "give either energy_pj or the operation's time op_ns, not both",
                 );
             }
             if let Some(b) = k.bits {

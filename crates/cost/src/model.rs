@@ -106,7 +106,8 @@ fn per_array_rate(kind: Kind, g: &Geometry, pulse_ns: f64) -> f64 {
         Kind::Dac => g.rows as f64 / pulse_ns,
         Kind::Adc | Kind::SampleHold | Kind::ShiftAdd => g.cols as f64 / pulse_ns,
         Kind::InputRegister => in_bytes / vec_ns,
-        Kind::OutputRegister | Kind::Router => out_bytes / vec_ns,
+        Kind::OutputRegister | Kind::Router | Kind::GlobalBus => out_bytes / vec_ns,
+        // Each input vector's new elements: at peak a vector brings `rows` inputs.
         Kind::Buffer | Kind::Bus => (in_bytes + out_bytes) / vec_ns,
         Kind::Activation | Kind::Pooling | Kind::Vector => outs / vec_ns,
         // Off-chip traffic has no rate implied by the arrays; its row gives one (checked).

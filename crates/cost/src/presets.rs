@@ -7,11 +7,13 @@ use std::path::Path;
 
 pub const ISAAC: &str = include_str!("../../../arch/components/isaac.toml");
 pub const PUMA: &str = include_str!("../../../arch/components/puma.toml");
+pub const NEUROSIM: &str = include_str!("../../../arch/components/neurosim.toml");
 
 /// (name, repository path, text) of every preset.
-pub const PRESETS: [(&str, &str, &str); 2] = [
+pub const PRESETS: [(&str, &str, &str); 3] = [
     ("isaac", "arch/components/isaac.toml", ISAAC),
     ("puma", "arch/components/puma.toml", PUMA),
+    ("neurosim", "arch/components/neurosim.toml", NEUROSIM),
 ];
 
 /// The preset called `name`.

@@ -111,7 +111,7 @@ fn a_file_overlays_its_base_preset_and_bad_values_name_file_field_and_range() {
     std::fs::write(&f, "base = \"nope\"\n").unwrap();
     let e = load(f.to_str().unwrap()).unwrap_err().to_string();
     assert!(
-        e.contains("base = nope") && e.contains("isaac, puma"),
+        e.contains("base = nope") && e.contains("isaac, puma, neurosim"),
         "{e}"
     );
     std::fs::write(&f, "[components.adc]\npower = 1\n").unwrap();

@@ -140,13 +140,24 @@ impl pimkit_engine::Engine for Puma {
 
     fn headline(out: &PumaOutput) -> Headline {
         match out {
-            PumaOutput::Whole { result, .. } => Headline::default()
-                .with("cycles", result.stats.cycles.to_string())
-                .with("energy", format!("{:.1} nJ", result.stats.energy_nj))
-                .with(
-                    "throughput",
-                    format!("{:.0} inf/s", 1e9 / result.stats.latency_ns.max(1e-9)),
-                ),
+            PumaOutput::Whole { result, .. } => {
+                let h = Headline::default()
+                    .with("cycles", result.stats.cycles.to_string())
+                    .with(
+                        "energy",
+                        format!("{:.3} µJ/inference", result.stats.energy_nj / 1e3),
+                    )
+                    .with(
+                        "throughput",
+                        format!("{:.0} inf/s", 1e9 / result.stats.latency_ns.max(1e-9)),
+                    );
+                match &result.hardware {
+                    Some(hw) => h
+                        .with("area", format!("{:.2} mm²", hw.area_mm2))
+                        .with("efficiency", format!("{:.3} TOPS/W", hw.tops_per_w)),
+                    None => h,
+                }
+            }
             PumaOutput::PerLayer(r) => Headline::default()
                 .with("cycles (per layer, summed)", r.cycles.to_string())
                 .with("energy", format!("{:.1} nJ", r.energy_nj)),

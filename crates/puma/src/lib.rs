@@ -16,6 +16,7 @@ mod dot;
 pub mod encode;
 pub mod engine;
 pub mod fixed;
+pub mod hardware;
 pub mod isa;
 mod outcome;
 pub mod per_layer;

@@ -54,6 +54,9 @@ pub struct PumaResult {
     pub static_instructions: usize,
     pub shape_only: bool,
     pub wall_s: f64,
+    /// Area, power and TOPS/W from the `puma` component library (pimkit-cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<crate::hardware::Hardware>,
 }
 
 pub use crate::fixed::DEFAULT_TOLERANCE;
@@ -160,7 +163,16 @@ pub fn run_program(
         static_instructions: p.num_core_instructions(),
         shape_only: p.shape_only,
         wall_s,
+        hardware: None,
     };
+    res.hardware = crate::hardware::hardware(
+        res.stats.tiles,
+        res.nodes,
+        res.stats.mvm_ops,
+        p.arch.mvmu.xbar_size,
+        res.stats.energy_nj,
+        res.stats.latency_ns,
+    );
     res.assess(&out.outputs, reference, opts.tolerance);
     Ok((res, out.outputs))
 }

@@ -80,7 +80,59 @@ pub(crate) fn defs() -> Vec<Def> {
             build: vgg16,
             float: None,
         },
+        Def {
+            name: "neurosim_vgg8",
+            family: "neurosim",
+            description: "DNN+NeuroSim V1.4's VGG-8 on CIFAR-10 (its NetWork_VGG8.csv and models/VGG.py): conv3x3 128,128,pool,256,256,pool,512,512,pool, fc 8192-1024-classes, no biases; 12,973,440 weights, 615.9M MACs (docs/cost.md)",
+            params: vec![
+                batch(),
+                spec("res", 32, "input height and width (CIFAR-10: 32)"),
+                spec("classes", 10, "output classes"),
+            ],
+            build: neurosim_vgg8,
+            float: None,
+        },
     ]
+}
+
+/// NeuroSim's VGG-8: 'same' 3x3 convolutions without bias, ReLU after every layer but the
+/// last, 2x2 max pools after the 2nd, 4th and 6th convolution.
+fn neurosim_vgg8(p: &Params) -> Result<Graph> {
+    let (batch, res, classes) = (p.size("batch")?, p.size("res")?, p.size("classes")?);
+    if res < 8 || res % 8 != 0 {
+        return Err(p.invalid(format!(
+            "res = {res}: three 2x2 pools need a multiple of 8 (CIFAR-10: 32)"
+        )));
+    }
+    let mut b = Builder::new("neurosim_vgg8", p)?;
+    let mut x = b.input("input", &[batch, 3, res, res]);
+    for (i, (c, pool)) in [
+        (128, false),
+        (128, true),
+        (256, false),
+        (256, true),
+        (512, false),
+        (512, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let y = b.conv(
+            &format!("conv{}", i + 1),
+            x,
+            ConvSpec::new(c, 3, 1),
+            GAIN_RELU,
+        )?;
+        x = b.act(&format!("relu{}", i + 1), y, Act::Relu)?;
+        if pool {
+            x = b.maxpool(&format!("pool{}", i + 1), x, 2, 2, 0, false)?;
+        }
+    }
+    let x = b.flatten("flatten", x)?;
+    let x = b.linear("fc1", x, 1024, false, GAIN_RELU)?;
+    let x = b.act("relu7", x, Act::Relu)?;
+    let x = b.linear("fc2", x, classes, false, GAIN_LINEAR)?;
+    b.finish(&[x])
 }
 
 fn mlp(name: &str, p: &Params, sizes: &[usize]) -> Result<Graph> {

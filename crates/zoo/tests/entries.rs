@@ -42,6 +42,7 @@ fn registry_lists_every_contract_name() {
         "puma_lstm",
         "lenet5",
         "vgg16",
+        "neurosim_vgg8",
         "q_mobilenet_v2",
         "q_resnet18",
         "q_squeezenet1_1",

@@ -115,6 +115,10 @@ pub struct CostArgs {
     /// Depthwise split factor S_DW.
     #[arg(long, value_parser = crate::bounds::int_in::<1, 4096>)]
     pub sdw: Option<usize>,
+    /// Design-space sweep NAME=V1,V2,... (xbar, rows, cols, adc_bits, cell_bits, dac_bits,
+    /// input_bits, weight_bits; the product of the axes, --jobs points at a time).
+    #[arg(long, num_args = 1.., conflicts_with_all = ["inputs", "random"])]
+    pub sweep: Vec<String>,
     /// Value-dependent counts from reference runs on the .npy inputs in this directory.
     #[arg(long, conflicts_with = "random")]
     pub inputs: Option<PathBuf>,
@@ -124,7 +128,8 @@ pub struct CostArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Write result.json, summary.csv, layers.csv, components.csv, energy.svg and area.svg here.
+    /// Write result.json, summary.csv, layers.csv, components.csv, energy.svg and area.svg
+    /// here (a sweep: sweep.csv, sweep.json, front.svg).
     #[arg(short = 'o', long)]
     pub out: Option<PathBuf>,
 }
@@ -243,8 +248,14 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
 fn cost(a: CostArgs) -> anyhow::Result<()> {
     use pimkit_xbar::accuracy::InputSource;
     use pimkit_xbar::cost::{Cost, CostOptions, cost_tables};
-    // Bad component files are found before anything is loaded or written.
+    // Bad component files and sweep axes are found before anything is loaded or written.
     let lib = pimkit_xbar::cost::load_components(&a.components).map_err(user)?;
+    let axes = a
+        .sweep
+        .iter()
+        .map(|s| pimkit_xbar::cost::sweep::parse_axis(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(user)?;
     if let Some(dir) = &a.out {
         crate::output::create_out_dir(dir, "-o")?;
     }
@@ -275,6 +286,22 @@ fn cost(a: CostArgs) -> anyhow::Result<()> {
         components: lib,
         inputs,
     };
+    if !axes.is_empty() {
+        let s = pimkit_xbar::cost::sweep::sweep(&g, &arch, &opts, &axes).map_err(xerr)?;
+        if a.json {
+            crate::output::print_json(&s)?;
+        } else {
+            println!("{}", s.table().to_terminal());
+        }
+        if let Some(dir) = &a.out {
+            s.write_dir(dir)
+                .map_err(|e| user(format!("-o {}: {e}", dir.display())))?;
+            if !a.json {
+                println!("wrote {}", dir.display());
+            }
+        }
+        return Ok(());
+    }
     let pb = crate::output::progress(3, "xbar cost");
     let out = Cost::run(&g, &arch, &opts, &mut |i: usize, n: usize, what: &str| {
         pb.set_length(n as u64);

@@ -12,8 +12,9 @@ pub fn outputs(layer: &Layer) -> f64 {
 }
 
 /// Counts of one inference of `layer` (all its copies together: copies share the input
-/// vectors, so the counts do not depend on duplication). `hops`: network hops its outputs
-/// travel to the next layer.
+/// vectors, so the counts do not depend on duplication). `inputs`: elements of the layer's
+/// input tensor (the feature map the buffer holds); `hops`: network hops its outputs travel
+/// to the next layer.
 pub fn layer_counts(
     layer: &Layer,
     pieces: &[Piece],
@@ -21,6 +22,7 @@ pub fn layer_counts(
     geom: &Geometry,
     act: &Activity,
     zero_skip: bool,
+    inputs: f64,
     hops: f64,
 ) -> Counts {
     let mut c = Counts::default();
@@ -51,9 +53,12 @@ pub fn layer_counts(
         psums += outs;
     }
     let out = outputs(layer);
-    let moved = c.get(Kind::InputRegister) + out * ab;
+    // The buffer holds the feature maps: each input element is read once (windows reuse it
+    // from the input registers) and each output written once.
+    let moved = (inputs + out) * ab;
     c.add(Kind::Buffer, moved);
     c.add(Kind::Bus, moved);
+    c.add(Kind::GlobalBus, out * ab);
     // Partial sums of row pieces are added digitally: one add per partial sum beyond the first.
     c.add(Kind::Vector, (psums - out).max(0.0));
     c.add(Kind::Router, out * ab * hops);
@@ -87,7 +92,16 @@ mod tests {
     #[test]
     fn table_counts_read_every_row_and_column_of_every_piece_each_pulse() {
         let (l, pieces, cfg, g) = setup();
-        let c = layer_counts(&l, &pieces, &cfg, &g, &Activity::full(8), false, 1.0);
+        let c = layer_counts(
+            &l,
+            &pieces,
+            &cfg,
+            &g,
+            &Activity::full(8),
+            false,
+            1200.0,
+            1.0,
+        );
         // 300 x 200 in 128 x 128 pieces: every weight cell read 4 vectors x 8 pulses.
         assert_eq!(c.get(Kind::Dac), 4.0 * 8.0 * 300.0 * 2.0);
         assert_eq!(c.get(Kind::Adc), 4.0 * 8.0 * 200.0 * 3.0);
@@ -95,6 +109,7 @@ mod tests {
         // Inputs: each of the 2 column pieces reads the 300 inputs; outputs 200 per vector.
         assert_eq!(c.get(Kind::InputRegister), 4.0 * 600.0);
         assert_eq!(c.get(Kind::Router), 4.0 * 200.0);
+        assert_eq!(c.get(Kind::Buffer), 1200.0 + 4.0 * 200.0);
         assert_eq!(c.get(Kind::Vector), 4.0 * 200.0 * 2.0);
     }
 
@@ -104,7 +119,7 @@ mod tests {
         let zero = Activity {
             nonzero: vec![0.0; 8],
         };
-        let c = layer_counts(&l, &pieces, &cfg, &g, &zero, true, 1.0);
+        let c = layer_counts(&l, &pieces, &cfg, &g, &zero, true, 1200.0, 1.0);
         for k in [
             Kind::Array,
             Kind::Dac,
@@ -114,7 +129,7 @@ mod tests {
         ] {
             assert_eq!(c.get(k), 0.0, "{k:?}");
         }
-        let no_skip = layer_counts(&l, &pieces, &cfg, &g, &zero, false, 1.0);
+        let no_skip = layer_counts(&l, &pieces, &cfg, &g, &zero, false, 1200.0, 1.0);
         assert!(no_skip.get(Kind::Adc) > 0.0);
     }
 }

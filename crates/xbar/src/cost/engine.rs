@@ -54,7 +54,7 @@ impl pimkit_engine::Engine for Cost {
             }
             None => None,
         };
-        run(g, arch, opts, inputs.as_deref(), progress).map_err(engine_error)
+        run_costed(g, arch, opts, inputs.as_deref(), progress).map_err(engine_error)
     }
 
     fn section(out: &CostOutput) -> Section {
@@ -74,7 +74,8 @@ impl pimkit_engine::Engine for Cost {
     }
 }
 
-fn run(
+/// [`Cost::run`] with the inputs resolved.
+pub(crate) fn run_costed(
     g: &Graph,
     arch: &Arch,
     opts: &CostOptions,

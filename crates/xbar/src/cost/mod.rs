@@ -9,6 +9,7 @@ mod digital;
 pub mod engine;
 mod output;
 mod report;
+pub mod sweep;
 
 use crate::arch::{Arch, Mode};
 use crate::error::{Result, XbarError};
@@ -184,7 +185,17 @@ pub fn cost(
             None => 0.0,
         };
         let act = inp.activity.map_or(&full, |a| &a[i]);
-        let c = count::layer_counts(l, &m.pieces[i], &cfg, &geom, act, lib.zero_skip, hops);
+        let inputs = data_input_elems(g, nl);
+        let c = count::layer_counts(
+            l,
+            &m.pieces[i],
+            &cfg,
+            &geom,
+            act,
+            lib.zero_skip,
+            inputs,
+            hops,
+        );
         total.merge(&c);
         let (by, _) = c.energy(&model);
         let mut xs = xbars[i].clone();
@@ -311,6 +322,16 @@ pub fn cost(
         model,
         notes,
     })
+}
+
+/// Elements of a layer's data operand (the first input that is not a stored weight).
+fn data_input_elems(g: &Graph, nl: &NodeLayer) -> f64 {
+    let n = g.node(nl.node);
+    n.inputs
+        .iter()
+        .flatten()
+        .find(|&&v| !matches!(g.value(v).def, pimkit_ir::ValueDef::Const(_)))
+        .map_or(0.0, |&v| g.ty(v).numel() as f64)
 }
 
 fn fmt_ns(ns: f64) -> String {

@@ -37,6 +37,7 @@ pub fn small(name: &str) -> Vec<(String, String)> {
             ("seq", "3"),
         ],
         "vgg16" => &[("res", "32"), ("classes", "10")],
+        "neurosim_vgg8" => &[("res", "8")],
         "resnet18" | "mobilenet_v2" | "mobilenet_v3_small" | "squeezenet1_1" => {
             &[("res", "32"), ("classes", "10")]
         }
