@@ -93,11 +93,7 @@ pub fn xbar_map(
         }
         let arch = c.arch()?;
         let opts = XbarOptions {
-            budget: match (budget, crossbars) {
-                (_, Some(n)) => Some(Budget::Crossbars(n)),
-                (Some(b), None) => Some(Budget::Relative(b)),
-                (None, None) => None,
-            },
+            budget: Budget::from_flags(budget, crossbars),
             sdw,
             samples,
             packing_svg: out.is_some().then_some(2000),
@@ -254,11 +250,7 @@ pub fn xbar_cost(
         let lib = pimkit_xbar::cost::load_components(&components).map_err(xerr)?;
         let arch = c.arch()?;
         let map = XbarOptions {
-            budget: match (budget, crossbars) {
-                (_, Some(n)) => Some(Budget::Crossbars(n)),
-                (Some(b), None) => Some(Budget::Relative(b)),
-                (None, None) => None,
-            },
+            budget: Budget::from_flags(budget, crossbars),
             sdw,
             ..c.options(m.label())?
         };

@@ -45,6 +45,15 @@ impl XbarOptions {
         Ok(self)
     }
 
+    /// The model's name in results: the label, or the graph's name when none is given.
+    pub fn label_for(&self, g: &Graph) -> String {
+        if self.label.is_empty() {
+            g.name.clone()
+        } else {
+            self.label.clone()
+        }
+    }
+
     /// The mapping options: the arch's defaults with these overrides.
     pub fn resolve(&self, arch: &Arch) -> MapOptions {
         let mut o = MapOptions::from_arch(arch);
@@ -140,11 +149,7 @@ impl pimkit_engine::Engine for Xbar {
         progress: &mut dyn Progress,
     ) -> Result<XbarOutput, EngineError> {
         let o = opts.resolve(arch);
-        let label = if opts.label.is_empty() {
-            g.name.clone()
-        } else {
-            opts.label.clone()
-        };
+        let label = opts.label_for(g);
         progress.step(0, 3, "extract");
         let ex = crate::extract(g).map_err(engine_error)?;
         if ex.layers.is_empty() {

@@ -20,6 +20,18 @@ pub enum Budget {
     Crossbars(usize),
 }
 
+impl Budget {
+    /// The front ends' `--budget F` / `--crossbars N` (an absolute count wins; neither:
+    /// the architecture file's default).
+    pub fn from_flags(relative: Option<f64>, crossbars: Option<usize>) -> Option<Budget> {
+        match (relative, crossbars) {
+            (_, Some(n)) => Some(Budget::Crossbars(n)),
+            (Some(b), None) => Some(Budget::Relative(b)),
+            (None, None) => None,
+        }
+    }
+}
+
 /// Run options (defaults come from the architecture file's `[defaults]`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MapOptions {

@@ -106,7 +106,6 @@ fn with_activity(act: impl Fn(u32) -> Activity, zero_skip: bool) -> (f64, f64, f
             &opts,
             &l,
             &CostInputs {
-                label: "lenet5",
                 layers: &nodes,
                 mapping: &m,
                 first_sample_cycles: 1,

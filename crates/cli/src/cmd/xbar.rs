@@ -49,10 +49,9 @@ pub struct CommonArgs {
     pub load: crate::model::LoadArgs,
 }
 
+/// The crossbar budget and depthwise split of `xbar map` and `xbar cost`.
 #[derive(clap::Args, Debug)]
-pub struct MapArgs {
-    #[command(flatten)]
-    pub common: CommonArgs,
+pub struct BudgetArgs {
     /// Budget as a multiple of the ISAAC-like crossbar count.
     #[arg(long, conflicts_with = "crossbars", value_parser = crate::bounds::budget)]
     pub budget: Option<f64>,
@@ -62,6 +61,22 @@ pub struct MapArgs {
     /// Depthwise split factor S_DW.
     #[arg(long, value_parser = crate::bounds::int_in::<1, 4096>)]
     pub sdw: Option<usize>,
+}
+
+impl BudgetArgs {
+    /// Set `opts`' budget and S_DW from these flags.
+    fn apply(&self, opts: &mut XbarOptions) {
+        opts.budget = Budget::from_flags(self.budget, self.crossbars);
+        opts.sdw = self.sdw;
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MapArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Samples streamed through the network.
     #[arg(long, value_parser = crate::bounds::int_in::<1, 1048576>)]
     pub samples: Option<usize>,
@@ -106,15 +121,8 @@ pub struct CostArgs {
     /// Component library: a preset (isaac, puma, neurosim) or a TOML file laid over one.
     #[arg(long, default_value = "isaac")]
     pub components: String,
-    /// Budget as a multiple of the ISAAC-like crossbar count.
-    #[arg(long, conflicts_with = "crossbars", value_parser = crate::bounds::budget)]
-    pub budget: Option<f64>,
-    /// Budget as an absolute number of crossbars.
-    #[arg(long, value_parser = crate::bounds::int_in::<1, 16777216>)]
-    pub crossbars: Option<usize>,
-    /// Depthwise split factor S_DW.
-    #[arg(long, value_parser = crate::bounds::int_in::<1, 4096>)]
-    pub sdw: Option<usize>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Design-space sweep NAME=V1,V2,... (xbar, rows, cols, adc_bits, cell_bits, dac_bits,
     /// input_bits, weight_bits; the product of the axes, --jobs points at a time).
     #[arg(long, num_args = 1.., conflicts_with_all = ["inputs", "random"])]
@@ -171,12 +179,8 @@ pub fn run(c: XbarCmd) -> anyhow::Result<()> {
                 crate::output::create_out_dir(dir, "-o")?;
             }
             let (g, arch, mut opts) = setup(&a.common)?;
-            opts.budget = match (a.budget, a.crossbars) {
-                (_, Some(n)) => Some(Budget::Crossbars(n)),
-                (Some(b), None) => Some(Budget::Relative(b)),
-                (None, None) => None,
-            };
-            (opts.sdw, opts.samples) = (a.sdw, a.samples);
+            a.budget.apply(&mut opts);
+            opts.samples = a.samples;
             opts.packing_svg = a.out.is_some().then_some(2000);
             // The engine's stages (extract, map, sweep): a huge model maps for seconds.
             let pb = crate::output::spinner("xbar map");
@@ -275,12 +279,7 @@ fn cost(a: CostArgs) -> anyhow::Result<()> {
     } else {
         setup(&a.common)?
     };
-    map.budget = match (a.budget, a.crossbars) {
-        (_, Some(n)) => Some(Budget::Crossbars(n)),
-        (Some(b), None) => Some(Budget::Relative(b)),
-        (None, None) => None,
-    };
-    map.sdw = a.sdw;
+    a.budget.apply(&mut map);
     let opts = CostOptions {
         map,
         components: lib,

@@ -84,11 +84,7 @@ pub(crate) fn run_costed(
 ) -> crate::Result<CostOutput> {
     let mut o = opts.map.resolve(arch);
     o.baseline = false;
-    let label = if opts.map.label.is_empty() {
-        g.name.clone()
-    } else {
-        opts.map.label.clone()
-    };
+    let label = opts.map.label_for(g);
     let samples = inputs.map_or(0, <[_]>::len);
     let total = 3 + samples;
     progress.step(0, total, "extract");
@@ -123,7 +119,6 @@ pub(crate) fn run_costed(
         &o,
         lib,
         &CostInputs {
-            label: &label,
             layers: &nodes,
             mapping: &m,
             first_sample_cycles: r.first_sample_cycles,

@@ -123,7 +123,6 @@ impl Totals {
 
 /// Everything but the mapping itself: what `cost` computes from a mapping.
 pub struct CostInputs<'a> {
-    pub label: &'a str,
     pub layers: &'a [NodeLayer],
     pub mapping: &'a Mapping,
     pub first_sample_cycles: u64,
@@ -281,9 +280,8 @@ pub fn cost(
         latency_us: inp.first_sample_cycles as f64 * vec_ns / 1e3,
         throughput_ips: throughput,
         bottleneck: format!(
-            "layer '{slowest}' ({} per pulse: {})",
-            model.pulse_bound,
-            fmt_ns(model.pulse_ns)
+            "layer '{slowest}' ({} per pulse: {:.1} ns)",
+            model.pulse_bound, model.pulse_ns
         ),
         power_w,
         area_mm2,
@@ -332,10 +330,6 @@ fn data_input_elems(g: &Graph, nl: &NodeLayer) -> f64 {
         .flatten()
         .find(|&&v| !matches!(g.value(v).def, pimkit_ir::ValueDef::Const(_)))
         .map_or(0.0, |&v| g.ty(v).numel() as f64)
-}
-
-fn fmt_ns(ns: f64) -> String {
-    format!("{ns:.1} ns")
 }
 
 /// A component library by preset name or file, as an xbar error.

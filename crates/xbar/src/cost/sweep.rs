@@ -186,11 +186,7 @@ pub fn sweep(g: &Graph, arch: &Arch, opts: &CostOptions, axes: &[Axis]) -> Resul
         points[i].pareto = !points.iter().any(|q| dominates(q, &points[i]));
     }
     Ok(CostSweep {
-        model: if opts.map.label.is_empty() {
-            g.name.clone()
-        } else {
-            opts.map.label.clone()
-        },
+        model: opts.map.label_for(g),
         components: opts.components.name.clone(),
         axes: axes.to_vec(),
         points,
