@@ -156,8 +156,7 @@ pub(crate) fn run_costed(
         ));
     }
     progress.step(total, total, "done");
-    let chip = c.model.chip();
-    let model = c.model;
+    let (chip, model) = (c.chip, c.model);
     Ok(CostOutput {
         model: label,
         components: lib.name.clone(),

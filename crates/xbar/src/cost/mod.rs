@@ -110,6 +110,8 @@ pub struct Costed {
     /// Area of the tiles used by component, mm².
     pub area_by_component: BTreeMap<String, f64>,
     pub model: Model,
+    /// One chip of the library at the evaluated geometry, every array busy.
+    pub chip: pimkit_cost::ChipFigures,
     pub notes: Vec<String>,
 }
 
@@ -318,6 +320,7 @@ pub fn cost(
         energy_by_component: energy_pj.into_iter().map(|(k, v)| (k, v / 1e6)).collect(),
         area_by_component: area,
         model,
+        chip,
         notes,
     })
 }
