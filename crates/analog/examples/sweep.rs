@@ -35,6 +35,7 @@ fn main() {
             on_off_ratio: 100.0,
             ..DeviceSpec::ideal()
         },
+        exact: false,
     };
     let pts = grid(&base, &axes).unwrap();
     let t1 = Instant::now();

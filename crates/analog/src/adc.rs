@@ -3,13 +3,50 @@
 //! (CrossSim's ideal quantizer, MNSIM's rounding; NeuroSim floors instead), and the
 //! per-layer profile of ideal partial sums that a calibrated range is taken from.
 
-use crate::config::{AdcRange, Config};
+use crate::config::{AdcRange, Config, Geometry};
 use serde::{Deserialize, Serialize};
 
-/// Largest partial sum an array can produce: rows x (2^dac - 1) x (2^cell - 1) level steps.
+/// Largest partial sum an array can produce whatever it holds: rows x (2^dac - 1) x
+/// (2^cell - 1) level steps (the span of a profile of partial sums).
 pub fn full_scale(cfg: &Config) -> f64 {
     let g = &cfg.geom;
     g.rows as f64 * ((1u64 << g.dac_bits) - 1) as f64 * g.max_level() as f64
+}
+
+/// Largest value one DAC plane takes under the input coding: unsigned codes of
+/// `input_bits` bits, or sign x magnitude codes with `input_bits - 1` magnitude bits
+/// (a symmetric quantizer's largest magnitude is 2^(b-1) - 1).
+pub fn plane_bound(g: &Geometry, signed_inputs: bool) -> u64 {
+    let dac = (1u64 << g.dac_bits) - 1;
+    let code = if signed_inputs {
+        ((1u64 << (g.input_bits - 1)) - 1).max(1)
+    } else {
+        (1u64 << g.input_bits) - 1
+    };
+    dac.min(code)
+}
+
+/// Largest cell level the weight coding puts in a slice: a differential pair holds |w| of
+/// a signed `weight_bits`-bit weight (at most 2^(b-1)); an offset array holds w + 2^(b-1),
+/// at most 2^b - 1.
+pub fn level_bound(g: &Geometry) -> u64 {
+    let cell = g.max_level() as u64;
+    let code = if g.differential {
+        1u64 << (g.weight_bits - 1)
+    } else {
+        (1u64 << g.weight_bits) - 1
+    };
+    cell.min(code)
+}
+
+/// The ADC's full-scale range derived from the coding: rows x the largest DAC plane x the
+/// largest cell level (`max_level`: the layer's own largest level when its integer weights
+/// exceed the coding's bound, so a legal weight never saturates). For signed inputs on
+/// differential arrays with one plane and one slice this is a quarter of `full_scale`.
+pub fn coded_full_scale(cfg: &Config, signed_inputs: bool, max_level: u64) -> f64 {
+    let g = &cfg.geom;
+    let level = level_bound(g).max(max_level).min(g.max_level() as u64);
+    (g.rows as u64 * plane_bound(g, signed_inputs) * level) as f64
 }
 
 /// A `bits`-bit quantizer of partial sums in level steps.
@@ -41,13 +78,19 @@ impl Adc {
 
     /// The layer's ADC under `cfg`'s range policy (`calibrated` = that layer's profiled
     /// range), or None without ADC quantization. Signed codes for differential arrays and
-    /// for signed inputs (`signed_inputs`: sign x magnitude DACs).
-    pub fn for_layer(cfg: &Config, calibrated: Option<f64>, signed_inputs: bool) -> Option<Adc> {
+    /// for signed inputs (`signed_inputs`: sign x magnitude DACs). The full scale comes
+    /// from the coding (`coded_full_scale`; `max_level`: the layer's largest cell level).
+    pub fn for_layer(
+        cfg: &Config,
+        calibrated: Option<f64>,
+        signed_inputs: bool,
+        max_level: u64,
+    ) -> Option<Adc> {
         let a = &cfg.analog;
         if a.adc_bits == 0 {
             return None;
         }
-        let fs = full_scale(cfg);
+        let fs = coded_full_scale(cfg, signed_inputs, max_level);
         let range = match a.adc_range {
             AdcRange::FullScale => fs,
             AdcRange::Clipped => a.adc_clip * fs,
@@ -143,6 +186,35 @@ mod tests {
         assert_eq!(b.step, 1.0);
         let s = Adc::new(4, true, 70.0);
         assert_eq!((s.lo, s.hi, s.step), (-7.0, 7.0, 10.0));
+    }
+
+    fn cfg(cell_bits: u32, dac_bits: u32, differential: bool) -> Config {
+        Config::ideal(Geometry {
+            rows: 128,
+            weight_bits: 8,
+            cell_bits,
+            input_bits: 8,
+            dac_bits,
+            differential,
+        })
+    }
+
+    /// Signed 8-bit inputs on one 8-bit DAC plane reach 127, not 255; a differential pair's
+    /// 8-bit cell holds |w| <= 128, not 255: the coded range is a quarter of the array's.
+    #[test]
+    fn full_scale_follows_the_coding() {
+        let c = cfg(8, 8, true);
+        assert_eq!(full_scale(&c), 128.0 * 255.0 * 255.0);
+        assert_eq!(coded_full_scale(&c, true, 0), 128.0 * 127.0 * 128.0);
+        assert!((full_scale(&c) / coded_full_scale(&c, true, 0) - 4.0).abs() < 0.02);
+        // Unsigned inputs on an offset array use every code: the ranges agree.
+        let o = cfg(8, 8, false);
+        assert_eq!(coded_full_scale(&o, false, 0), full_scale(&o));
+        // Bit slices and 1-bit DACs fill their cells and planes whatever the coding.
+        let s = cfg(2, 1, true);
+        assert_eq!(coded_full_scale(&s, true, 0), full_scale(&s));
+        // A layer whose integer weights exceed the signed range keeps its largest level.
+        assert_eq!(coded_full_scale(&c, true, 255), 128.0 * 127.0 * 255.0);
     }
 
     #[test]

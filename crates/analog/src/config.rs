@@ -131,6 +131,12 @@ pub struct Config {
     pub geom: Geometry,
     pub analog: AnalogSpec,
     pub device: DeviceSpec,
+    /// The reference itself: float layers keep their exact float weights and inputs (no
+    /// weight, DAC or ADC quantization). Only `Config::exact` sets it; a configuration
+    /// read from a file never does, so `adc_bits = 0` there still quantizes weights and
+    /// inputs (the DAC + weight floor).
+    #[serde(skip)]
+    pub exact: bool,
 }
 
 impl AnalogSpec {
@@ -190,22 +196,34 @@ fn bad<T>(field: &'static str, msg: impl Into<String>) -> Result<T> {
 }
 
 impl Config {
-    /// The geometry with an ideal read-out and device: reproduces the reference exactly.
+    /// The geometry with no ADC quantization and a perfect device: weights and float
+    /// inputs are still quantized to the geometry's bits (the DAC + weight floor).
     pub fn ideal(geom: Geometry) -> Self {
         Config {
             geom,
             analog: AnalogSpec::ideal(),
             device: DeviceSpec::ideal(),
+            exact: false,
+        }
+    }
+
+    /// `ideal` with float layers kept exact: reproduces the reference.
+    pub fn exact(geom: Geometry) -> Self {
+        Config {
+            exact: true,
+            ..Config::ideal(geom)
         }
     }
 
     /// True when no part of the model changes a result: float layers then keep their
     /// exact float weights and inputs; integer layers go through the exact integer model.
+    /// Float layers quantize unless the configuration is `exact`: an "ADC off" point of a
+    /// sweep shows the DAC and weight quantization floor, not the reference.
     /// (A finite on/off ratio alone changes nothing: the Gmin floor cancels in the
     /// differential pair or against the reference column unless something perturbs it.)
     pub fn is_ideal(&self) -> bool {
         let d = &self.device;
-        self.analog.adc_bits == 0 && !d.is_random() && d.wire_resistance_ohm == 0.0
+        self.exact && self.analog.adc_bits == 0 && !d.is_random() && d.wire_resistance_ohm == 0.0
     }
 
     /// Check every field; the error names the field and the allowed range.

@@ -108,6 +108,18 @@ impl IntWeights {
         }
     }
 
+    /// Largest level any slice of these weights puts in a cell.
+    pub fn max_level(&self, geom: &Geometry) -> u64 {
+        let mut m = 0u32;
+        for &v in &self.w {
+            for s in 0..geom.slices() {
+                let (p, n) = Self::levels(v, s, geom);
+                m = m.max(p).max(n);
+            }
+        }
+        m as u64
+    }
+
     /// Nominal cell levels of slice `s` for weight `v`: (positive cell, negative cell);
     /// an offset-encoded array has only the first.
     #[inline]

@@ -89,6 +89,7 @@ impl MvmuModel {
             },
             analog,
             device,
+            exact: false,
         };
         cfg.validate()?;
         Ok(MvmuModel { cfg, seed })
@@ -126,10 +127,11 @@ impl Mvmu {
         let iw = IntWeights::fit(cols, rows, &t, &model.cfg.geom);
         let map = MatMap::uniform(cols, model.cfg.geom.rows, rows.max(1));
         let seed = mix(model.seed, &[unit]);
+        let adc = Adc::for_layer(&model.cfg, None, false, iw.max_level(&model.cfg.geom));
         Mvmu {
             arrays: program(&iw, &map, &model.cfg, seed),
             w: iw,
-            adc: Adc::for_layer(&model.cfg, None, false),
+            adc,
             cfg: model.cfg.clone(),
             seed,
             reads: 0,

@@ -217,7 +217,13 @@ pub fn layer_adcs(calib: &Calibration, cfg: &Config) -> Vec<Option<Adc>> {
                 .map(|p| p[i].percentile(cfg.analog.adc_percentile));
             let signed = calib.ranges[i].iter().any(|r| r.0 < 0.0)
                 && calib.lowered[i].arith == crate::layer::Arith::Float;
-            Adc::for_layer(cfg, cal, signed)
+            let level = calib.lowered[i]
+                .mats
+                .iter()
+                .map(|m| m.max_level(&cfg.geom))
+                .max()
+                .unwrap_or(0);
+            Adc::for_layer(cfg, cal, signed, level)
         })
         .collect()
 }

@@ -75,7 +75,7 @@ fn every_slicing_is_exact_with_an_ideal_device() {
                     let map = MatMap::uniform(k, g.rows, 16);
                     let arr = program(&w, &map, &cfg, 0);
                     let ro = Readout {
-                        adc: pimkit_analog::Adc::for_layer(&cfg, None, false),
+                        adc: pimkit_analog::Adc::for_layer(&cfg, None, false, w.max_level(&cfg.geom)),
                         ..Default::default()
                     };
                     let got = mvm(&arr, &cfg, &x, p, 8, &ro);
@@ -101,7 +101,7 @@ fn adc_error_is_bounded_by_half_a_step_per_partial_sum() {
     let mut cfg = Config::ideal(g.clone());
     cfg.analog.adc_bits = 6;
     cfg.analog.adc_range = AdcRange::FullScale;
-    let adc = pimkit_analog::Adc::for_layer(&cfg, None, false).unwrap();
+    let adc = pimkit_analog::Adc::for_layer(&cfg, None, false, w.max_level(&cfg.geom)).unwrap();
     let arr = program(&w, &MatMap::uniform(k, 128, 128), &cfg, 0);
     let got = mvm(
         &arr,
@@ -283,6 +283,7 @@ fn signed_input_codings_are_exact_with_an_ideal_device() {
                             &cfg,
                             None,
                             coding == Coding::SignMagnitude,
+                            w.max_level(&cfg.geom),
                         ),
                         ..Default::default()
                     };

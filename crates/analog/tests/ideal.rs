@@ -1,6 +1,6 @@
 //! Ideal settings reproduce the reference interpreter: exactly on integer (QOperator)
 //! models, through the bit-sliced integer path with and without a lossless ADC; and on
-//! float models (within 1e-5 relative; the ideal float path is the interpreter itself).
+//! float models (within 1e-5 relative; the exact float path is the interpreter itself).
 
 mod common;
 
@@ -78,7 +78,7 @@ fn float_zoo_models_match_within_1e5() {
         "puma_lstm?input=64&hidden=32&out=16&seq=3&batch=2",
         "mlp?n=256&batch=2",
     ] {
-        for (rel, _) in check(spec, &[ideal(2, true)], 2) {
+        for (rel, _) in check(spec, &[Config::exact(geom(2, true))], 2) {
             assert!(rel <= 1e-5, "{spec}: relative error {rel}");
         }
     }

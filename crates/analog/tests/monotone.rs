@@ -23,6 +23,7 @@ fn sweep(spec: &str, inputs_n: usize, threads: usize) -> Vec<PointResult> {
             on_off_ratio: 100.0,
             ..DeviceSpec::ideal()
         },
+        exact: false,
     };
     let axes = vec![
         ("adc_bits".to_string(), vec![4.0, 6.0, 8.0]),

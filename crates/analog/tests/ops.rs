@@ -87,13 +87,30 @@ fn gemm(ta: bool, tb: bool, left: bool) -> Graph {
     finish(g, y)
 }
 
+/// `adc_bits = 0` is "no ADC quantization", not "no crossbar": the weights and float
+/// inputs are still quantized, so the point equals a lossless ADC (one level per code)
+/// and sits on the DAC + weight floor, not on the reference.
+#[test]
+fn no_adc_keeps_the_dac_and_weight_floor() {
+    let g = gemm(false, false, false);
+    let mut coarse = fine();
+    coarse.geom.weight_bits = 4;
+    coarse.geom.input_bits = 4;
+    let lossless = rel_err(&g, &coarse);
+    coarse.analog.adc_bits = 0;
+    let no_adc = rel_err(&g, &coarse);
+    assert!(no_adc > 1e-3, "4-bit weights and inputs must show: {no_adc}");
+    assert_eq!(no_adc, lossless);
+    assert_eq!(rel_err(&g, &Config::exact(coarse.geom)), 0.0);
+}
+
 #[test]
 fn float_products_every_layout() {
     for ta in [false, true] {
         for tb in [false, true] {
             for left in [false, true] {
                 let g = gemm(ta, tb, left);
-                assert_eq!(rel_err(&g, &Config::ideal(fine().geom)), 0.0);
+                assert_eq!(rel_err(&g, &Config::exact(fine().geom)), 0.0);
                 let e = rel_err(&g, &fine());
                 assert!(e > 0.0 && e < 1e-3, "gemm ta {ta} tb {tb} left {left}: {e}");
             }
@@ -366,7 +383,7 @@ fn recurrent_cells_step_with_their_errors_in_the_biases() {
         (false, RnnDirection::Forward, false, false),
     ] {
         let g = rnn(lstm, dir, lbr, bf);
-        assert_eq!(rel_err(&g, &Config::ideal(fine().geom)), 0.0);
+        assert_eq!(rel_err(&g, &Config::exact(fine().geom)), 0.0);
         let e = rel_err(&g, &fine());
         assert!(
             e > 0.0 && e < 1e-3,

@@ -310,6 +310,7 @@ impl Arch {
             geom,
             analog,
             device,
+            exact: false,
         };
         cfg.validate().map_err(|e| match e {
             pimkit_analog::AnalogError::Config { field, msg } => XbarError::Arch { field, msg },

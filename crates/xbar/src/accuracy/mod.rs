@@ -254,8 +254,8 @@ fn config_notes(cfgs: &[Config]) -> Vec<String> {
         .iter()
         .find(|c| c.analog.adc_bits > 0 && c.analog.adc_range == AdcRange::FullScale)
     {
-        let fs = pimkit_analog::adc::full_scale(c);
-        if let Some(adc) = pimkit_analog::Adc::for_layer(c, None, false)
+        let fs = pimkit_analog::adc::coded_full_scale(c, false, 0);
+        if let Some(adc) = pimkit_analog::Adc::for_layer(c, None, false, 0)
             && adc.step > 1.0
         {
             notes.push(format!(
@@ -265,8 +265,8 @@ fn config_notes(cfgs: &[Config]) -> Vec<String> {
                     c.analog.adc_bits,
                     adc.step,
                     c.geom.rows,
-                    (1u32 << c.geom.dac_bits) - 1,
-                    c.geom.max_level()
+                    pimkit_analog::adc::plane_bound(&c.geom, false),
+                    pimkit_analog::adc::level_bound(&c.geom)
                 ));
         }
     }

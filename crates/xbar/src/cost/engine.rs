@@ -82,10 +82,47 @@ pub(crate) fn run_costed(
     inputs: Option<&[pimkit_analog::network::Inputs]>,
     progress: &mut dyn Progress,
 ) -> crate::Result<CostOutput> {
+    let activity = match inputs {
+        Some(inputs) => Some(measure_inputs(g, arch, &opts.components, inputs, progress)?),
+        None => None,
+    };
+    let samples = inputs.map_or(0, <[_]>::len);
+    price(g, arch, opts, activity.as_deref(), samples, progress)
+}
+
+/// The bit activity of every crossbar layer on reference runs of `inputs` (what
+/// value-dependent counts need; it depends on the input and DAC bits only, so one
+/// measurement serves every point that shares them).
+pub(crate) fn measure_inputs(
+    g: &Graph,
+    arch: &Arch,
+    lib: &Components,
+    inputs: &[pimkit_analog::network::Inputs],
+    progress: &mut dyn Progress,
+) -> crate::Result<Vec<Activity>> {
+    let (nodes, _) = crate::extract_nodes(g)?;
+    if nodes.is_empty() {
+        return Err(XbarError::NoLayers);
+    }
+    let geom = super::geometry(arch, lib);
+    let total = 3 + inputs.len();
+    let mut step = |k: usize| progress.step(2 + k, total, "reference run");
+    measure(g, &nodes, inputs, geom.input_bits, geom.dac_bits, &mut step)
+}
+
+/// Map and price `g` on `arch`, with the activity `measure_inputs` found on `samples`
+/// inputs (value-dependent counts) or without (table counts).
+pub(crate) fn price(
+    g: &Graph,
+    arch: &Arch,
+    opts: &CostOptions,
+    activity: Option<&[Activity]>,
+    samples: usize,
+    progress: &mut dyn Progress,
+) -> crate::Result<CostOutput> {
     let mut o = opts.map.resolve(arch);
     o.baseline = false;
     let label = opts.map.label_for(g);
-    let samples = inputs.map_or(0, <[_]>::len);
     let total = 3 + samples;
     progress.step(0, total, "extract");
     let (nodes, skipped) = crate::extract_nodes(g)?;
@@ -98,20 +135,6 @@ pub(crate) fn run_costed(
     let r = crate::summarize(&label, &layers, &skipped, &m, arch, &o, o.samples, None);
     let lib = &opts.components;
     let geom = super::geometry(arch, lib);
-    let activity: Option<Vec<Activity>> = match inputs {
-        Some(inputs) => {
-            let mut step = |k: usize| progress.step(2 + k, total, "reference run");
-            Some(measure(
-                g,
-                &nodes,
-                inputs,
-                geom.input_bits,
-                geom.dac_bits,
-                &mut step,
-            )?)
-        }
-        None => None,
-    };
     progress.step(2 + samples, total, "cost");
     let c = cost(
         g,
@@ -122,7 +145,7 @@ pub(crate) fn run_costed(
             layers: &nodes,
             mapping: &m,
             first_sample_cycles: r.first_sample_cycles,
-            activity: activity.as_deref(),
+            activity,
         },
     )?;
     let mut notes = c.notes;
