@@ -75,7 +75,12 @@ fn every_slicing_is_exact_with_an_ideal_device() {
                     let map = MatMap::uniform(k, g.rows, 16);
                     let arr = program(&w, &map, &cfg, 0);
                     let ro = Readout {
-                        adc: pimkit_analog::Adc::for_layer(&cfg, None, false, w.max_level(&cfg.geom)),
+                        adc: pimkit_analog::Adc::for_layer(
+                            &cfg,
+                            None,
+                            false,
+                            w.max_level(&cfg.geom),
+                        ),
                         ..Default::default()
                     };
                     let got = mvm(&arr, &cfg, &x, p, 8, &ro);

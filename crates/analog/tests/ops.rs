@@ -99,7 +99,10 @@ fn no_adc_keeps_the_dac_and_weight_floor() {
     let lossless = rel_err(&g, &coarse);
     coarse.analog.adc_bits = 0;
     let no_adc = rel_err(&g, &coarse);
-    assert!(no_adc > 1e-3, "4-bit weights and inputs must show: {no_adc}");
+    assert!(
+        no_adc > 1e-3,
+        "4-bit weights and inputs must show: {no_adc}"
+    );
     assert_eq!(no_adc, lossless);
     assert_eq!(rel_err(&g, &Config::exact(coarse.geom)), 0.0);
 }

@@ -24,6 +24,6 @@ pub use nsga::{GenStats, NsgaConfig};
 pub use output::{front_svg, front_table, report_section, summary_table, write_outputs};
 pub use search::{
     AccuracyOracle, BaseInfo, Candidate, HwObjective, SearchConfig, SearchResult, evaluate_config,
-    pareto_front, search, search_with_oracle,
+    pareto_front, parse_objectives, search, search_with_oracle,
 };
 pub use space::{Config, Space};

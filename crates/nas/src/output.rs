@@ -31,9 +31,12 @@ pub fn front_table(results: &[SearchResult]) -> Table {
             "utilization_budget",
             "weights",
             "macs",
+            "energy_uj",
+            "area_mm2",
             "role",
         ],
     );
+    let opt = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
     for r in results {
         for c in &r.front {
             let mut role = Vec::new();
@@ -62,6 +65,8 @@ pub fn front_table(results: &[SearchResult]) -> Table {
                 format!("{:.4}", c.utilization_budget),
                 c.weights.to_string(),
                 c.macs.to_string(),
+                opt(c.energy_uj),
+                opt(c.area_mm2),
                 role.join("+"),
             ]);
         }
@@ -262,14 +267,19 @@ pub fn report_section(results: &[SearchResult]) -> Section {
     let mut s = Section::new("nas", "Crossbar-aware NAS (RNC)");
     if let Some(r) = results.first() {
         s.text(format!(
-            "NSGA-II over the '{}' space (population {}, {} generations, seed {}), hardware objective {:?} from the \
+            "NSGA-II over the '{}' space (population {}, {} generations, seed {}), hardware objectives {} from the \
              crossbar compiler ({} samples, S_DW {}), accuracy from {}. Speedups are relative to the ISAAC-like \
              mapping of {} ({} crossbars).",
             r.space,
             r.nsga.pop,
             r.nsga.gens,
             r.nsga.seed,
-            r.objective,
+            r.objectives
+                .iter()
+                .map(|o| format!("{o:?}").to_lowercase())
+                .collect::<Vec<_>>()
+                .join(", ")
+                + &r.components.as_ref().map(|c| format!(" (priced with '{c}')")).unwrap_or_default(),
             r.samples,
             r.sdw,
             r.evaluator,

@@ -24,6 +24,50 @@ pub enum HwObjective {
     Crossbars,
     /// Crossbar utilisation (box area / area of the crossbars used; higher is better).
     Utilization,
+    /// Energy per inference from the cost engine (docs/cost.md; table counts).
+    Energy,
+    /// Chip area the mapping uses, from the cost engine.
+    Area,
+}
+
+impl HwObjective {
+    /// Whether the objective needs the cost engine.
+    pub fn is_cost(self) -> bool {
+        matches!(self, HwObjective::Energy | HwObjective::Area)
+    }
+}
+
+/// Parse `--objectives`: `accuracy` and one or more hardware objectives, e.g.
+/// `accuracy,energy` or `accuracy,latency,area` (accuracy is always maximised).
+pub fn parse_objectives(s: &str) -> Result<Vec<HwObjective>> {
+    let bad = |msg: String| NasError::Option {
+        option: "objectives",
+        msg,
+    };
+    let names: Vec<&str> = s.split(',').map(str::trim).collect();
+    if !names.contains(&"accuracy") {
+        return Err(bad(format!(
+            "'{s}' has no 'accuracy': the search always maximises accuracy; write e.g. accuracy,energy"
+        )));
+    }
+    let mut out: Vec<HwObjective> = Vec::new();
+    for n in names.iter().filter(|n| **n != "accuracy") {
+        let o: HwObjective = n.parse().map_err(|_| {
+            bad(format!(
+                "unknown objective '{n}'; use accuracy with latency, throughput, crossbars, utilization, energy or area"
+            ))
+        })?;
+        if out.contains(&o) {
+            return Err(bad(format!("'{n}' is given twice")));
+        }
+        out.push(o);
+    }
+    if out.is_empty() {
+        return Err(bad(format!(
+            "'{s}' has no hardware objective; write e.g. accuracy,energy"
+        )));
+    }
+    Ok(out)
 }
 
 impl std::str::FromStr for HwObjective {
@@ -34,10 +78,12 @@ impl std::str::FromStr for HwObjective {
             "throughput" => Ok(HwObjective::Throughput),
             "crossbars" => Ok(HwObjective::Crossbars),
             "utilization" | "utilisation" => Ok(HwObjective::Utilization),
+            "energy" => Ok(HwObjective::Energy),
+            "area" => Ok(HwObjective::Area),
             _ => Err(NasError::Option {
                 option: "objective",
                 msg: format!(
-                    "unknown hardware objective '{s}'; use latency, throughput, crossbars or utilization"
+                    "unknown hardware objective '{s}'; use latency, throughput, crossbars, utilization, energy or area"
                 ),
             }),
         }
@@ -55,7 +101,10 @@ pub struct SearchConfig {
     pub sdw: usize,
     pub nsga: NsgaConfig,
     pub accuracy: AccuracySpec,
-    pub objective: HwObjective,
+    /// The hardware objectives beside accuracy (RNC: latency).
+    pub objectives: Vec<HwObjective>,
+    /// The component library energy and area objectives are priced with (`None`: isaac).
+    pub components: Option<pimkit_cost::Components>,
     /// Zoo entry of the reference network (normalisation and the ISAAC-like point).
     pub base_model: String,
     /// Inputs in the proxy's batch.
@@ -78,7 +127,8 @@ impl SearchConfig {
             sdw: 1,
             nsga: NsgaConfig::default(),
             accuracy: AccuracySpec::Proxy,
-            objective: HwObjective::Latency,
+            objectives: vec![HwObjective::Latency],
+            components: None,
             base_model: "rnc_mobilenet_v3_small".into(),
             proxy_batch: 4,
         }
@@ -103,6 +153,12 @@ pub struct Candidate {
     pub layers: usize,
     pub weights: u64,
     pub macs: u64,
+    /// Energy per inference, µJ, and chip area used, mm² (cost engine; candidates that fit,
+    /// when an objective needs them).
+    #[serde(default)]
+    pub energy_uj: Option<f64>,
+    #[serde(default)]
+    pub area_mm2: Option<f64>,
 }
 
 /// The reference network: ISAAC-like mapping and RNC compilation at the same budget.
@@ -128,7 +184,12 @@ pub struct SearchResult {
     pub space: String,
     pub evaluator: String,
     pub proxy: bool,
+    /// The first hardware objective (as before several could be given).
     pub objective: HwObjective,
+    pub objectives: Vec<HwObjective>,
+    /// The component library of energy/area objectives.
+    #[serde(default)]
+    pub components: Option<String>,
     pub budget_relative: f64,
     pub budget_crossbars: usize,
     pub samples: usize,
@@ -193,6 +254,8 @@ fn hardware(ctx: &Ctx<'_>, c: &Config) -> Result<Candidate> {
             layers: ex.layers.len(),
             weights,
             macs,
+            energy_uj: None,
+            area_mm2: None,
         }),
         // Fewer crossbars than layers: infeasible by construction.
         Err(XbarError::BudgetTooSmall { budget, layers }) => Ok(Candidate {
@@ -209,13 +272,42 @@ fn hardware(ctx: &Ctx<'_>, c: &Config) -> Result<Candidate> {
             layers,
             weights,
             macs,
+            energy_uj: None,
+            area_mm2: None,
         }),
         Err(e) => Err(e.into()),
     }
 }
 
+/// Energy and area of a candidate that fits, from the cost engine on the same mapping
+/// settings (budget, S_DW, samples, duplication) and table counts.
+fn price(ctx: &Ctx<'_>, c: &Config, cand: &mut Candidate) -> Result<()> {
+    use pimkit_engine::Engine;
+    let g = build_shape_only(&ctx.cfg.space, c)?;
+    let lib = match &ctx.cfg.components {
+        Some(l) => l.clone(),
+        None => pimkit_xbar::cost::load_components("isaac")?,
+    };
+    let mut opts = pimkit_xbar::cost::CostOptions::new(lib);
+    opts.map.budget = Some(Budget::Crossbars(ctx.budget));
+    opts.map.sdw = Some(ctx.cfg.sdw);
+    opts.map.samples = Some(ctx.cfg.samples);
+    let out =
+        pimkit_xbar::cost::Cost::run(&g, &ctx.cfg.arch, &opts, &mut pimkit_engine::NoProgress)
+            .map_err(|e| NasError::Option {
+                option: "objectives",
+                msg: format!("pricing '{}': {e}", cand.config),
+            })?;
+    cand.energy_uj = Some(out.totals.energy_uj);
+    cand.area_mm2 = Some(out.totals.area_mm2);
+    Ok(())
+}
+
 fn evaluate_one(ctx: &Ctx<'_>, c: &Config) -> Result<Candidate> {
     let mut cand = hardware(ctx, c)?;
+    if cand.fits && ctx.cfg.objectives.iter().any(|o| o.is_cost()) {
+        price(ctx, c, &mut cand)?;
+    }
     // Skip the (costly) accuracy of candidates that do not fit: constrained domination
     // ranks them by their violation alone.
     if let (true, Accuracy::Builtin(e)) = (cand.fits, &ctx.eval) {
@@ -227,13 +319,15 @@ fn evaluate_one(ctx: &Ctx<'_>, c: &Config) -> Result<Candidate> {
 /// Unmeasured candidates (not in the table) count as infeasible with this violation.
 const UNMEASURED: f64 = 1e6;
 
-fn fitness(c: &Candidate, obj: HwObjective) -> Fitness {
-    let hw = match obj {
+fn fitness(c: &Candidate, objs: &[HwObjective]) -> Fitness {
+    let hw = objs.iter().map(|o| match o {
         HwObjective::Latency => c.latency_cycles as f64,
         HwObjective::Throughput => -c.throughput,
         HwObjective::Crossbars => c.crossbars_used as f64,
         HwObjective::Utilization => -c.utilization,
-    };
+        HwObjective::Energy => c.energy_uj.unwrap_or(f64::MAX),
+        HwObjective::Area => c.area_mm2.unwrap_or(f64::MAX),
+    });
     let violation = if !c.fits {
         (c.crossbars_used.saturating_sub(c.crossbars_budget)).max(1) as f64
     } else if c.accuracy.is_none() {
@@ -242,7 +336,9 @@ fn fitness(c: &Candidate, obj: HwObjective) -> Fitness {
         0.0
     };
     Fitness {
-        objectives: vec![-c.accuracy.unwrap_or(f64::NEG_INFINITY).max(-f64::MAX), hw],
+        objectives: std::iter::once(-c.accuracy.unwrap_or(f64::NEG_INFINITY).max(-f64::MAX))
+            .chain(hw)
+            .collect(),
         violation,
     }
 }
@@ -311,7 +407,7 @@ impl Problem for NasProblem<'_> {
         }
         Ok(genomes
             .iter()
-            .map(|g| fitness(&cache[g], self.ctx.cfg.objective))
+            .map(|g| fitness(&cache[g], &self.ctx.cfg.objectives))
             .collect())
     }
 }
@@ -397,13 +493,13 @@ fn base_info(cfg: &SearchConfig, eval: Option<&Evaluator>) -> Result<(BaseInfo, 
     ))
 }
 
-/// Non-dominated feasible candidates (accuracy up, hardware objective down).
-pub fn pareto_front(cands: &[Candidate], obj: HwObjective) -> Vec<Candidate> {
+/// Non-dominated feasible candidates (accuracy up, hardware objectives down).
+pub fn pareto_front(cands: &[Candidate], objs: &[HwObjective]) -> Vec<Candidate> {
     let ok: Vec<&Candidate> = cands
         .iter()
         .filter(|c| c.fits && c.accuracy.is_some())
         .collect();
-    let fit: Vec<Fitness> = ok.iter().map(|c| fitness(c, obj)).collect();
+    let fit: Vec<Fitness> = ok.iter().map(|c| fitness(c, objs)).collect();
     let mut front: Vec<Candidate> = match nsga::non_dominated_sort(&fit).first() {
         Some(f) => f.iter().map(|&i| ok[i].clone()).collect(),
         None => Vec::new(),
@@ -450,6 +546,12 @@ fn check_sizes(cfg: &SearchConfig) -> Result<()> {
             msg: "samples and S_DW must be at least 1".into(),
         });
     }
+    if cfg.objectives.is_empty() {
+        return Err(NasError::Option {
+            option: "objectives",
+            msg: "give at least one hardware objective (e.g. accuracy,latency)".into(),
+        });
+    }
     Ok(())
 }
 
@@ -479,7 +581,7 @@ fn run_search(
     // Deterministic order (by genome) for the front computation.
     let all: BTreeMap<Vec<u8>, Candidate> = cache.into_iter().collect();
     let cands: Vec<Candidate> = all.into_values().collect();
-    let front = pareto_front(&cands, cfg.objective);
+    let front = pareto_front(&cands, &cfg.objectives);
     let acc_opt = front
         .iter()
         .max_by(|a, b| {
@@ -504,7 +606,13 @@ fn run_search(
         space: cfg.space.name.clone(),
         evaluator: label,
         proxy,
-        objective: cfg.objective,
+        objective: cfg.objectives[0],
+        objectives: cfg.objectives.clone(),
+        components: cfg.objectives.iter().any(|o| o.is_cost()).then(|| {
+            cfg.components
+                .as_ref()
+                .map_or_else(|| "isaac".to_string(), |c| c.name.clone())
+        }),
         budget_relative: budget as f64 / isaac,
         budget_crossbars: budget,
         samples: cfg.samples,

@@ -96,7 +96,20 @@ fn option_parsing() {
         "utilisation".parse::<HwObjective>().unwrap(),
         HwObjective::Utilization
     );
-    assert!("area".parse::<HwObjective>().is_err());
+    assert_eq!("area".parse::<HwObjective>().unwrap(), HwObjective::Area);
+    assert!("power".parse::<HwObjective>().is_err());
+    assert_eq!(
+        pimkit_nas::parse_objectives("accuracy, energy,latency").unwrap(),
+        vec![HwObjective::Energy, HwObjective::Latency]
+    );
+    for bad in [
+        "energy",
+        "accuracy",
+        "accuracy,energy,energy",
+        "accuracy,power",
+    ] {
+        assert!(pimkit_nas::parse_objectives(bad).is_err(), "{bad}");
+    }
     let mut cfg = small_cfg();
     cfg.nsga.parent_ratio = 0.0;
     assert!(search(&cfg, &mut |_| {}).is_err());
@@ -299,4 +312,42 @@ fn full_default_search() {
         r.accuracy_optimal.as_ref().unwrap().speedup
     );
     assert_eq!(r.evaluations, 50 * 101);
+}
+
+/// Energy and area objectives come from the cost engine: every front member is priced,
+/// and none is beaten in accuracy and energy by another priced candidate of the front.
+#[test]
+fn cost_objectives_price_the_front() {
+    use pimkit_nas::HwObjective;
+    let mut cfg = small(Budget::Relative(1.0), 8, 2, 3);
+    cfg.objectives = vec![HwObjective::Energy];
+    let r = search(&cfg, &mut |_| {}).unwrap();
+    assert_eq!(r.objectives, vec![HwObjective::Energy]);
+    assert_eq!(r.components.as_deref(), Some("isaac"));
+    assert!(!r.front.is_empty());
+    for a in &r.front {
+        let (ea, aa) = (a.energy_uj.unwrap(), a.accuracy.unwrap());
+        assert!(ea > 0.0 && a.area_mm2.unwrap() > 0.0, "{}", a.config);
+        for b in &r.front {
+            let (eb, ab) = (b.energy_uj.unwrap(), b.accuracy.unwrap());
+            assert!(
+                !(eb <= ea && ab >= aa && (eb < ea || ab > aa)),
+                "{} dominates {}",
+                b.config,
+                a.config
+            );
+        }
+    }
+    // The energy is the cost engine's for the candidate's mapping.
+    let c = &r.front[0];
+    let g = pimkit_nas::build_shape_only(&cfg.space, &c.config.parse().unwrap()).unwrap();
+    let mut opts =
+        pimkit_xbar::cost::CostOptions::new(pimkit_xbar::cost::load_components("isaac").unwrap());
+    opts.map.budget = Some(Budget::Crossbars(r.budget_crossbars));
+    opts.map.sdw = Some(cfg.sdw);
+    opts.map.samples = Some(cfg.samples);
+    use pimkit_engine::Engine;
+    let out =
+        pimkit_xbar::cost::Cost::run(&g, &cfg.arch, &opts, &mut pimkit_engine::NoProgress).unwrap();
+    assert_eq!(Some(out.totals.energy_uj), c.energy_uj);
 }

@@ -53,7 +53,7 @@ pub(crate) fn input_source(
 #[pyo3(signature = (model, arch=None, xbar=None, inputs=None, random=None, trials=8, seed=None,
     adc_bits=None, adc_range=None, calibrate_adc=false, variation=None, variation_model=None,
     saf=None, spare_cols=None, redundancy=None, set=None, sweep=None, labels=None, out=None,
-    progress=None))]
+    progress=None, components="isaac".to_string()))]
 #[allow(clippy::too_many_arguments)]
 pub fn xbar_accuracy(
     py: Python<'_>,
@@ -77,6 +77,7 @@ pub fn xbar_accuracy(
     labels: Option<Vec<usize>>,
     out: Option<PathBuf>,
     progress: Option<Py<PyAny>>,
+    components: Option<String>,
 ) -> PyResult<String> {
     let m = ModelArg::extract(model)?;
     let source = input_source(inputs, random)?;
@@ -97,6 +98,7 @@ pub fn xbar_accuracy(
             redundancy,
             set: set.unwrap_or_default(),
             sweep: sweep.unwrap_or_default(),
+            components,
         };
         let options = settings.options().map_err(user)?;
         if let Some(dir) = &out {

@@ -37,6 +37,8 @@ pub struct NasOptions {
     pub arch: Option<PathBuf>,
     pub base: String,
     pub proxy_batch: usize,
+    /// Component library of energy/area objectives.
+    pub components: String,
 }
 
 fn nas_err(e: NasError) -> EngineError {
@@ -56,7 +58,17 @@ fn nas_err(e: NasError) -> EngineError {
 impl NasOptions {
     fn config(&self, budget: Budget, accuracy: AccuracySpec) -> Result<SearchConfig, EngineError> {
         let space = Space::load(&self.space).map_err(nas_err)?;
-        let objective: HwObjective = self.objective.parse().map_err(nas_err)?;
+        // One hardware objective, or the CLI's --objectives list ("accuracy,energy").
+        let objectives: Vec<HwObjective> = if self.objective.contains(',') {
+            pimkit_nas::parse_objectives(&self.objective).map_err(nas_err)?
+        } else {
+            vec![self.objective.parse().map_err(nas_err)?]
+        };
+        let components = if objectives.iter().any(|o| o.is_cost()) {
+            Some(pimkit_xbar::cost::load_components(&self.components).map_err(user)?)
+        } else {
+            None
+        };
         let arch = match &self.arch {
             Some(p) => Arch::from_file(p).map_err(user)?,
             None => {
@@ -88,7 +100,8 @@ impl NasOptions {
             sdw: self.sdw,
             nsga,
             accuracy,
-            objective,
+            objectives,
+            components,
             base_model: self.base.clone(),
             proxy_batch: self.proxy_batch,
         })
@@ -115,7 +128,7 @@ impl NasOptions {
 #[pyo3(signature = (space=String::from("mbv3-small"), budget=None, crossbars=None, pop=50, gens=100,
     accuracy="proxy", objective=String::from("latency"), seed=1, mutation_prob=0.1, parent_ratio=0.25,
     mutation_ratio=0.5, samples=8, sdw=1, arch=None, base=String::from("rnc_mobilenet_v3_small"),
-    proxy_batch=4, out=None, progress=None))]
+    proxy_batch=4, out=None, progress=None, components=String::from("isaac")))]
 pub fn nas_search(
     py: Python<'_>,
     space: String,
@@ -136,6 +149,7 @@ pub fn nas_search(
     proxy_batch: usize,
     out: Option<PathBuf>,
     progress: Option<Py<PyAny>>,
+    components: String,
 ) -> PyResult<String> {
     let o = NasOptions {
         space,
@@ -153,6 +167,7 @@ pub fn nas_search(
         arch,
         base,
         proxy_batch,
+        components,
     };
     let accuracy = accuracy.to_string();
     let mut prog = PyProgress::new(progress);
@@ -203,7 +218,8 @@ impl Search {
     #[new]
     #[pyo3(signature = (space=String::from("mbv3-small"), budget=1.0, crossbars=None, pop=50, gens=100,
         objective=String::from("latency"), seed=1, mutation_prob=0.1, parent_ratio=0.25, mutation_ratio=0.5,
-        samples=8, sdw=1, arch=None, base=String::from("rnc_mobilenet_v3_small"), progress=None))]
+        samples=8, sdw=1, arch=None, base=String::from("rnc_mobilenet_v3_small"), progress=None,
+        components=String::from("isaac")))]
     fn new(
         space: String,
         budget: f64,
@@ -220,6 +236,7 @@ impl Search {
         arch: Option<PathBuf>,
         base: String,
         progress: Option<Py<PyAny>>,
+        components: String,
     ) -> PyResult<Self> {
         let o = NasOptions {
             space,
@@ -237,6 +254,7 @@ impl Search {
             arch,
             base,
             proxy_batch: 4,
+            components,
         };
         let b = o.budgets(None).map_err(to_py)?;
         let cfg = o.config(b[0], AccuracySpec::Proxy).map_err(to_py)?;

@@ -208,3 +208,50 @@ fn neurosim_release_test() {
         "pimkit TOPS (NeuroSim 6.34: buffer and bus latency not modelled)",
     );
 }
+
+/// Accuracy x cost: every point of an accuracy sweep carries the cost engine's figures for
+/// its ADC bits (counted on the study's own inputs), the front marks exactly the points
+/// no other beats in quality and energy, and the CSV carries both.
+#[test]
+fn accuracy_points_carry_their_cost() {
+    use pimkit_xbar::accuracy::{self, AccuracyOptions, AccuracyRun, quality};
+    let g = pimkit_zoo::build_spec("lenet5").unwrap();
+    let arch = arch_2bit();
+    let run = AccuracyRun {
+        options: AccuracyOptions {
+            trials: 1,
+            set: vec![("variation".into(), 0.0), ("saf".into(), 0.0)],
+            sweep: vec![("adc_bits".into(), vec![0.0, 4.0, 8.0])],
+            components: Some(lib("isaac")),
+            ..Default::default()
+        },
+        inputs: InputSource::Random { n: 2, seed: 0 },
+        ..Default::default()
+    };
+    let r = accuracy::Accuracy::run(&g, &arch, &run, &mut NoProgress).unwrap();
+    assert_eq!(r.costs.len(), 3);
+    assert_eq!(r.components.as_deref(), Some("isaac"));
+    // Priced as `xbar cost` prices the same inputs at the same ADC bits.
+    let mut a8 = arch.clone();
+    a8.analog.as_mut().unwrap().adc_bits = 8;
+    let mut opts = CostOptions::new(lib("isaac"));
+    opts.inputs = Some(InputSource::Random { n: 2, seed: 0 });
+    let direct = Cost::run(&g, &a8, &opts, &mut NoProgress).unwrap();
+    assert_eq!(r.costs[2].energy_uj, direct.totals.energy_uj);
+    assert_eq!(r.costs[2].area_mm2, direct.totals.area_mm2);
+    assert!(r.costs[1].energy_uj < r.costs[2].energy_uj);
+    // No ADC quantization is priced with the library's ADC (ISAAC's 8 bits).
+    assert_eq!(r.costs[0].adc_bits, 8);
+    assert!(r.notes.iter().any(|n| n.contains("priced with library")));
+    for (i, c) in r.costs.iter().enumerate() {
+        let (qi, ei) = (quality(&r.points[i]), c.energy_uj);
+        let dominated = r.points.iter().zip(&r.costs).any(|(p, d)| {
+            let (q, e) = (quality(p), d.energy_uj);
+            q >= qi && e <= ei && (q > qi || e < ei)
+        });
+        assert_eq!(c.pareto, !dominated, "point {i}");
+    }
+    let csv = accuracy::points_csv(&r);
+    assert!(csv.lines().next().unwrap().contains("energy_uj"), "{csv}");
+    assert!(accuracy::front_svg(&r).unwrap().contains("<svg"));
+}

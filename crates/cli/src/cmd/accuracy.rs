@@ -62,6 +62,10 @@ pub struct AccuracyArgs {
     /// Sweep axes NAME=V1,V2,... (e.g. --sweep adc_bits=4,6,8 variation=0,0.05,0.1).
     #[arg(long, num_args = 1..)]
     pub sweep: Vec<String>,
+    /// Component library each point is priced with (energy, area, latency; docs/cost.md):
+    /// a preset (isaac, puma, neurosim) or a TOML file laid over one.
+    #[arg(long, default_value = "isaac")]
+    pub components: String,
     /// Class labels (one per output row, in input order): text of integers or an .npy array.
     #[arg(long)]
     pub labels: Option<PathBuf>,
@@ -116,6 +120,7 @@ fn options(a: &AccuracyArgs, seed: u64) -> anyhow::Result<AccuracyOptions> {
             .iter()
             .map(|s| pimkit_analog::study::parse_axis(s).map_err(user))
             .collect::<anyhow::Result<Vec<_>>>()?,
+        components: Some(a.components.clone()),
     };
     settings.options().map_err(user)
 }

@@ -30,9 +30,17 @@ pub struct NasArgs {
     /// Accuracy evaluator: proxy | table:FILE.csv | cmd:"COMMAND {onnx} {config}"
     #[arg(long, default_value = "proxy")]
     pub accuracy: String,
-    /// Hardware objective: latency | throughput | crossbars | utilization
+    /// Hardware objective: latency | throughput | crossbars | utilization | energy | area
     #[arg(long, default_value = "latency")]
     pub objective: String,
+    /// Objectives: accuracy and one or more hardware objectives, e.g. accuracy,energy or
+    /// accuracy,latency,area (energy and area from the cost engine; docs/cost.md)
+    #[arg(long, conflicts_with = "objective")]
+    pub objectives: Option<String>,
+    /// Component library energy and area are priced with: a preset (isaac, puma,
+    /// neurosim) or a TOML file laid over one
+    #[arg(long, default_value = "isaac")]
+    pub components: String,
     /// Random seed (search, shared supernet weights, proxy batch)
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -69,7 +77,15 @@ pub fn run(a: NasArgs) -> anyhow::Result<()> {
     crate::output::create_out_dir(&a.out, "-o")?;
     let space = Space::load(&a.space).map_err(user)?;
     let accuracy: AccuracySpec = a.accuracy.parse().map_err(user)?;
-    let objective: HwObjective = a.objective.parse().map_err(user)?;
+    let objectives: Vec<HwObjective> = match &a.objectives {
+        Some(list) => pimkit_nas::parse_objectives(list).map_err(user)?,
+        None => vec![a.objective.parse().map_err(user)?],
+    };
+    let components = if objectives.iter().any(|o| o.is_cost()) {
+        Some(pimkit_xbar::cost::load_components(&a.components).map_err(user)?)
+    } else {
+        None
+    };
     let arch = match &a.arch {
         Some(p) => Arch::from_file(p).map_err(user)?,
         None => {
@@ -104,7 +120,8 @@ pub fn run(a: NasArgs) -> anyhow::Result<()> {
             sdw: a.sdw,
             nsga: nsga.clone(),
             accuracy: accuracy.clone(),
-            objective,
+            objectives: objectives.clone(),
+            components: components.clone(),
             base_model: a.base.clone(),
             proxy_batch: a.proxy_batch,
         };

@@ -49,10 +49,13 @@ def search(
     proxy_batch: int = 4,
     out: Optional[str] = None,
     progress=None,
+    components: str = "isaac",
 ) -> List[Dict[str, Any]]:
     """The CLI's search (``pimkit xbar nas``): one result per budget (``budget`` may be a
     list, as ``--budget 0.8,1,1.2``), each as the CLI writes it to front.json; ``out``
     also writes the CLI's files. ``progress(generation, generations, what)``.
+    ``objective`` is one hardware objective or, as ``--objectives``, a list such as
+    ``"accuracy,energy"`` (energy and area priced with ``components``).
 
     >>> r = pimkit.nas.search(pop=20, gens=10, seed=0)[0]
     >>> pimkit.frame(r["front"])[["config", "accuracy", "speedup"]]
@@ -78,6 +81,7 @@ def search(
             base=base,
             proxy_batch=proxy_batch,
             out=os.fspath(out) if out is not None else None,
+            components=components,
             progress=progress,
         )
     )
@@ -118,6 +122,7 @@ class Search:
         arch: Optional[str] = None,
         base: str = "rnc_mobilenet_v3_small",
         progress: Optional[Callable[[int, int, str], Any]] = None,
+        components: str = "isaac",
     ):
         self._s = _native.Search(
             space=space,
@@ -135,6 +140,7 @@ class Search:
             arch=os.fspath(arch) if arch is not None else None,
             base=base,
             progress=progress,
+            components=components,
         )
 
     def ask(self) -> List[Candidate]:

@@ -143,6 +143,7 @@ def accuracy(
     labels: Optional[Sequence[int]] = None,
     out: Optional[str] = None,
     progress=None,
+    components: Optional[str] = "isaac",
 ) -> Result:
     """What the crossbars' non-idealities do to a model's outputs
     (``pimkit xbar accuracy --json``; docs/accuracy.md). ``inputs`` is a directory of
@@ -151,9 +152,12 @@ def accuracy(
     overrides any model parameter by name; ``sweep`` maps parameter names to values (their
     product is evaluated); ``labels`` gives one class per output row for top-1 accuracy.
     ``out`` also writes result.json, points.csv, layers.csv and the charts there.
+    Every point is priced with the component library ``components`` (a preset or a TOML
+    file; ``None``: accuracy only): ``r["costs"][i]`` holds point i's energy, area,
+    latency and whether it is on the quality-vs-energy front (docs/cost.md).
 
     >>> r = pimkit.xbar.accuracy("zoo:lenet5", trials=2, sweep={"adc_bits": [4, 8]})
-    >>> [p["rel_error"]["mean"] for p in r["points"]]
+    >>> [(p["rel_error"]["mean"], c["energy_uj"]) for p, c in zip(r["points"], r["costs"])]
     """
     if saf is not None and not isinstance(saf, (tuple, list)):
         saf = (float(saf), float(saf))
@@ -185,6 +189,7 @@ def accuracy(
             labels=None if labels is None else [int(x) for x in labels],
             out=out,
             progress=progress,
+            components=components,
         )
     )
 

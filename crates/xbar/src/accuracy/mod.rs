@@ -2,15 +2,18 @@
 //! The layers and their rows per array come from this engine's partition (the same
 //! boxes `map` packs); the functional model is pimkit-analog's, shared with PUMA.
 
+mod cost;
 mod engine;
 mod inputs;
 mod report;
 mod settings;
 
+pub use cost::{PointCost, mark_front, price_points, quality};
 pub use engine::{Accuracy, AccuracyRun, InputSource};
 pub use inputs::{load_inputs_dir, load_labels, random_inputs};
 pub use report::{
-    accuracy_section, heat_map, layer_table, points_csv, summary_table, sweep_curves, write_outputs,
+    accuracy_section, front_svg, heat_map, layer_table, points_csv, summary_table, sweep_curves,
+    write_outputs,
 };
 pub use settings::{AccuracySettings, parse_saf};
 
@@ -36,6 +39,9 @@ pub struct AccuracyOptions {
     pub variation_model: Option<VariationModel>,
     /// Sweep axes (name, values); their product is evaluated.
     pub sweep: Vec<(String, Vec<f64>)>,
+    /// Price every point with this component library (energy, area, latency beside
+    /// the accuracy); `None`: accuracy only.
+    pub components: Option<pimkit_cost::Components>,
 }
 
 /// A mapped layer as the model sees it.
@@ -68,6 +74,12 @@ pub struct AccuracyResult {
     pub unmodelled: Vec<Skipped>,
     pub axes: Vec<(String, Vec<f64>)>,
     pub points: Vec<PointResult>,
+    /// The component library the points are priced with, when they are.
+    #[serde(default)]
+    pub components: Option<String>,
+    /// Per point (same order): what it costs per inference; empty when not priced.
+    #[serde(default)]
+    pub costs: Vec<PointCost>,
     pub notes: Vec<String>,
 }
 
@@ -166,6 +178,15 @@ pub fn run_accuracy(
         return Err(XbarError::NoLayers);
     }
     let n_inputs = inputs.len();
+    // Priced before the study takes the inputs (the counts come from the same inputs).
+    let (mut costs, cost_notes) = match &opts.components {
+        Some(lib) => {
+            let cfgs: Vec<Config> = points.iter().map(|p| p.1.clone()).collect();
+            price_points(g, arch, lib, &inputs, &cfgs)?
+        }
+        None => (vec![], vec![]),
+    };
+    notes.extend(cost_notes);
     let net = Network::new(g, maps, cfg.geom.clone())?;
     let mut study = Study::new(net, inputs, labels)?;
     // Counted and reported under one lock: with an atomic counter two trials finishing
@@ -180,6 +201,9 @@ pub fn run_accuracy(
     notes.extend(config_notes(
         &points.iter().map(|p| p.1.clone()).collect::<Vec<_>>(),
     ));
+    if !costs.is_empty() {
+        mark_front(&results, &mut costs);
+    }
     for l in &study.calib.lowered {
         if l.op == "GRU"
             && let Some(Op::Gru(a)) = g.nodes.iter().find(|n| n.name == l.name).map(|n| &n.op)
@@ -227,6 +251,8 @@ pub fn run_accuracy(
         unmodelled,
         axes: opts.sweep.clone(),
         points: results,
+        components: opts.components.as_ref().map(|c| c.name.clone()),
+        costs,
         notes,
     })
 }

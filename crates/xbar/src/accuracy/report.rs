@@ -67,9 +67,13 @@ pub fn summary_table(r: &AccuracyResult) -> Table {
             "remapped cols",
         ],
     );
-    for p in &r.points {
+    if !r.costs.is_empty() {
+        t.headers
+            .extend(["µJ/inference", "mm²", "latency µs", "TOPS/W", "front"].map(String::from));
+    }
+    for (i, p) in r.points.iter().enumerate() {
         let (w, name) = worst_layer(p);
-        t.push(vec![
+        let mut row = vec![
             params(p),
             pct(&p.agreement),
             pct(&p.accuracy),
@@ -81,7 +85,17 @@ pub fn summary_table(r: &AccuracyResult) -> Table {
                 100.0 * p.faults.rate_on
             ),
             p.remapped_cols.to_string(),
-        ]);
+        ];
+        if let Some(c) = r.costs.get(i) {
+            row.extend([
+                format!("{:.3}", c.energy_uj),
+                format!("{:.3}", c.area_mm2),
+                format!("{:.3}", c.latency_us),
+                format!("{:.2}", c.tops_per_w),
+                if c.pareto { "*" } else { "" }.to_string(),
+            ]);
+        }
+        t.push(row);
     }
     t
 }
@@ -149,6 +163,19 @@ pub fn points_csv(r: &AccuracyResult) -> String {
     ] {
         head.push(h.into());
     }
+    if !r.costs.is_empty() {
+        for h in [
+            "adc_bits_priced",
+            "energy_uj",
+            "adc_energy_uj",
+            "area_mm2",
+            "latency_us",
+            "tops_per_w",
+            "pareto",
+        ] {
+            head.push(h.into());
+        }
+    }
     let _ = w.write_record(&head);
     let f = |v: f64| {
         if v.is_finite() {
@@ -160,7 +187,7 @@ pub fn points_csv(r: &AccuracyResult) -> String {
         }
     };
     let o = |s: &Option<Stat>, g: fn(&Stat) -> f64| s.as_ref().map(|s| f(g(s))).unwrap_or_default();
-    for p in &r.points {
+    for (i, p) in r.points.iter().enumerate() {
         let mut row: Vec<String> = p.params.iter().map(|(_, v)| f(*v)).collect();
         let finite: Vec<f64> = p
             .layers
@@ -191,6 +218,17 @@ pub fn points_csv(r: &AccuracyResult) -> String {
             p.remapped_cols.to_string(),
             f(p.ir_drop_max),
         ]);
+        if let Some(c) = r.costs.get(i) {
+            row.extend([
+                c.adc_bits.to_string(),
+                f(c.energy_uj),
+                f(c.adc_uj),
+                f(c.area_mm2),
+                f(c.latency_us),
+                f(c.tops_per_w),
+                c.pareto.to_string(),
+            ]);
+        }
         let _ = w.write_record(&row);
     }
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
@@ -279,6 +317,51 @@ pub fn sweep_curves(r: &AccuracyResult) -> Option<(String, String)> {
     Some((score_chart, err_chart))
 }
 
+fn quality_name(r: &AccuracyResult) -> &'static str {
+    if r.points.iter().all(|p| p.accuracy.is_some()) {
+        "mean accuracy"
+    } else {
+        score_name(r)
+    }
+}
+
+/// Quality against energy per inference, every priced point, the non-dominated ones
+/// joined (two or more points).
+pub fn front_svg(r: &AccuracyResult) -> Option<String> {
+    if r.costs.len() < 2 || r.costs.len() != r.points.len() {
+        return None;
+    }
+    let at = |i: usize| (r.costs[i].energy_uj, super::quality(&r.points[i]));
+    let all = Series {
+        name: "sweep points".into(),
+        points: (0..r.points.len()).map(at).collect(),
+        line: false,
+    };
+    let mut front: Vec<(f64, f64)> = (0..r.points.len())
+        .filter(|&i| r.costs[i].pareto)
+        .map(at)
+        .collect();
+    front.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let front = Series {
+        name: "non-dominated (quality, energy)".into(),
+        points: front,
+        line: true,
+    };
+    Some(line_chart(
+        &format!(
+            "{}: {} vs energy ({})",
+            r.model,
+            quality_name(r),
+            r.components.as_deref().unwrap_or("")
+        ),
+        "energy per inference, µJ",
+        quality_name(r),
+        &[all, front],
+        false,
+        false,
+    ))
+}
+
 /// The study as a report section.
 pub fn accuracy_section(r: &AccuracyResult) -> Section {
     let mut s = Section::new(
@@ -341,6 +424,13 @@ pub fn accuracy_section(r: &AccuracyResult) -> Section {
             b,
         );
     }
+    if let Some(f) = front_svg(r) {
+        s.svg(
+            format!("{}-accuracy-front.svg", r.model),
+            "quality against energy per inference",
+            f,
+        );
+    }
     if !r.points.is_empty() {
         s.table(layer_table(r, r.points.len() - 1));
     }
@@ -373,6 +463,9 @@ pub fn write_outputs(
     if let Some((c, e)) = sweep_curves(r) {
         files.push(("curves.svg", c));
         files.push(("error.svg", e));
+    }
+    if let Some(f) = front_svg(r) {
+        files.push(("front.svg", f));
     }
     for (name, text) in &files {
         pimkit_ir::fsio::write_atomic(&dir.join(name), text.as_bytes())?;

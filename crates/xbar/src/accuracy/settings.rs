@@ -27,6 +27,8 @@ pub struct AccuracySettings {
     pub set: Vec<(String, f64)>,
     /// Sweep axes (name, values).
     pub sweep: Vec<(String, Vec<f64>)>,
+    /// Component library to price every point with (a preset or a TOML file).
+    pub components: Option<String>,
 }
 
 fn bad(option: &'static str, msg: impl std::fmt::Display) -> XbarError {
@@ -79,6 +81,11 @@ impl AccuracySettings {
             adc_range,
             variation_model,
             sweep: self.sweep.clone(),
+            components: self
+                .components
+                .as_deref()
+                .map(crate::cost::load_components)
+                .transpose()?,
         })
     }
 }
