@@ -224,7 +224,24 @@ pub struct Components {
     pub programming: Programming,
     /// Skip the ADC conversions of a read whose driven rows are all zero.
     pub zero_skip: bool,
+    /// Which convolution positions the analog read-out is counted for (`all`, default:
+    /// every output position the network computes; `valid`: only where the kernel lies
+    /// inside the unpadded input, NeuroSim's count).
+    #[serde(default)]
+    pub positions: Positions,
     pub components: BTreeMap<String, Component>,
+}
+
+/// The convolution positions whose reads are counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Positions {
+    /// Every output position (what the network computes).
+    #[default]
+    All,
+    /// Only positions whose window lies inside the unpadded input (NeuroSim V1.4's
+    /// numInVector = (H - K + 1)/s x (W - K + 1)/s, Chip.cpp@9e6742c:657).
+    Valid,
 }
 
 impl Component {

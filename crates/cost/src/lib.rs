@@ -10,7 +10,7 @@ pub mod counts;
 pub mod model;
 pub mod presets;
 
-pub use components::{Component, Components, Kind, Level};
+pub use components::{Component, Components, Kind, Level, Positions};
 pub use counts::Counts;
 pub use model::{ChipFigures, Geometry, Model, Scaled, bits_law};
 pub use presets::{PRESETS, load, preset};

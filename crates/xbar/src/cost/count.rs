@@ -14,7 +14,8 @@ pub fn outputs(layer: &Layer) -> f64 {
 /// Counts of one inference of `layer` (all its copies together: copies share the input
 /// vectors, so the counts do not depend on duplication). `inputs`: elements of the layer's
 /// input tensor (the feature map the buffer holds); `hops`: network hops its outputs travel
-/// to the next layer.
+/// to the next layer; `priced`: the fraction of the layer's input vectors whose reads are
+/// counted (1, or a library's `positions = "valid"` share).
 pub fn layer_counts(
     layer: &Layer,
     pieces: &[Piece],
@@ -24,13 +25,14 @@ pub fn layer_counts(
     zero_skip: bool,
     inputs: f64,
     hops: f64,
+    priced: f64,
 ) -> Counts {
     let mut c = Counts::default();
     let cells = (cfg.rows * cfg.cols) as f64;
     let ab = geom.act_bytes();
     let mut psums = 0.0;
     for p in pieces {
-        let reads = p.cycles as f64;
+        let reads = p.cycles as f64 * priced;
         let (r, w) = (p.rows as f64, p.cols as f64);
         for &nz in &act.nonzero {
             c.add(Kind::Array, reads * nz * r * w / cells);
@@ -101,6 +103,7 @@ mod tests {
             false,
             1200.0,
             1.0,
+            1.0,
         );
         // 300 x 200 in 128 x 128 pieces: every weight cell read 4 vectors x 8 pulses.
         assert_eq!(c.get(Kind::Dac), 4.0 * 8.0 * 300.0 * 2.0);
@@ -119,7 +122,7 @@ mod tests {
         let zero = Activity {
             nonzero: vec![0.0; 8],
         };
-        let c = layer_counts(&l, &pieces, &cfg, &g, &zero, true, 1200.0, 1.0);
+        let c = layer_counts(&l, &pieces, &cfg, &g, &zero, true, 1200.0, 1.0, 1.0);
         for k in [
             Kind::Array,
             Kind::Dac,
@@ -129,7 +132,7 @@ mod tests {
         ] {
             assert_eq!(c.get(k), 0.0, "{k:?}");
         }
-        let no_skip = layer_counts(&l, &pieces, &cfg, &g, &zero, false, 1200.0, 1.0);
+        let no_skip = layer_counts(&l, &pieces, &cfg, &g, &zero, false, 1200.0, 1.0, 1.0);
         assert!(no_skip.get(Kind::Adc) > 0.0);
     }
 }

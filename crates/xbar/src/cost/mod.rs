@@ -196,6 +196,7 @@ pub fn cost(
             lib.zero_skip,
             inputs,
             hops,
+            priced_share(g, nl, lib.positions),
         );
         total.merge(&c);
         let (by, _) = c.energy(&model);
@@ -333,6 +334,47 @@ fn data_input_elems(g: &Graph, nl: &NodeLayer) -> f64 {
         .flatten()
         .find(|&&v| !matches!(g.value(v).def, pimkit_ir::ValueDef::Const(_)))
         .map_or(0.0, |&v| g.ty(v).numel() as f64)
+}
+
+/// The share of a layer's input vectors a library counts reads for: 1, or for a
+/// convolution under `positions = "valid"` the positions whose window lies inside the
+/// unpadded input, prod_d ((X_d - dil_d (K_d - 1) - 1) / s_d + 1) over the output's
+/// prod_d Y_d (NeuroSim's numInVector).
+fn priced_share(g: &Graph, nl: &NodeLayer, positions: pimkit_cost::Positions) -> f64 {
+    use pimkit_ir::Op;
+    if positions == pimkit_cost::Positions::All {
+        return 1.0;
+    }
+    let n = g.node(nl.node);
+    let (a, w_at) = match &n.op {
+        Op::Conv(a) | Op::ConvInteger(a) => (a, 1),
+        Op::QLinearConv(a) => (a, 3),
+        _ => return 1.0,
+    };
+    let (Some(x), Some(w), Some(y)) = (
+        n.inputs.first().copied().flatten(),
+        n.inputs.get(w_at).copied().flatten(),
+        n.outputs.first(),
+    ) else {
+        return 1.0;
+    };
+    let (xs, ws, ys) = (&g.ty(x).shape, &g.ty(w).shape, &g.ty(*y).shape);
+    if xs.len() != ys.len() || ws.len() != xs.len() || xs.len() < 3 {
+        return 1.0;
+    }
+    let mut share = 1.0;
+    for d in 0..xs.len() - 2 {
+        let s = a.strides.get(d).copied().unwrap_or(1).max(1);
+        let dil = a.dilations.get(d).copied().unwrap_or(1).max(1);
+        let span = dil * (ws[d + 2].max(1) - 1) + 1;
+        let valid = if xs[d + 2] >= span {
+            (xs[d + 2] - span) / s + 1
+        } else {
+            0
+        };
+        share *= valid as f64 / ys[d + 2].max(1) as f64;
+    }
+    share.min(1.0)
 }
 
 /// A component library by preset name or file, as an xbar error.
