@@ -67,6 +67,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loops::offload, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_map, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(xbar::xbar_cost_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(xbar::xbar_cost_sweep_merge, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_sweep_files, m)?)?;
     m.add_function(wrap_pyfunction!(accuracy::xbar_accuracy, m)?)?;

@@ -2,7 +2,7 @@
 //! (hardware cost). Mirrors crates/cli/src/cmd/xbar.rs.
 
 use crate::common::{arch_name, out_dir, result};
-use crate::errors::{detached, user};
+use crate::errors::{bug, detached, user};
 use crate::model::ModelArg;
 use crate::progress::PyProgress;
 use pimkit_engine::Engine;
@@ -277,4 +277,103 @@ pub fn xbar_cost(
         crate::common::json(&v)
     });
     prog.finish(r)
+}
+
+fn axes_of(
+    axes: &[(String, Vec<u64>)],
+) -> Result<Vec<pimkit_xbar::cost::sweep::Axis>, EngineError> {
+    use pimkit_xbar::cost::sweep::parse_axis;
+    Ok(axes
+        .iter()
+        .map(|(n, v)| {
+            let vals: Vec<String> = v.iter().map(u64::to_string).collect();
+            parse_axis(&format!("{n}={}", vals.join(",")))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(xerr)?)
+}
+
+/// `pimkit xbar cost --sweep NAME=V1,.. --json`: the design-space sweep (table counts).
+#[pyfunction]
+#[pyo3(signature = (model, axes, components="isaac".to_string(), arch=None, xbar=None,
+    depthwise=None, mode=None, seed=None, no_dup=false, budget=None, crossbars=None, sdw=None,
+    out=None))]
+pub fn xbar_cost_sweep(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    axes: Vec<(String, Vec<u64>)>,
+    components: String,
+    arch: Option<PathBuf>,
+    xbar: Option<usize>,
+    depthwise: Option<String>,
+    mode: Option<String>,
+    seed: Option<u64>,
+    no_dup: bool,
+    budget: Option<f64>,
+    crossbars: Option<usize>,
+    sdw: Option<usize>,
+    out: Option<PathBuf>,
+) -> PyResult<String> {
+    use pimkit_xbar::cost::CostOptions;
+    let m = ModelArg::extract(model)?;
+    let c = Common {
+        arch,
+        xbar,
+        depthwise,
+        mode,
+        seed,
+        no_dup,
+    };
+    detached(py, || {
+        if budget.is_some() && crossbars.is_some() {
+            return Err(user("give budget or crossbars, not both"));
+        }
+        let axes = axes_of(&axes)?;
+        let lib = pimkit_xbar::cost::load_components(&components).map_err(xerr)?;
+        let arch = c.arch()?;
+        let map = XbarOptions {
+            budget: Budget::from_flags(budget, crossbars),
+            sdw,
+            ..c.options(m.label())?
+        };
+        let g = m.static_graph(SHAPES_ONLY)?;
+        let opts = CostOptions {
+            map,
+            components: lib,
+            inputs: None,
+        };
+        let s = pimkit_xbar::cost::sweep::sweep(&g, &arch, &opts, &axes).map_err(xerr)?;
+        if let Some(dir) = &out {
+            out_dir(dir, "out")?;
+            s.write_dir(dir)
+                .map_err(|e| user(format!("out {}: {e}", dir.display())))?;
+        }
+        serde_json::to_string(&s).map_err(|e| bug(e.to_string()))
+    })
+}
+
+/// Join design-sweep parts run apart (one point each, in grid order) into the sweep over
+/// `axes`, marking the front over all points; writes the CLI's files to `out` when given.
+#[pyfunction]
+#[pyo3(signature = (axes, parts, out=None))]
+pub fn xbar_cost_sweep_merge(
+    py: Python<'_>,
+    axes: Vec<(String, Vec<u64>)>,
+    parts: Vec<String>,
+    out: Option<PathBuf>,
+) -> PyResult<String> {
+    detached(py, || {
+        let axes = axes_of(&axes)?;
+        let parts = parts
+            .iter()
+            .map(|p| serde_json::from_str(p).map_err(|e| user(format!("parts: {e}"))))
+            .collect::<Result<Vec<pimkit_xbar::cost::sweep::CostSweep>, _>>()?;
+        let s = pimkit_xbar::cost::sweep::merge(axes, parts).map_err(xerr)?;
+        if let Some(dir) = &out {
+            out_dir(dir, "out")?;
+            s.write_dir(dir)
+                .map_err(|e| user(format!("out {}: {e}", dir.display())))?;
+        }
+        serde_json::to_string(&s).map_err(|e| bug(e.to_string()))
+    })
 }

@@ -56,9 +56,21 @@ def test_sweep_local_equals_in_process():
     assert pimkit.xbar.sweep("zoo:lenet5", executor="local", **SWEEP) == one
 
 
+COST_SWEEP = {"xbar": [64, 128], "adc_bits": [4, 6, 8]}
+
+
+def test_cost_sweep_local_equals_in_process():
+    one = pimkit.xbar.cost_sweep("zoo:lenet5", COST_SWEEP)
+    assert pimkit.xbar.cost_sweep("zoo:lenet5", COST_SWEEP, executor="local") == one
+    # The front is marked over every point, not per work item.
+    assert 0 < sum(p["pareto"] for p in one["points"]) < len(one["points"])
+
+
 def test_sweep_and_nas_generation_on_ray_equal_local(ray_local):
     local = pimkit.xbar.sweep("zoo:lenet5", executor="local", **SWEEP)
     assert pimkit.xbar.sweep("zoo:lenet5", executor="ray", **SWEEP) == local
+    cost = pimkit.xbar.cost_sweep("zoo:lenet5", COST_SWEEP)
+    assert pimkit.xbar.cost_sweep("zoo:lenet5", COST_SWEEP, executor="ray") == cost
     opts = dict(pop=6, gens=1, seed=5)
     a = pimkit.nas.run(accuracy, executor="local", **opts)
     b = pimkit.nas.run(accuracy, executor="ray", **opts)

@@ -63,6 +63,16 @@ def test_xbar_cost_matches_cli(cli, tmp_path):
     assert vpy["totals"]["dynamic_uj"] < py_isaac_table(spec)
 
 
+def test_xbar_cost_sweep_matches_cli(cli, tmp_path):
+    spec = "zoo:lenet5"
+    py = pimkit.xbar.cost_sweep(spec, {"xbar": [64, 128], "adc_bits": [4, 8]}, out=tmp_path / "py")
+    c = cli("xbar", "cost", spec, "--sweep", "xbar=64,128", "adc_bits=4,8", "--json",
+            "-o", tmp_path / "cli")
+    assert dict(py) == c
+    for name in ("sweep.csv", "sweep.json", "front.svg"):
+        assert (tmp_path / "py" / name).read_text() == (tmp_path / "cli" / name).read_text(), name
+
+
 def py_isaac_table(spec):
     return pimkit.xbar.cost(spec)["totals"]["dynamic_uj"]
 

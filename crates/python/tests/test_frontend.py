@@ -22,6 +22,17 @@ def test_xbar_accuracy_matches_cli(cli, tmp_path):
         assert (tmp_path / "py" / name).read_text() == (tmp_path / "cli" / name).read_text(), name
 
 
+def test_xbar_accuracy_points_are_priced_as_the_cli_prices_them(cli):
+    spec = "zoo:lenet5"
+    args = dict(trials=1, random=2, sweep={"adc_bits": [4, 8]}, components="neurosim")
+    py = pimkit.xbar.accuracy(spec, **args)
+    c = cli("xbar", "accuracy", spec, "--trials", "1", "--random", "2", "--sweep", "adc_bits=4,8",
+            "--components", "neurosim", "--json")
+    assert py["costs"] == c["costs"] and py["components"] == "neurosim"
+    assert len(py["costs"]) == 2 and py["costs"][0]["energy_uj"] < py["costs"][1]["energy_uj"]
+    assert pimkit.xbar.accuracy(spec, trials=1, components=None)["costs"] == []
+
+
 def test_xbar_accuracy_takes_arrays_and_checks_them():
     m = pimkit.load("zoo:lenet5")
     (name, ty), = [(i["name"], i) for i in m.info()["inputs"]]

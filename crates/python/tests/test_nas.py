@@ -65,3 +65,14 @@ def test_builtin_search_matches_cli(cli, tmp_path):
 
     c = json.loads((tmp_path / "cli" / "front.json").read_text())
     assert r[0]["front"] == c["front"]
+
+
+def test_cost_objectives_match_cli(cli, tmp_path):
+    r = pimkit.nas.search(pop=4, gens=1, seed=2, objective="accuracy,energy", out=tmp_path / "py")
+    cli("xbar", "nas", "--pop", 4, "--gens", 1, "--seed", 2, "--objectives", "accuracy,energy",
+        "-o", tmp_path / "cli", json_out=False)
+    import json
+
+    c = json.loads((tmp_path / "cli" / "front.json").read_text())
+    assert r[0]["front"] == c["front"] and r[0]["objectives"] == ["energy"]
+    assert all(m["energy_uj"] > 0 for m in r[0]["front"])

@@ -246,3 +246,55 @@ def cost(
             progress=progress,
         )
     )
+
+
+def _cost_sweep_point(point, model, opts):
+    """One point of a design sweep (module level: it is shipped to workers)."""
+    return _native.xbar_cost_sweep(model, [(n, [v]) for n, v in point], **opts)
+
+
+def cost_sweep(
+    model,
+    sweep: Dict[str, Sequence[int]],
+    *,
+    components: str = "isaac",
+    arch: Optional[str] = None,
+    xbar: Optional[int] = None,
+    depthwise: Optional[str] = None,
+    mode: Optional[str] = None,
+    seed: Optional[int] = None,
+    no_dup: bool = False,
+    budget: Optional[float] = None,
+    crossbars: Optional[int] = None,
+    sdw: Optional[int] = None,
+    out: Optional[str] = None,
+    executor: distributed.ExecutorLike = None,
+) -> Result:
+    """Design-space sweep of the hardware cost (``pimkit xbar cost --sweep ... --json``;
+    docs/cost.md): ``sweep`` maps parameters (xbar, rows, cols, adc_bits, cell_bits,
+    dac_bits, input_bits, weight_bits) to values; their product is mapped and priced.
+    ``result["points"]`` holds each point's energy, area, latency, TOPS/W and whether no
+    other point beats it in energy, area and latency (``pareto``).
+
+    ``executor=None`` runs the sweep in this process (``--jobs`` threads, as the CLI);
+    ``"local"``, ``"ray"`` or an executor object runs each point as one work item, then
+    marks the front over all of them: the result is identical.
+
+    >>> r = pimkit.xbar.cost_sweep("zoo:resnet18?weights=none",
+    ...                            {"xbar": [64, 128, 256], "adc_bits": [4, 6, 8]}, executor="ray")
+    >>> r.frame("points")[["energy_uj", "area_mm2", "pareto"]]
+    """
+    axes = [(str(n), [int(v) for v in vals]) for n, vals in sweep.items()]
+    opts = dict(
+        components=components, arch=arch, xbar=xbar, depthwise=depthwise, mode=mode,
+        seed=seed, no_dup=no_dup, budget=budget, crossbars=crossbars, sdw=sdw,
+    )
+    if executor is None or not axes or any(not v for _, v in axes):
+        # Bad or empty axes get the native call's (the CLI's) message.
+        return Result.from_json(_native.xbar_cost_sweep(model, axes, out=out, **opts))
+    points = [[]]
+    for name, vals in axes:
+        points = [p + [(name, v)] for p in points for v in vals]
+    fn = functools.partial(_cost_sweep_point, model=model, opts=opts)
+    parts = distributed.map(fn, points, executor=executor)
+    return Result.from_json(_native.xbar_cost_sweep_merge(axes, parts, out=out))

@@ -8,7 +8,7 @@ use crate::error::{Result, XbarError};
 use pimkit_ir::Graph;
 use pimkit_report::Table;
 use pimkit_report::plot::{Series, line_chart};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The geometry parameters a sweep may vary.
 pub const AXES: &[&str] = &[
@@ -23,7 +23,7 @@ pub const AXES: &[&str] = &[
 ];
 
 /// One axis: a parameter and its values.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Axis {
     pub name: String,
     pub values: Vec<u64>,
@@ -98,7 +98,7 @@ fn with(arch: &Arch, name: &str, v: u64) -> Result<Arch> {
 }
 
 /// One point's figures.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     pub params: Vec<(String, u64)>,
     pub energy_uj: f64,
@@ -114,7 +114,7 @@ pub struct SweepPoint {
 }
 
 /// A sweep's points in grid order (first axis slowest).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CostSweep {
     pub model: String,
     pub components: String,
@@ -147,6 +147,39 @@ fn dominates(a: &SweepPoint, b: &SweepPoint) -> bool {
         [b.energy_uj, b.area_mm2, b.latency_us],
     );
     x.iter().zip(&y).all(|(p, q)| p <= q) && x.iter().zip(&y).any(|(p, q)| p < q)
+}
+
+/// Mark the points no other point dominates in (energy, area, latency).
+pub fn mark_front(points: &mut [SweepPoint]) {
+    for i in 0..points.len() {
+        points[i].pareto = !points.iter().any(|q| dominates(q, &points[i]));
+    }
+}
+
+/// One sweep over `axes` from sweeps of its points run apart (an executor's work items,
+/// in grid order): the points joined and the front marked over all of them, the same
+/// result as [`sweep`] over `axes` at once.
+pub fn merge(axes: Vec<Axis>, parts: Vec<CostSweep>) -> Result<CostSweep> {
+    let first = parts.first().ok_or_else(|| XbarError::Option {
+        option: "sweep",
+        msg: "no points to merge".into(),
+    })?;
+    let (model, components) = (first.model.clone(), first.components.clone());
+    let mut points: Vec<SweepPoint> = parts.into_iter().flat_map(|p| p.points).collect();
+    let want = grid(&axes);
+    if want.len() != points.len() || want.iter().zip(&points).any(|(w, p)| *w != p.params) {
+        return Err(XbarError::Option {
+            option: "sweep",
+            msg: "the parts' points are not the axes' grid in order".into(),
+        });
+    }
+    mark_front(&mut points);
+    Ok(CostSweep {
+        model,
+        components,
+        axes,
+        points,
+    })
 }
 
 /// Map and price `g` at every point of `axes` over `arch`.
@@ -182,9 +215,7 @@ pub fn sweep(g: &Graph, arch: &Arch, opts: &CostOptions, axes: &[Axis]) -> Resul
         })
     });
     let mut points = results.into_iter().collect::<Result<Vec<_>>>()?;
-    for i in 0..points.len() {
-        points[i].pareto = !points.iter().any(|q| dominates(q, &points[i]));
-    }
+    mark_front(&mut points);
     Ok(CostSweep {
         model: opts.map.label_for(g),
         components: opts.components.name.clone(),
@@ -299,6 +330,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("cell_bits"), "{e}");
+    }
+
+    #[test]
+    fn points_swept_apart_and_merged_equal_one_sweep() {
+        let g = pimkit_zoo::build_spec("lenet5?weights=none").unwrap();
+        let arch = Arch::default();
+        let opts = CostOptions::new(pimkit_cost::preset("isaac").unwrap().unwrap());
+        let axes = vec![
+            parse_axis("xbar=64,128").unwrap(),
+            parse_axis("adc_bits=4,8").unwrap(),
+        ];
+        let whole = sweep(&g, &arch, &opts, &axes).unwrap();
+        let parts: Vec<CostSweep> = grid(&axes)
+            .into_iter()
+            .map(|p| {
+                let one: Vec<Axis> = p
+                    .iter()
+                    .map(|(n, v)| Axis {
+                        name: n.clone(),
+                        values: vec![*v],
+                    })
+                    .collect();
+                sweep(&g, &arch, &opts, &one).unwrap()
+            })
+            .collect();
+        // Each part alone is its own front; merged, the front is the whole sweep's.
+        assert!(parts.iter().all(|p| p.points[0].pareto));
+        assert_eq!(merge(axes.clone(), parts.clone()).unwrap(), whole);
+        let mut shuffled = parts;
+        shuffled.swap(0, 1);
+        assert!(merge(axes, shuffled).is_err());
     }
 
     #[test]
