@@ -158,9 +158,17 @@ impl pimkit_engine::Engine for Puma {
                     None => h,
                 }
             }
-            PumaOutput::PerLayer(r) => Headline::default()
-                .with("cycles (per layer, summed)", r.cycles.to_string())
-                .with("energy", format!("{:.1} nJ", r.energy_nj)),
+            PumaOutput::PerLayer(r) => {
+                let h = Headline::default()
+                    .with("cycles (per layer, summed)", r.cycles.to_string())
+                    .with("energy", format!("{:.1} nJ", r.energy_nj));
+                match &r.hardware {
+                    Some(hw) => h
+                        .with("area", format!("{:.2} mm²", hw.area_mm2))
+                        .with("efficiency", format!("{:.3} TOPS/W", hw.tops_per_w)),
+                    None => h,
+                }
+            }
         }
     }
 }

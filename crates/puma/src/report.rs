@@ -117,6 +117,13 @@ pub fn per_layer_section(r: &crate::PerLayerResult) -> Section {
             ""
         }
     ));
+    if let Some(hw) = &r.hardware {
+        s.text(format!(
+            "Hardware (component library '{}', every layer's tiles resident): {:.2} mm², {:.3} W, \
+             {:.3} TOPS/W, {:.4} TOPS/mm².",
+            hw.components, hw.area_mm2, hw.power_w, hw.tops_per_w, hw.tops_per_mm2
+        ));
+    }
     for n in &r.notes {
         s.note(n.clone());
     }

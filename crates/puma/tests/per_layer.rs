@@ -66,6 +66,16 @@ fn per_layer_lenet_agrees_with_interpreter_and_sums() {
         whole.stats.mvmus,
         "each weight matrix is placed once per layer run"
     );
+    // Hardware figures from the same library as the whole run's: the same MVMU operations
+    // (each weight matrix multiplies the same vectors), every layer's tiles resident.
+    let (hw, whole_hw) = (r.hardware.unwrap(), whole.hardware.unwrap());
+    assert_eq!(hw.ops, whole_hw.ops);
+    assert_eq!(
+        r.layers.iter().map(|l| l.mvm_ops).sum::<u64>(),
+        whole.stats.mvm_ops
+    );
+    assert!((hw.tops_per_w - hw.ops / (r.energy_nj * 1e3)).abs() < 1e-12);
+    assert!(hw.area_mm2 >= whole_hw.area_mm2 * 0.5 && hw.area_mm2 > 0.0);
 }
 
 /// One 3x3 convolution (32 -> 16 channels) with ReLU on a 32-channel feature map.

@@ -204,6 +204,7 @@ impl Layer<'_> {
             energy_breakdown_nj: Default::default(),
             tiles: 0,
             mvmus: 0,
+            mvm_ops: 0,
             max_abs_error: None,
             relative_error: None,
             saturations: 0,
@@ -433,6 +434,7 @@ impl Layer<'_> {
                 .collect(),
             tiles: p.placement.tiles_used,
             mvmus: st.mvmus,
+            mvm_ops: (st.mvm_ops as f64 * scale).round() as u64,
             max_abs_error,
             relative_error,
             saturations: st.saturations,
@@ -498,6 +500,7 @@ pub(super) fn add(a: LayerResult, b: LayerResult) -> LayerResult {
             m
         },
         tiles: a.tiles.max(b.tiles),
+        mvm_ops: a.mvm_ops + b.mvm_ops,
         mvmus: a.mvmus + b.mvmus,
         max_abs_error: match (a.max_abs_error, b.max_abs_error) {
             (Some(x), Some(y)) => Some(x.max(y)),

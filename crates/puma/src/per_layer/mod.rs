@@ -58,6 +58,9 @@ pub struct LayerResult {
     pub energy_breakdown_nj: std::collections::BTreeMap<String, f64>,
     pub tiles: usize,
     pub mvmus: usize,
+    /// MVMU operations of the layer (scaled like `cycles`).
+    #[serde(default)]
+    pub mvm_ops: u64,
     /// Against the interpreter on the same (possibly cropped) input.
     pub max_abs_error: Option<f64>,
     /// `max_abs_error` relative to the range of the layer's reference outputs and 0
@@ -106,6 +109,10 @@ pub struct PerLayerResult {
     /// the layer's output range) or whose results saturated: never silent.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Area, power and TOPS/W from the `puma` component library, with every layer's tiles
+    /// resident at once (as the network would be deployed; docs/cost.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<crate::hardware::Hardware>,
 }
 
 /// Simulate `g` layer by layer (see the module doc). `inputs`: deterministic random
@@ -300,17 +307,29 @@ fn run_layers(
             ));
         }
     }
+    let latency_ns = cycles as f64 * arch.ns_per_cycle();
+    let energy_nj: f64 = layers.iter().map(|l| l.energy_nj).sum();
+    let tiles: usize = layers.iter().map(|l| l.tiles).sum();
+    let hardware = crate::hardware::hardware(
+        tiles,
+        tiles.div_ceil(arch.node.tiles.max(1)),
+        layers.iter().map(|l| l.mvm_ops).sum(),
+        arch.mvmu.xbar_size,
+        energy_nj,
+        latency_ns,
+    );
     Ok(PerLayerResult {
         model: g.name.clone(),
         mode: sopts.mode,
         scaled: layers.iter().any(|l| l.scale != 1.0),
         cycles,
-        latency_ns: cycles as f64 * arch.ns_per_cycle(),
-        energy_nj: layers.iter().map(|l| l.energy_nj).sum(),
+        latency_ns,
+        energy_nj,
         max_abs_error,
         notes,
         quantized_model_max_abs_diff: None,
         warnings,
         layers,
+        hardware,
     })
 }
