@@ -142,6 +142,11 @@ fn accuracy(spec: &str, g: &Graph) -> Sectioned {
                 ("adc_bits".into(), vec![4.0, 6.0, 8.0]),
                 ("variation".into(), vec![0.0, 0.05, 0.1]),
             ],
+            // Priced as `xbar accuracy` prices by default (the quality-vs-energy front).
+            components: Some(
+                pimkit_xbar::cost::load_components("isaac")
+                    .map_err(pimkit_xbar::engine::engine_error)?,
+            ),
             ..Default::default()
         },
         inputs: InputSource::Random { n, seed: 0 },
