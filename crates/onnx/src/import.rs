@@ -109,6 +109,16 @@ fn load_bytes_named(
 ) -> Result<Graph> {
     let model = ModelProto::decode(bytes).map_err(|e| {
         let m = e.to_string();
+        if m.contains("recursion limit") {
+            return OnnxError::Parse {
+                file: file.to_string(),
+                msg: format!(
+                    "messages (subgraphs, attributes) are nested deeper than protobuf's limit of \
+                     {} levels; a real model nests a few",
+                    crate::wire::MAX_DEPTH
+                ),
+            };
+        }
         let m = m
             .strip_prefix("failed to decode Protobuf message: ")
             .unwrap_or(&m);
