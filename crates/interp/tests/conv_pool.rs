@@ -62,7 +62,7 @@ proptest! {
     fn conv2d_matches_naive(
         n in 1usize..3, cg in 1usize..4, mg in 1usize..4, group in 1usize..4,
         h in 1usize..9, w in 1usize..9, kh in 1usize..4, kw in 1usize..4,
-        sh in 1usize..3, sw in 1usize..3, dh in 1usize..3, dw in 1usize..3,
+        sh in 1usize..3, sw in 1usize..12, dh in 1usize..3, dw in 1usize..3,
         pads in proptest::array::uniform4(0usize..3), with_bias: bool, seed in 0u64..1000,
     ) {
         let (c, m) = (cg * group, mg * group);
@@ -98,6 +98,46 @@ proptest! {
         prop_assert_eq!(&y.shape, &vec![1, m, ol]);
         assert_close(y.as_f32().unwrap(), &want, 1e-5);
     }
+}
+
+/// A stride far beyond the input (2^31 in a hostile file) is one output position, not a
+/// table sized by the stride.
+#[test]
+fn a_stride_past_the_input_sizes_nothing_by_the_stride() {
+    let (c, m, h, w) = (2, 3, 5, 7);
+    let xv = rand_f32(c * h * w, 3);
+    let wv = rand_f32(m * c * 9, 4);
+    let s = 1usize << 31;
+    let (want, oh, ow) = naive_conv2d(
+        &xv,
+        1,
+        c,
+        h,
+        w,
+        &wv,
+        m,
+        3,
+        3,
+        &[],
+        [s, s],
+        [1, 1, 1, 1],
+        [1, 1],
+        1,
+    );
+    assert_eq!((oh, ow), (1, 1));
+    let attrs = ConvAttrs {
+        kernel: vec![3, 3],
+        strides: vec![s, s],
+        pads: vec![1; 4],
+        dilations: vec![1, 1],
+        group: 1,
+    };
+    let y = run1(
+        Op::Conv(attrs),
+        vec![f32t(&[1, c, h, w], &xv), f32t(&[m, c, 3, 3], &wv)],
+    );
+    assert_eq!(y.shape, vec![1, m, 1, 1]);
+    assert_close(y.as_f32().unwrap(), &want, 1e-5);
 }
 
 #[test]

@@ -419,7 +419,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
             if !to.is_quant8() && *to != DType::I32 {
                 return Err(c.err(format!("output type {to} is not supported (i8/u8)")));
             }
-            if s.rank() == 1 && s.numel() > 1 && (*axis >= x.rank() || x.shape[*axis] != s.numel())
+            if s.rank() == 1 && s.numel() != 1 && (*axis >= x.rank() || x.shape[*axis] != s.numel())
             {
                 return Err(c.shape_err(1, format!("per-axis scale of length dim {axis}")));
             }
@@ -436,7 +436,7 @@ pub fn infer_types(node: &str, op: &Op, inputs: &[Option<&TensorType>]) -> Resul
                 return Err(c.dtype_err(0, "i8, u8 or i32"));
             }
             let s = c.want_scale(1)?;
-            if s.rank() == 1 && s.numel() > 1 && (*axis >= x.rank() || x.shape[*axis] != s.numel())
+            if s.rank() == 1 && s.numel() != 1 && (*axis >= x.rank() || x.shape[*axis] != s.numel())
             {
                 return Err(c.shape_err(1, format!("per-axis scale of length dim {axis}")));
             }

@@ -39,3 +39,27 @@ fn mac_counts_saturate() {
     g.outputs.push(y2);
     assert_eq!(GraphStats::of(&g).macs, u64::MAX);
 }
+
+/// A per-axis scale must have one entry per element of the axis: an empty one is a
+/// shape error at the node (exit 2 from the CLI), not an interpreter failure later.
+#[test]
+fn empty_per_axis_scales_are_rejected() {
+    for dq in [true, false] {
+        let mut g = Graph::new("q");
+        let (xt, op) = if dq {
+            (DType::U8, Op::DequantizeLinear { axis: 1 })
+        } else {
+            (
+                DType::F32,
+                Op::QuantizeLinear {
+                    axis: 1,
+                    to: DType::U8,
+                },
+            )
+        };
+        let x = g.add_input("x", TensorType::new(xt, vec![2, 3]));
+        let s = g.add_input("s", TensorType::new(DType::F32, vec![0]));
+        let e = g.op("q", op, &[x, s]).unwrap_err().to_string();
+        assert!(e.contains("'q'") && e.contains("per-axis scale"), "{e}");
+    }
+}

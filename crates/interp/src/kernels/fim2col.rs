@@ -75,8 +75,11 @@ impl<'a> ConvCols<'a> {
                 }
             }
         }
-        let mut phase_at = vec![0usize; sw];
-        for p in 1..sw {
+        // Phases at or past the row's width hold no column (a stride beyond the input,
+        // 2^31 in a hostile file, must not size a table); a valid tap's phase is < iw.
+        let phases = sw.min(iw.max(2));
+        let mut phase_at = vec![0usize; phases];
+        for p in 1..phases {
             phase_at[p] = phase_at[p - 1] + (iw - (p - 1).min(iw)).div_ceil(sw);
         }
         let x = if sw == 1 || iw == 0 {
