@@ -141,7 +141,7 @@ pub fn load_static(
     given: &[(String, Tensor)],
 ) -> anyhow::Result<Graph> {
     let g = load_model_full(spec, extra, load, given)?;
-    pimkit_ir::require_static(&g).map_err(|e| user(format!("{spec}: {e}")))
+    pimkit_ir::into_static(g).map_err(|e| user(format!("{spec}: {e}")))
 }
 
 /// Like [`load_model`] for commands that need only shapes (`info`): a zoo model is built

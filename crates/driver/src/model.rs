@@ -108,7 +108,7 @@ pub fn load_static(
     notes: &mut Vec<String>,
 ) -> Result<Graph, LoadError> {
     let g = load(spec, extra, opts, notes)?;
-    pimkit_ir::require_static(&g).map_err(|e| input(format!("{spec}: {e}")))
+    pimkit_ir::into_static(g).map_err(|e| input(format!("{spec}: {e}")))
 }
 
 /// A short, file-name-friendly name for a model spec (`zoo:mlp?x=1` -> `mlp_x_1`,

@@ -45,6 +45,16 @@ pub fn has_control_flow(g: &Graph) -> bool {
         .any(|n| matches!(n.op, Op::If { .. } | Op::Loop { .. } | Op::Scan { .. }))
 }
 
+/// [`require_static`] taking the graph: one without control flow comes back as it is,
+/// not copied (a model of a few GiB of weights must not need twice that).
+pub fn into_static(g: Graph) -> Result<Graph> {
+    if has_control_flow(&g) {
+        require_static(&g)
+    } else {
+        Ok(g)
+    }
+}
+
 /// The flattened graph, or an error naming each control-flow node that remains and the
 /// graph inputs its condition or trip count depends on.
 pub fn require_static(g: &Graph) -> Result<Graph> {

@@ -33,7 +33,8 @@ pub use dump::{dump, subgraphs};
 pub use einsum::{EinsumSpec, einsum_spec};
 pub use error::{IrError, Result, at_offset, clip};
 pub use flatten::{
-    MAX_FLAT_NODES, control_inputs, flatten_control_flow, has_control_flow, require_static,
+    MAX_FLAT_NODES, control_inputs, flatten_control_flow, has_control_flow, into_static,
+    require_static,
 };
 pub use graph::{Graph, Node, NodeId, Value, ValueDef, ValueId};
 pub use infer::infer_types;

@@ -63,3 +63,21 @@ fn empty_per_axis_scales_are_rejected() {
         assert!(e.contains("'q'") && e.contains("per-axis scale"), "{e}");
     }
 }
+
+/// Engines take a graph without control flow as it is: its weights are not copied (a
+/// model whose weights fill the memory would otherwise need twice that).
+#[test]
+fn a_static_graph_is_taken_without_copying_its_weights() {
+    let mut g = Graph::new("w");
+    let x = g.add_input("x", TensorType::new(DType::F32, vec![1, 4]));
+    let w = g.add_const("w", pimkit_ir::Tensor::from_f32(vec![4, 2], vec![0.5; 8]));
+    let y = g.op("mm", Op::MatMul, &[x, w]).unwrap();
+    g.outputs.push(y);
+    let ptr = |g: &Graph| match &g.value(w).def {
+        pimkit_ir::ValueDef::Const(Some(t)) => t.as_f32().unwrap().as_ptr(),
+        _ => panic!("w is a constant"),
+    };
+    let before = ptr(&g);
+    let h = pimkit_ir::into_static(g).unwrap();
+    assert_eq!(ptr(&h), before);
+}

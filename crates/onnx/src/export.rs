@@ -26,8 +26,26 @@ pub const IR_VERSION: i64 = 10;
 pub const OPSET: i64 = 21;
 pub const MS_OPSET: i64 = 1;
 
-/// Serialize a graph as ONNX ModelProto bytes.
+/// Serialize a graph as ONNX ModelProto bytes. The weights are copied twice on the way
+/// (into the proto, then into its encoding): that is checked against the memory this
+/// process may still use first, so a model too large to export is an error, not an abort.
 pub fn export(g: &Graph) -> Result<Vec<u8>> {
+    let data: u64 = g
+        .values
+        .iter()
+        .filter_map(|v| match &v.def {
+            pimkit_ir::ValueDef::Const(Some(_)) => Some(v.ty.bytes() as u64),
+            _ => None,
+        })
+        .sum();
+    pimkit_ir::memory::check_fits(
+        data.saturating_mul(2),
+        &format!(
+            "encoding the model's {:.2} GiB of constants as ONNX",
+            data as f64 / (1u64 << 30) as f64
+        ),
+    )
+    .map_err(OnnxError::Export)?;
     Ok(to_model_proto(g)?.encode_to_vec())
 }
 

@@ -127,7 +127,7 @@ impl ModelArg {
                 s.clone(),
             ),
         };
-        pimkit_ir::require_static(&g)
+        pimkit_ir::into_static(g)
             .map(Arc::new)
             .map_err(|e| user(format!("{name}: {e}")))
     }

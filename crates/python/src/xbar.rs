@@ -220,7 +220,7 @@ pub fn xbar_cost(
     out: Option<PathBuf>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    use pimkit_xbar::cost::{Cost, CostOptions};
+    use pimkit_xbar::cost::Cost;
     let m = ModelArg::extract(model)?;
     let source = match (inputs, random) {
         (None, None) => None,
@@ -244,27 +244,14 @@ pub fn xbar_cost(
     };
     let mut prog = PyProgress::new(progress);
     let r = detached(py, || {
-        if budget.is_some() && crossbars.is_some() {
-            return Err(user("give budget or crossbars, not both"));
-        }
-        let lib = pimkit_xbar::cost::load_components(&components).map_err(xerr)?;
-        let arch = c.arch()?;
-        let map = XbarOptions {
-            budget: Budget::from_flags(budget, crossbars),
-            sdw,
-            ..c.options(m.label())?
-        };
+        let (arch, mut opts) = cost_setup(&c, &components, budget, crossbars, sdw, m.label())?;
         // Reference runs need the weights; table counts need only the shapes.
         let g = if source.is_some() {
             m.static_graph(&[])?
         } else {
             m.static_graph(SHAPES_ONLY)?
         };
-        let opts = CostOptions {
-            map,
-            components: lib,
-            inputs: source,
-        };
+        opts.inputs = source;
         let o = Cost::run(&g, &arch, &opts, &mut |i: usize, n: usize, w: &str| {
             prog.step(i, n, w)
         })?;
@@ -277,6 +264,36 @@ pub fn xbar_cost(
         crate::common::json(&v)
     });
     prog.finish(r)
+}
+
+/// The cost commands' common settings: the architecture and the cost options (table
+/// counts; the caller sets `inputs`).
+fn cost_setup(
+    c: &Common,
+    components: &str,
+    budget: Option<f64>,
+    crossbars: Option<usize>,
+    sdw: Option<usize>,
+    label: String,
+) -> Result<(Arch, pimkit_xbar::cost::CostOptions), EngineError> {
+    if budget.is_some() && crossbars.is_some() {
+        return Err(user("give budget or crossbars, not both"));
+    }
+    let components = pimkit_xbar::cost::load_components(components).map_err(xerr)?;
+    let arch = c.arch()?;
+    let map = XbarOptions {
+        budget: Budget::from_flags(budget, crossbars),
+        sdw,
+        ..c.options(label)?
+    };
+    Ok((
+        arch,
+        pimkit_xbar::cost::CostOptions {
+            map,
+            components,
+            inputs: None,
+        },
+    ))
 }
 
 fn axes_of(
@@ -314,7 +331,6 @@ pub fn xbar_cost_sweep(
     sdw: Option<usize>,
     out: Option<PathBuf>,
 ) -> PyResult<String> {
-    use pimkit_xbar::cost::CostOptions;
     let m = ModelArg::extract(model)?;
     let c = Common {
         arch,
@@ -325,23 +341,9 @@ pub fn xbar_cost_sweep(
         no_dup,
     };
     detached(py, || {
-        if budget.is_some() && crossbars.is_some() {
-            return Err(user("give budget or crossbars, not both"));
-        }
         let axes = axes_of(&axes)?;
-        let lib = pimkit_xbar::cost::load_components(&components).map_err(xerr)?;
-        let arch = c.arch()?;
-        let map = XbarOptions {
-            budget: Budget::from_flags(budget, crossbars),
-            sdw,
-            ..c.options(m.label())?
-        };
+        let (arch, opts) = cost_setup(&c, &components, budget, crossbars, sdw, m.label())?;
         let g = m.static_graph(SHAPES_ONLY)?;
-        let opts = CostOptions {
-            map,
-            components: lib,
-            inputs: None,
-        };
         let s = pimkit_xbar::cost::sweep::sweep(&g, &arch, &opts, &axes).map_err(xerr)?;
         if let Some(dir) = &out {
             out_dir(dir, "out")?;

@@ -230,9 +230,18 @@ impl<'g> Lowerer<'g> {
             ValueDef::Const(data) => {
                 let def = match data {
                     Some(d) if d.numel() == 1 => TensorDef::Scalar(d.to_f64_vec()[0]),
-                    Some(d) => TensorDef::Const {
-                        data: Some(Arc::new(d.clone())),
-                    },
+                    Some(d) => {
+                        // The nests hold their own copy: a model whose weights fill the
+                        // memory is an error naming the constant, not an abort.
+                        pimkit_ir::memory::check_fits(
+                            val.ty.bytes() as u64,
+                            &format!("copying constant '{}' {}", val.name, val.ty),
+                        )
+                        .map_err(|m| self.err(m))?;
+                        TensorDef::Const {
+                            data: Some(Arc::new(d.clone())),
+                        }
+                    }
                     None => TensorDef::Const { data: None },
                 };
                 self.new_tensor(&val.name, val.ty.dtype, &val.ty.shape, def)
