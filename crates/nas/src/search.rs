@@ -223,6 +223,20 @@ struct Ctx<'a> {
     eval: Accuracy<'a>,
     budget: usize,
     base_latency: u64,
+    /// The library energy and area are priced with, resolved once per search (`None`
+    /// when no objective needs it).
+    lib: Option<pimkit_cost::Components>,
+}
+
+/// The component library of the cost objectives: the configured one, else isaac.
+fn cost_library(cfg: &SearchConfig) -> Result<Option<pimkit_cost::Components>> {
+    if !cfg.objectives.iter().any(|o| o.is_cost()) {
+        return Ok(None);
+    }
+    Ok(Some(match &cfg.components {
+        Some(l) => l.clone(),
+        None => pimkit_xbar::cost::load_components("isaac")?,
+    }))
 }
 
 /// Map a configuration under the budget (no accuracy).
@@ -283,12 +297,11 @@ fn hardware(ctx: &Ctx<'_>, c: &Config) -> Result<Candidate> {
 /// settings (budget, S_DW, samples, duplication) and table counts.
 fn price(ctx: &Ctx<'_>, c: &Config, cand: &mut Candidate) -> Result<()> {
     use pimkit_engine::Engine;
-    let g = build_shape_only(&ctx.cfg.space, c)?;
-    let lib = match &ctx.cfg.components {
-        Some(l) => l.clone(),
-        None => pimkit_xbar::cost::load_components("isaac")?,
+    let Some(lib) = &ctx.lib else {
+        return Ok(());
     };
-    let mut opts = pimkit_xbar::cost::CostOptions::new(lib);
+    let g = build_shape_only(&ctx.cfg.space, c)?;
+    let mut opts = pimkit_xbar::cost::CostOptions::new(lib.clone());
     opts.map.budget = Some(Budget::Crossbars(ctx.budget));
     opts.map.sdw = Some(ctx.cfg.sdw);
     opts.map.samples = Some(ctx.cfg.samples);
@@ -305,7 +318,7 @@ fn price(ctx: &Ctx<'_>, c: &Config, cand: &mut Candidate) -> Result<()> {
 
 fn evaluate_one(ctx: &Ctx<'_>, c: &Config) -> Result<Candidate> {
     let mut cand = hardware(ctx, c)?;
-    if cand.fits && ctx.cfg.objectives.iter().any(|o| o.is_cost()) {
+    if cand.fits {
         price(ctx, c, &mut cand)?;
     }
     // Skip the (costly) accuracy of candidates that do not fit: constrained domination
@@ -567,12 +580,15 @@ fn run_search(
         Accuracy::Oracle(_) => None,
     };
     let (base, budget) = base_info(cfg, builtin)?;
+    let lib = cost_library(cfg)?;
+    let components = lib.as_ref().map(|l| l.name.clone());
     let prob = NasProblem {
         ctx: Ctx {
             cfg,
             eval,
             budget,
             base_latency: base.isaac_latency_cycles,
+            lib,
         },
         cache: Mutex::new(HashMap::new()),
     };
@@ -608,11 +624,7 @@ fn run_search(
         proxy,
         objective: cfg.objectives[0],
         objectives: cfg.objectives.clone(),
-        components: cfg.objectives.iter().any(|o| o.is_cost()).then(|| {
-            cfg.components
-                .as_ref()
-                .map_or_else(|| "isaac".to_string(), |c| c.name.clone())
-        }),
+        components,
         budget_relative: budget as f64 / isaac,
         budget_crossbars: budget,
         samples: cfg.samples,
@@ -642,6 +654,7 @@ pub fn evaluate_config(cfg: &SearchConfig, c: &Config) -> Result<Candidate> {
         eval: Accuracy::Builtin(&eval),
         budget,
         base_latency: base.isaac_latency_cycles,
+        lib: cost_library(cfg)?,
     };
     evaluate_one(&ctx, c)
 }
