@@ -66,6 +66,10 @@ enum Command {
     /// Near-memory vector units (QUINN): run quantized models, rooflines
     #[command(subcommand)]
     Vpu(cmd::vpu::VpuCmd),
+    /// LLM serving on xPU + DRAM-PIM systems: prefill, decode, KV cache, tokens/s, J/token
+    Llm(cmd::llm::Args),
+    /// Greedy generation of a decoder with the interpreter, feeding its own KV cache back
+    LlmGenerate(cmd::llm::GenerateArgs),
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<()> {
@@ -96,6 +100,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Xbar(c) => cmd::xbar::run(c),
         Command::Puma(c) => cmd::puma::run(c),
         Command::Vpu(c) => cmd::vpu::run(c),
+        Command::Llm(a) => cmd::llm::run(a),
+        Command::LlmGenerate(a) => cmd::llm::run_generate(a),
     }
 }
 

@@ -7,6 +7,7 @@
 //! or reported through callbacks.
 
 pub mod info;
+pub mod llm;
 pub mod model;
 pub mod report;
 pub mod samples;

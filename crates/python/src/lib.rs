@@ -8,6 +8,7 @@ mod accuracy;
 mod common;
 mod errors;
 mod frontend;
+mod llm;
 mod loops;
 mod model;
 mod nas;
@@ -67,6 +68,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loops::offload, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_map, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(llm::llm_analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(llm::llm_generate, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_cost_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_cost_sweep_merge, m)?)?;
     m.add_function(wrap_pyfunction!(xbar::xbar_sweep, m)?)?;

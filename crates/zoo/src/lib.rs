@@ -15,6 +15,7 @@
 mod decode;
 pub mod init;
 pub mod layers;
+mod llm;
 mod params;
 mod puma;
 mod qkernels;
@@ -91,6 +92,7 @@ pub(crate) struct Def {
 fn defs() -> Vec<Def> {
     let mut d = torchpim::defs();
     d.extend(decode::defs());
+    d.extend(llm::defs());
     d.extend(vision::defs());
     d.extend(puma::defs());
     d.extend(qkernels::defs());

@@ -50,6 +50,15 @@ fn registry_lists_every_contract_name() {
         "qlinear_matmul",
         "qlinear_conv",
         "qlinear_conv1d_causal",
+        "llama2_7b",
+        "llama2_13b",
+        "llama2_70b",
+        "llama3_8b",
+        "gptj_6b",
+        "opt_30b",
+        "opt_66b",
+        "gpt3_175b",
+        "decoder",
     ];
     for e in expected {
         assert!(names.contains(&e), "missing entry {e}");

@@ -2,6 +2,7 @@ pub mod accuracy;
 pub mod dump;
 pub mod exec;
 pub mod info;
+pub mod llm;
 pub mod lower;
 pub mod nas;
 pub mod offload;

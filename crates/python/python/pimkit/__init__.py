@@ -47,6 +47,7 @@ __all__ = [
     "vpu",
     "nas",
     "distributed",
+    "llm",
     "__version__",
 ]
 
@@ -234,4 +235,4 @@ def report(
     return index
 
 
-from . import distributed, nas, puma, vpu, xbar  # noqa: E402
+from . import distributed, llm, nas, puma, vpu, xbar  # noqa: E402

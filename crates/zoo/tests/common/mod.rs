@@ -48,6 +48,17 @@ pub fn small(name: &str) -> Vec<(String, String)> {
         "qlinear_matmul" => &[("m", "4"), ("k", "8"), ("n", "5")],
         "qlinear_conv" => &[("c", "4"), ("k", "6"), ("h", "9"), ("w", "7")],
         "qlinear_conv1d_causal" => &[("c", "3"), ("k", "5"), ("l", "16"), ("dilation", "2")],
+        "llama2_7b" | "llama2_13b" | "llama2_70b" | "llama3_8b" | "gptj_6b" | "opt_30b"
+        | "opt_66b" | "gpt3_175b" | "decoder" => &[
+            ("layers", "2"),
+            ("hidden", "32"),
+            ("heads", "4"),
+            ("kv_heads", "2"),
+            ("ffn", "48"),
+            ("vocab", "64"),
+            ("seq", "3"),
+            ("ctx", "5"),
+        ],
         _ => &[("n", "8")],
     };
     kv(p)

@@ -1,0 +1,190 @@
+//! `pimkit llm` and `pimkit llm-generate` end to end: the common JSON layout, the files of
+//! `-o`, several models and systems, the generation check on a real export, exit statuses.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn pimkit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pimkit"))
+        .args(args)
+        .output()
+        .expect("run pimkit")
+}
+
+fn ok_json(args: &[&str]) -> serde_json::Value {
+    let o = pimkit(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn data(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/llm-decoders")
+        .join(p)
+}
+
+#[test]
+fn llm_json_has_the_common_layout_and_the_grid() {
+    let v = ok_json(&[
+        "llm",
+        "zoo:llama3_8b",
+        "--system",
+        "dgx-h100-attacc-bank",
+        "--context",
+        "1024,8192",
+        "--batch",
+        "1,32",
+        "--generate",
+        "8",
+        "--json",
+    ]);
+    for k in [
+        "engine",
+        "model",
+        "arch",
+        "totals",
+        "layers",
+        "notes",
+        "decode",
+        "generation",
+        "memory",
+        "breakdown",
+    ] {
+        assert!(v.get(k).is_some(), "{k}");
+    }
+    assert_eq!(v["engine"], "llm");
+    assert_eq!(v["policy"], "attn-pim");
+    assert_eq!(v["decode"].as_array().unwrap().len(), 4);
+    assert_eq!(v["workload"]["kv_heads"], 8);
+    // Longer context, same batch: slower steps.
+    let d = v["decode"].as_array().unwrap();
+    assert!(d[2]["step_s"].as_f64() > d[0]["step_s"].as_f64());
+}
+
+#[test]
+fn several_models_and_systems_give_a_list_and_one_folder_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let v = ok_json(&[
+        "llm",
+        "zoo:llama2_7b",
+        "zoo:gptj_6b",
+        "--system",
+        "dgx-h100,dgx-h100-attacc-buffer",
+        "--context",
+        "2048",
+        "--batch",
+        "1,8",
+        "--generate",
+        "4",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let list = v.as_array().unwrap();
+    assert_eq!(list.len(), 4);
+    assert_eq!(list[1]["model"], "zoo:llama2_7b");
+    assert_eq!(list[1]["system"]["name"], "dgx-h100-attacc-buffer");
+    assert!(out.join("summary.csv").exists());
+    let sub = out.join("zoo_gptj_6b__dgx-h100");
+    for f in [
+        "result.json",
+        "decode.csv",
+        "generation.csv",
+        "breakdown.csv",
+        "throughput.svg",
+        "roofline.svg",
+    ] {
+        assert!(sub.join(f).exists(), "{f}");
+    }
+    let svg = std::fs::read_to_string(sub.join("throughput.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("batch 8"));
+}
+
+#[test]
+fn a_real_export_is_read_and_generates_onnxruntimes_tokens() {
+    let model = data("llama/model.onnx");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data("llama/generate.json")).unwrap())
+            .unwrap();
+    let v = ok_json(&[
+        "llm",
+        model.to_str().unwrap(),
+        "--system",
+        "dgx-h100",
+        "--context",
+        "64",
+        "--batch",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(v["workload"]["layers"], 2);
+    assert_eq!(v["workload"]["kv_heads"], 2);
+    let prompt: Vec<String> = meta["prompt"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    let o = pimkit(&[
+        "llm-generate",
+        model.to_str().unwrap(),
+        "--prompt",
+        &prompt.join(","),
+        "--tokens",
+        "8",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let want: Vec<String> = meta["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), want.join(","));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_saying_what_to_do() {
+    for (args, needle) in [
+        (vec!["llm", "zoo:mlp"], "no KV cache found"),
+        (
+            vec!["llm", "zoo:llama2_7b", "--system", "nope"],
+            "no such file and no such system",
+        ),
+        (
+            vec!["llm", "zoo:llama2_7b", "--policy", "gpu"],
+            "--policy gpu: use xpu",
+        ),
+        (vec!["llm", "zoo:llama2_7b", "--batch", "0"], "--batch"),
+        (
+            vec!["llm", "zoo:llama2_7b", "--weight-bits", "0"],
+            "--weight-bits",
+        ),
+        (vec!["llm", "no/such.onnx"], "no such file"),
+        (
+            vec!["llm-generate", "zoo:decoder", "--prompt", "1,999"],
+            "out of range",
+        ),
+    ] {
+        let o = pimkit(&args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains(needle) && !e.contains("panicked"),
+            "{args:?}: {e}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sys = dir.path().join("s.toml");
+    std::fs::write(&sys, "[pim]\nutil = 2\n").unwrap();
+    let o = pimkit(&["llm", "zoo:llama2_7b", "--system", sys.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("s.toml") && e.contains("pim"), "{e}");
+}

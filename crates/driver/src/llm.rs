@@ -1,0 +1,101 @@
+//! Decoders for `pimkit llm` and `pimkit.llm`: a model loaded at one decode step's
+//! binding (a zoo decoder shape-only, a file with its symbolic batch/sequence/past dims
+//! bound from its input names), and greedy generation driving the importer or the zoo
+//! step by step.
+
+use crate::model::{LoadError, load};
+use pimkit_engine::EngineError;
+use pimkit_ir::Graph;
+use pimkit_llm::generate::{Generation, StepShapes, generate, step_inputs};
+use pimkit_onnx::LoadOptions;
+
+/// Cached positions of the step a decoder is read at: any value works (the work is
+/// scaled to every context), one that differs from the model's sizes keeps score-shaped
+/// element-wise work apart from per-token work.
+pub const PROBE_CTX: usize = 7;
+
+fn no_fixed(o: &LoadOptions) -> bool {
+    o.dims.is_empty() && o.input_shapes.is_empty() && o.bind.is_empty()
+}
+
+/// `spec` loaded as one decode step: zoo decoders shape-only (`weights=none`); files at
+/// the user's dims, or, when none are given, one new token after [`PROBE_CTX`] cached
+/// positions (batch 1).
+pub fn load_decoder(
+    spec: &str,
+    opts: &LoadOptions,
+    notes: &mut Vec<String>,
+) -> Result<Graph, LoadError> {
+    if spec.starts_with("zoo:") {
+        let extra = [("weights".to_string(), "none".to_string())];
+        return load(spec, &extra, opts, notes);
+    }
+    if !no_fixed(opts) {
+        return load(spec, &[], opts, notes);
+    }
+    let mut probe_notes = Vec::new();
+    let probe = load(spec, &[], opts, &mut probe_notes)?;
+    let shapes = step_inputs(&probe, 1, PROBE_CTX)
+        .map_err(|e| EngineError::input(format!("{spec}: {e}")))?;
+    let o = LoadOptions {
+        input_shapes: shapes,
+        ..opts.clone()
+    };
+    load(spec, &[], &o, notes)
+}
+
+/// Greedy generation of `steps` tokens after `prompt` with the reference interpreter:
+/// a file is re-imported at each step's shapes, a zoo decoder rebuilt with its `seq` and
+/// `ctx` (same seed, same weights).
+pub fn generate_tokens(
+    spec: &str,
+    prompt: &[i64],
+    steps: usize,
+) -> Result<Generation, EngineError> {
+    let mut load_step = |s: &StepShapes| -> Result<Graph, String> {
+        let mut notes = Vec::new();
+        if let Some(rest) = spec.strip_prefix("zoo:") {
+            let sep = if rest.contains('?') { '&' } else { '?' };
+            let z = format!("{spec}{sep}batch=1&seq={}&ctx={}", s.tokens, s.ctx);
+            return load(&z, &[], &LoadOptions::default(), &mut notes).map_err(|e| e.to_string());
+        }
+        let o = LoadOptions {
+            input_shapes: s.inputs.clone(),
+            ..Default::default()
+        };
+        load(spec, &[], &o, &mut notes).map_err(|e| e.to_string())
+    };
+    generate(&mut load_step, prompt, steps).map_err(|e| EngineError::input(format!("{spec}: {e}")))
+}
+
+/// `pimkit llm` / `pimkit.llm.analyze`: every model (read once at a decode step) on every
+/// system (a built-in name or a TOML file), in parallel over the pairs. Import notes are
+/// pushed on `notes` as "spec: note".
+pub fn analyze(
+    models: &[String],
+    systems: &[String],
+    opts: &pimkit_llm::LlmOptions,
+    load_opts: &LoadOptions,
+    notes: &mut Vec<String>,
+) -> Result<Vec<pimkit_llm::LlmOutput>, EngineError> {
+    pimkit_llm::check_options(opts).map_err(EngineError::input)?;
+    if models.is_empty() || systems.is_empty() {
+        return Err(EngineError::input("give at least one model and one system"));
+    }
+    let sys = systems
+        .iter()
+        .map(|s| pimkit_llm::system::load(s).map(|x| (s.clone(), x)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(EngineError::input)?;
+    let mut workloads = Vec::new();
+    for m in models {
+        let mut n = Vec::new();
+        let g = load_decoder(m, load_opts, &mut n);
+        notes.extend(n.into_iter().map(|x| format!("{m}: {x}")));
+        let g = g?;
+        let mut w = pimkit_llm::extract(&g).map_err(|e| EngineError::input(format!("{m}: {e}")))?;
+        w.model = m.clone();
+        workloads.push(w);
+    }
+    Ok(pimkit_llm::analysis::sweep(&workloads, &sys, opts))
+}

@@ -1,0 +1,282 @@
+//! One model on one system over context lengths and batch sizes: decode-step time,
+//! tokens/s and J/token per (context, batch); the prefill of the prompt; end-to-end
+//! generation of N tokens after it; the largest batch that fits.
+
+use crate::sim::{self, Policy, Precision, StepCost};
+use crate::system::System;
+use crate::workload::Workload;
+use serde::Serialize;
+
+/// What to evaluate.
+#[derive(Clone, Debug, Serialize)]
+pub struct LlmOptions {
+    /// `None`: AttAcc's `attn-pim` on a system with PIM, `xpu` on one without.
+    pub policy: Option<Policy>,
+    /// Prompt length (prefill tokens).
+    pub prompt: usize,
+    /// Tokens generated after the prompt (the end-to-end figure).
+    pub generate: usize,
+    /// Context lengths (cached + new positions) of the decode-step grid.
+    pub contexts: Vec<usize>,
+    pub batches: Vec<usize>,
+    pub precision: Precision,
+}
+
+impl Default for LlmOptions {
+    fn default() -> Self {
+        LlmOptions {
+            policy: None,
+            prompt: 2048,
+            generate: 128,
+            contexts: vec![512, 1024, 2048, 4096, 8192, 16384],
+            batches: vec![1, 4, 16, 64, 256],
+            precision: Precision {
+                weight_bits: 16.0,
+                kv_bits: 16.0,
+                act_bits: 16.0,
+                weight_group: 0,
+            },
+        }
+    }
+}
+
+/// One (context, batch) point of the decode grid.
+#[derive(Clone, Debug, Serialize)]
+pub struct DecodePoint {
+    pub context: usize,
+    pub batch: usize,
+    /// Weights and this batch's KV cache fit the memory they are placed in.
+    pub fits: bool,
+    pub step_s: f64,
+    pub tokens_per_s: f64,
+    pub j_per_token: f64,
+    /// Seconds of the step on the xPUs, in PIM and on links.
+    pub xpu_s: f64,
+    pub pim_s: f64,
+    pub link_s: f64,
+}
+
+/// Prefill of the prompt, then `generate` decode steps, for one batch size.
+#[derive(Clone, Debug, Serialize)]
+pub struct GenerationPoint {
+    pub batch: usize,
+    pub fits: bool,
+    pub prefill_s: f64,
+    pub decode_s: f64,
+    /// Mean time per generated token of one sequence (decode time / generated tokens).
+    pub time_per_token_s: f64,
+    /// Generated tokens per second over the whole run (prefill included).
+    pub tokens_per_s: f64,
+    pub j_per_token: f64,
+    /// Decode only (AttAcc's figures): batch / mean decode-step time, and mean decode-step
+    /// energy / batch.
+    pub decode_tokens_per_s: f64,
+    pub decode_j_per_token: f64,
+}
+
+/// Memory the model needs and the system offers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Memory {
+    pub weight_bytes: f64,
+    /// KV cache bytes per sequence per position.
+    pub kv_bytes_per_position: f64,
+    /// Capacity holding the weights, and the one holding the KV cache.
+    pub weight_capacity: f64,
+    pub kv_capacity: f64,
+    /// Weights and cache share one memory (unless attention or the FC layers run in PIM).
+    pub shared: bool,
+    /// Largest batch whose KV cache fits at prompt + generate positions (0: the weights
+    /// alone do not fit).
+    pub max_batch: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LlmOutput {
+    pub engine: &'static str,
+    pub model: String,
+    pub arch: String,
+    pub system: System,
+    pub policy: Policy,
+    pub options: LlmOptions,
+    pub workload: Workload,
+    pub memory: Memory,
+    pub decode: Vec<DecodePoint>,
+    pub generation: Vec<GenerationPoint>,
+    /// The decode step at the largest grid context and batch that fit, by class.
+    pub breakdown: Option<StepCost>,
+    pub totals: serde_json::Value,
+    pub notes: Vec<String>,
+}
+
+fn memory(w: &Workload, s: &System, policy: Policy, o: &LlmOptions) -> Memory {
+    // Resident: the streamed FC weights at their precision, every other constant
+    // (embeddings, norms) at the activations'.
+    let weight_bytes = o.precision.weight_bytes(w.weight_elems)
+        + (w.resident_elems - w.weight_elems).max(0.0) * o.precision.act_bits / 8.0;
+    let kv = w.kv_elems_per_position * o.precision.kv_bits / 8.0;
+    let gib = 1024f64.powi(3);
+    let xpu = s.xpu.devices as f64 * s.xpu.memory_gib * gib;
+    let pim = s
+        .pim
+        .as_ref()
+        .map_or(0.0, |p| p.devices as f64 * p.memory_gib * gib);
+    // Weights live where the FC layers run; the cache where attention runs. Unused PIM
+    // memory is plain memory of the system (it holds what the xPUs read).
+    let (wcap, kcap, shared) = match policy {
+        Policy::AttnPim if pim > 0.0 => (xpu, pim, false),
+        Policy::FcPim if pim > 0.0 => (pim, xpu, false),
+        _ => (xpu + pim, xpu + pim, true),
+    };
+    let positions = (o.prompt + o.generate) as f64;
+    let max_batch = if shared {
+        ((wcap - weight_bytes) / (kv * positions)).floor()
+    } else if weight_bytes <= wcap {
+        (kcap / (kv * positions)).floor()
+    } else {
+        0.0
+    };
+    Memory {
+        weight_bytes,
+        kv_bytes_per_position: kv,
+        weight_capacity: wcap,
+        kv_capacity: kcap,
+        shared,
+        max_batch: max_batch.clamp(0.0, 1e12) as usize,
+    }
+}
+
+/// Evaluate `w` on `s`.
+pub fn analyze(
+    w: &Workload,
+    s: &System,
+    arch: &str,
+    o: &LlmOptions,
+    progress: &mut dyn pimkit_engine::Progress,
+) -> LlmOutput {
+    let policy = o.policy.unwrap_or(if s.pim.is_some() {
+        Policy::AttnPim
+    } else {
+        Policy::Xpu
+    });
+    let mem = memory(w, s, policy, o);
+    let fits = |batch: usize, positions: usize| {
+        mem.weight_bytes <= mem.weight_capacity
+            && if mem.shared {
+                mem.weight_bytes + batch as f64 * positions as f64 * mem.kv_bytes_per_position
+                    <= mem.kv_capacity
+            } else {
+                batch as f64 * positions as f64 * mem.kv_bytes_per_position <= mem.kv_capacity
+            }
+    };
+    let p = &o.precision;
+    let total = o.contexts.len() * o.batches.len() + o.batches.len();
+    let mut done = 0;
+    let mut decode = Vec::new();
+    let mut breakdown: Option<StepCost> = None;
+    for &l in &o.contexts {
+        for &b in &o.batches {
+            let st = sim::step(w, s, policy, p, b, 1, l);
+            let ok = fits(b, l);
+            decode.push(DecodePoint {
+                context: l,
+                batch: b,
+                fits: ok,
+                step_s: st.time_s,
+                tokens_per_s: b as f64 / st.time_s,
+                j_per_token: st.energy_j / b as f64,
+                xpu_s: st.time_at(sim::Place::Xpu),
+                pim_s: st.time_at(sim::Place::Pim),
+                link_s: st.time_at(sim::Place::Link),
+            });
+            if ok {
+                breakdown = Some(st);
+            }
+            done += 1;
+            progress.step(done, total, "decode grid");
+        }
+    }
+    let mut generation = Vec::new();
+    for &b in &o.batches {
+        // Prefill: every prompt token attends to the prompt (the graph's full masked
+        // score matrix), on the xPUs unless the policy is `auto`.
+        let pre_policy = if policy == Policy::Auto {
+            Policy::Auto
+        } else {
+            Policy::Xpu
+        };
+        let pre = sim::step(w, s, pre_policy, p, b, o.prompt, o.prompt);
+        let (mut dt, mut de) = (0.0, 0.0);
+        for i in 0..o.generate {
+            let st = sim::step(w, s, policy, p, b, 1, o.prompt + i + 1);
+            dt += st.time_s;
+            de += st.energy_j;
+        }
+        let tokens = (b * o.generate.max(1)) as f64;
+        generation.push(GenerationPoint {
+            batch: b,
+            fits: fits(b, o.prompt + o.generate),
+            prefill_s: pre.time_s,
+            decode_s: dt,
+            time_per_token_s: dt / o.generate.max(1) as f64,
+            tokens_per_s: tokens / (pre.time_s + dt),
+            j_per_token: (pre.energy_j + de) / tokens,
+            decode_tokens_per_s: if dt > 0.0 { tokens / dt } else { 0.0 },
+            decode_j_per_token: if dt > 0.0 { de / tokens } else { 0.0 },
+        });
+        done += 1;
+        progress.step(done, total, "generation");
+    }
+    let best = generation
+        .iter()
+        .filter(|g| g.fits)
+        .max_by(|a, b| a.tokens_per_s.total_cmp(&b.tokens_per_s));
+    let totals = serde_json::json!({
+        "weight_gb": mem.weight_bytes / 1e9,
+        "max_batch": mem.max_batch,
+        "best_tokens_per_s": best.map(|g| g.tokens_per_s),
+        "best_batch": best.map(|g| g.batch),
+        "j_per_token_at_best": best.map(|g| g.j_per_token),
+    });
+    let mut notes = vec![format!(
+        "op classes run one after another; AttAcc's overlap of attention in PIM with FC layers on the xPU (its --pipeopt/--ffopt) is not modelled"
+    )];
+    if mem.max_batch == 0 {
+        notes.push(format!(
+            "the weights ({:.1} GB) do not fit the {:.1} GB that holds them on {}",
+            mem.weight_bytes / 1e9,
+            mem.weight_capacity / 1e9,
+            s.name
+        ));
+    }
+    LlmOutput {
+        engine: "llm",
+        model: w.model.clone(),
+        arch: arch.to_string(),
+        system: s.clone(),
+        policy,
+        options: o.clone(),
+        workload: w.clone(),
+        memory: mem,
+        decode,
+        generation,
+        breakdown,
+        totals,
+        notes,
+    }
+}
+
+/// Every workload on every system (`(spec, system)`), in parallel over the pairs
+/// (`pimkit --jobs`); results in model-major order.
+pub fn sweep(
+    workloads: &[Workload],
+    systems: &[(String, System)],
+    o: &LlmOptions,
+) -> Vec<LlmOutput> {
+    let pairs: Vec<(usize, usize)> = (0..workloads.len())
+        .flat_map(|m| (0..systems.len()).map(move |s| (m, s)))
+        .collect();
+    pimkit_engine::jobs::par_map(&pairs, |&(m, s)| {
+        let (spec, sys) = &systems[s];
+        analyze(&workloads[m], sys, spec, o, &mut pimkit_engine::NoProgress)
+    })
+}

@@ -1,0 +1,82 @@
+//! pimkit-llm: generative LLM inference on PIM. A decoder graph with its KV cache (a
+//! Hugging Face export with past key/values, or a shape-only zoo model of a published
+//! configuration) gives the work of prefill and of each decode step per op class
+//! ([`workload`]); a system of xPUs and DRAM-PIM devices ([`system`], `arch/llm/`) and a
+//! placement policy give time and energy per class ([`sim`]); [`analysis`] sweeps context
+//! length and batch into tokens/s, J/token, the largest batch that fits and end-to-end
+//! generation. [`generate`] runs greedy generation with the reference interpreter,
+//! feeding the model's own cache back (the functional check). docs/llm.md.
+
+pub mod analysis;
+pub mod generate;
+pub mod section;
+pub mod sim;
+pub mod system;
+pub mod workload;
+
+pub use analysis::{LlmOptions, LlmOutput, analyze};
+pub use sim::{Place, Policy, Precision};
+pub use system::{Placement, System};
+pub use workload::{OpClass, Workload, WorkloadError, extract};
+
+use pimkit_engine::{Engine, EngineError, Headline, Progress, Section};
+use pimkit_ir::Graph;
+
+/// The LLM serving engine behind the common contract.
+pub struct Llm;
+
+impl Engine for Llm {
+    const NAME: &'static str = "llm";
+    type Arch = System;
+    type Options = LlmOptions;
+    type Output = LlmOutput;
+
+    fn run(
+        g: &Graph,
+        arch: &System,
+        opts: &LlmOptions,
+        progress: &mut dyn Progress,
+    ) -> Result<LlmOutput, EngineError> {
+        check_options(opts).map_err(EngineError::input)?;
+        let w = extract(g).map_err(EngineError::input)?;
+        Ok(analyze(&w, arch, &arch.name, opts, progress))
+    }
+
+    fn section(out: &LlmOutput) -> Section {
+        section::section(out)
+    }
+
+    fn headline(out: &LlmOutput) -> Headline {
+        section::headline(out)
+    }
+}
+
+/// Options a user can get wrong, with what to do.
+pub fn check_options(o: &LlmOptions) -> Result<(), String> {
+    if o.contexts.is_empty() || o.contexts.contains(&0) {
+        return Err("--context: give context lengths of at least 1, e.g. 1024,2048".into());
+    }
+    if o.batches.is_empty() || o.batches.contains(&0) {
+        return Err("--batch: give batch sizes of at least 1, e.g. 1,16,64".into());
+    }
+    if o.prompt == 0 {
+        return Err("--prompt: give a prompt of at least 1 token".into());
+    }
+    if o.contexts.iter().chain(&o.batches).any(|&v| v > 1 << 24)
+        || o.prompt > 1 << 24
+        || o.generate > 1 << 20
+    {
+        return Err("--context/--batch/--prompt/--generate: values above 2^24 (2^20 generated tokens) are not supported".into());
+    }
+    let p = &o.precision;
+    for (name, v) in [
+        ("--weight-bits", p.weight_bits),
+        ("--kv-bits", p.kv_bits),
+        ("--act-bits", p.act_bits),
+    ] {
+        if !(1.0..=32.0).contains(&v) {
+            return Err(format!("{name} {v}: use 1..=32"));
+        }
+    }
+    Ok(())
+}

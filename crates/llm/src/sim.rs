@@ -1,0 +1,362 @@
+//! Time and energy of prefill and decode steps on a system, per op class and place.
+//!
+//! Each class's work (operations, weight bytes, KV-cache bytes, activation bytes; from
+//! [`crate::workload`]) runs where the placement policy puts it, at the roofline of that
+//! place: time = max(operations / (peak · utilisation), bytes / (bandwidth ·
+//! utilisation)). Classes run one after another (no overlap between places: AttAcc's
+//! pipelining is not modelled, docs/llm.md). Tensor-parallel xPUs exchange each layer's
+//! activations twice (an all-reduce after attention and after the FFN) over their links;
+//! attention placed in PIM sends the queries to the PIM devices and the context back.
+//! Energy = operations · pJ/op + bytes read · pJ/byte at that place + bytes over links ·
+//! pJ/byte.
+
+use crate::system::{Pim, System};
+use crate::workload::{OpClass, Workload};
+use serde::Serialize;
+
+/// Where a class runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Place {
+    Xpu,
+    Pim,
+    /// The links between devices (tensor-parallel all-reduce, xPU <-> PIM transfers).
+    Link,
+}
+
+/// Which classes go to PIM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Everything on the xPUs (the baseline).
+    Xpu,
+    /// Attention (score, softmax, context) in PIM, everything else on the xPUs (AttAcc).
+    AttnPim,
+    /// The FC layers in PIM (weights streamed inside the memory), attention on the xPUs:
+    /// what HBM-PIM/AiM-style GEMV units do at small batches.
+    FcPim,
+    /// Attention and FC layers in PIM.
+    AllPim,
+    /// Each class at the place where it is faster (Torch-PIM's per-nest rule applied to
+    /// the op classes of each step).
+    Auto,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 5] = [
+        Policy::Xpu,
+        Policy::AttnPim,
+        Policy::FcPim,
+        Policy::AllPim,
+        Policy::Auto,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Xpu => "xpu",
+            Policy::AttnPim => "attn-pim",
+            Policy::FcPim => "fc-pim",
+            Policy::AllPim => "all-pim",
+            Policy::Auto => "auto",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Policy> {
+        Policy::ALL.iter().copied().find(|p| p.name() == s)
+    }
+}
+
+/// Precisions of weights, KV cache and activations, bits.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Precision {
+    pub weight_bits: f64,
+    pub kv_bits: f64,
+    pub act_bits: f64,
+    /// Group size of weight scales (MatMulNBits-style block quantization: one 16-bit scale
+    /// per `group` weights); 0: no scales.
+    pub weight_group: usize,
+}
+
+impl Precision {
+    pub fn weight_bytes(&self, elems: f64) -> f64 {
+        let scales = if self.weight_group > 0 {
+            elems / self.weight_group as f64 * 2.0
+        } else {
+            0.0
+        };
+        elems * self.weight_bits / 8.0 + scales
+    }
+}
+
+/// One class in one step.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassCost {
+    /// The op class's name, or "link" for transfers between devices.
+    pub class: &'static str,
+    pub place: Place,
+    pub ops: f64,
+    /// Bytes read or written at the place (weights, KV cache, activations).
+    pub bytes: f64,
+    pub time_s: f64,
+    pub energy_j: f64,
+    /// "compute" or "memory": which roofline side bound it.
+    pub bound: &'static str,
+}
+
+/// One step (prefill of `tokens` tokens, or one decode step) for `batch` sequences.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepCost {
+    pub batch: usize,
+    pub tokens: usize,
+    /// Attended positions (cached + new).
+    pub positions: usize,
+    pub time_s: f64,
+    pub energy_j: f64,
+    pub classes: Vec<ClassCost>,
+}
+
+impl StepCost {
+    pub fn time_at(&self, place: Place) -> f64 {
+        self.classes
+            .iter()
+            .filter(|c| c.place == place)
+            .map(|c| c.time_s)
+            .sum()
+    }
+}
+
+struct Roof {
+    ops_per_s: f64,
+    bytes_per_s: f64,
+    pj_op: f64,
+    pj_byte: f64,
+}
+
+fn xpu_roof(s: &System) -> Roof {
+    let x = &s.xpu;
+    let n = x.devices as f64;
+    Roof {
+        ops_per_s: n * x.tflops * 1e12 * x.compute_util,
+        bytes_per_s: n * x.memory_gbs * 1e9 * x.memory_util,
+        pj_op: x.pj_per_op,
+        pj_byte: x.pj_per_byte_memory + x.pj_per_byte_cache,
+    }
+}
+
+fn pim_roof(p: &Pim) -> Roof {
+    let n = p.devices as f64;
+    Roof {
+        ops_per_s: n * p.tflops * 1e12 * p.util,
+        bytes_per_s: n * p.internal_gbs * 1e9 * p.util,
+        pj_op: p.pj_per_op,
+        pj_byte: p.pj_per_byte_memory,
+    }
+}
+
+fn on(r: &Roof, class: &'static str, place: Place, ops: f64, bytes: f64) -> ClassCost {
+    let tc = ops / r.ops_per_s;
+    let tm = bytes / r.bytes_per_s;
+    ClassCost {
+        class,
+        place,
+        ops,
+        bytes,
+        time_s: tc.max(tm),
+        energy_j: (ops * r.pj_op + bytes * r.pj_byte) * 1e-12,
+        bound: if tc >= tm { "compute" } else { "memory" },
+    }
+}
+
+/// Bytes class `c` reads and writes for `b` sequences, `t` new tokens, `l` positions.
+pub fn class_bytes(w: &Workload, c: OpClass, p: &Precision, b: f64, t: f64, l: f64) -> f64 {
+    let k = w.class(c);
+    let act = k.act_elems_per_token * b * t * p.act_bits / 8.0;
+    let kv_half = w.kv_elems_per_position / 2.0 * p.kv_bits / 8.0;
+    match c {
+        OpClass::AttnScore | OpClass::AttnContext => b * l * kv_half + act,
+        OpClass::KvAppend => b * t * 2.0 * kv_half,
+        OpClass::Vector => {
+            (k.ops_per_token * b * t + k.ops_per_position * b * t * l) * 2.0 * p.act_bits / 8.0
+        }
+        OpClass::Softmax => 0.0,
+        _ => p.weight_bytes(k.weight_elems) + act,
+    }
+}
+
+/// Which place runs `c` under `policy` (`None`: `Auto` picks the faster).
+fn place_of(policy: Policy, c: OpClass, has_pim: bool) -> Option<Place> {
+    if !has_pim {
+        return Some(Place::Xpu);
+    }
+    let attn = c.is_attention() || c == OpClass::KvAppend;
+    Some(match policy {
+        Policy::Xpu => Place::Xpu,
+        Policy::AttnPim if attn => Place::Pim,
+        Policy::FcPim if c.is_fc() => Place::Pim,
+        Policy::AllPim if attn || c.is_fc() => Place::Pim,
+        Policy::Auto => return None,
+        _ => Place::Xpu,
+    })
+}
+
+/// A class on PIM: FC layers stream their weights once per sequence (the units hold no
+/// batch of activations: AttAcc's GEMV units, HBM-PIM, AiM), attention reads each
+/// sequence's own cache anyway.
+fn on_pim(r: &Roof, c: OpClass, ops: f64, bytes: f64, b: f64) -> ClassCost {
+    let bytes = if c.is_fc() { bytes * b } else { bytes };
+    on(r, c.name(), Place::Pim, ops, bytes)
+}
+
+/// Cost of one step: `batch` sequences, `tokens` new tokens each, `positions` attended
+/// positions (cached + new).
+pub fn step(
+    w: &Workload,
+    s: &System,
+    policy: Policy,
+    p: &Precision,
+    batch: usize,
+    tokens: usize,
+    positions: usize,
+) -> StepCost {
+    let (b, t, l) = (batch as f64, tokens as f64, positions as f64);
+    let xr = xpu_roof(s);
+    let pr = s.pim.as_ref().map(pim_roof);
+    let mut classes: Vec<(OpClass, ClassCost)> = Vec::new();
+    for c in OpClass::ALL {
+        let ops = w.ops(c, b, t, l);
+        let bytes = class_bytes(w, c, p, b, t, l);
+        if ops == 0.0 && bytes == 0.0 {
+            continue;
+        }
+        let on_x = on(&xr, c.name(), Place::Xpu, ops, bytes);
+        let cost = match (place_of(policy, c, pr.is_some()), &pr) {
+            (Some(Place::Pim), Some(r)) => on_pim(r, c, ops, bytes, b),
+            (None, Some(r)) => {
+                let on_p = on_pim(r, c, ops, bytes, b);
+                if on_p.time_s < on_x.time_s {
+                    on_p
+                } else {
+                    on_x
+                }
+            }
+            _ => on_x,
+        };
+        classes.push((c, cost));
+    }
+    let xpu = &s.xpu;
+    let n = xpu.devices as f64;
+    let layers = w.layers as f64;
+    // Element-wise kernels' fixed time per layer.
+    if let Some((_, v)) = classes
+        .iter_mut()
+        .find(|(c, k)| *c == OpClass::Vector && k.place == Place::Xpu)
+    {
+        v.time_s += layers * xpu.vector_us_per_layer * 1e-6;
+    }
+    let time_of = |cl: &[(OpClass, ClassCost)], f: &dyn Fn(OpClass) -> bool| -> f64 {
+        cl.iter()
+            .filter(|(c, k)| f(*c) && k.place == Place::Pim)
+            .map(|(_, k)| k.time_s)
+            .sum()
+    };
+    let t_attn = time_of(&classes, &|c| c.is_attention());
+    let pim_attention = t_attn > 0.0;
+    let mut links = Vec::new();
+    let act = p.act_bits / 8.0;
+    // Tensor-parallel all-reduce after attention and after the FFN, ring over n devices.
+    if n > 1.0 {
+        let size = b * t * w.hidden as f64 * act;
+        let one =
+            (n - 1.0) * (xpu.allreduce_latency_us * 1e-6 + size / n / (xpu.allreduce_gbs * 1e9));
+        links.push(ClassCost {
+            class: "allreduce",
+            place: Place::Link,
+            ops: 0.0,
+            bytes: 2.0 * layers * size * n,
+            time_s: 2.0 * layers * one,
+            energy_j: 2.0 * layers * size * n * xpu.pj_per_byte_link * 1e-12,
+            bound: "memory",
+        });
+    }
+    if let (true, Some(pim)) = (pim_attention, &s.pim) {
+        // Queries, new keys and values to the PIM devices; the context back.
+        let kv_dim = w.kv_elems_per_position / (2.0 * layers);
+        let per_layer = b * t * (2.0 * w.q_dim as f64 + 2.0 * kv_dim) * act;
+        let bytes = layers * per_layer;
+        let mut time = bytes / (pim.devices.min(xpu.devices) as f64 * pim.link_gbs * 1e9);
+        if pim.head_pipelining {
+            // AttAcc's _pipeline: transfers overlap the attention of the previous heads.
+            let r = head_fraction(w, xpu.devices);
+            time = if t_attn > time {
+                time * r
+            } else {
+                time - t_attn * (1.0 - r)
+            };
+        }
+        links.push(ClassCost {
+            class: "to_pim",
+            place: Place::Link,
+            ops: 0.0,
+            bytes,
+            time_s: time,
+            energy_j: bytes * pim.pj_per_byte_link * 1e-12,
+            bound: "memory",
+        });
+        if pim.head_pipelining {
+            // The QKV and output projections of one head group overlap the attention of
+            // the previous one (AttAcc's _pipeline, r = 1 / heads per xPU).
+            let r = head_fraction(w, xpu.devices);
+            let tq = classes
+                .iter()
+                .find(|(c, _)| *c == OpClass::Qkv)
+                .map_or(0.0, |(_, k)| k.time_s);
+            let to = classes
+                .iter()
+                .find(|(c, _)| *c == OpClass::OutProj)
+                .map_or(0.0, |(_, k)| k.time_s);
+            let (nq, no) = if t_attn > tq + to {
+                (tq * r, to * r)
+            } else {
+                (
+                    tq - t_attn * (1.0 - r) * 0.75,
+                    to - t_attn * (1.0 - r) * 0.25,
+                )
+            };
+            for (c, k) in classes.iter_mut() {
+                if *c == OpClass::Qkv && k.place == Place::Xpu {
+                    k.time_s = nq.max(0.0);
+                }
+                if *c == OpClass::OutProj && k.place == Place::Xpu {
+                    k.time_s = no.max(0.0);
+                }
+            }
+        }
+    }
+    if let (Some(pim), Some(r)) = (&s.pim, &pr)
+        && pim.ffn_split
+        && pim_attention
+    {
+        // AttAcc's _ff_parallel: the PIM units take a share of the FFN so both sides
+        // finish together (PIM streams the weights once per sequence).
+        for (c, k) in classes.iter_mut() {
+            if *c == OpClass::Ffn && k.place == Place::Xpu {
+                let on_p = on_pim(r, *c, k.ops, k.bytes, b);
+                k.time_s = 1.0 / (1.0 / k.time_s + 1.0 / on_p.time_s);
+            }
+        }
+    }
+    let mut all: Vec<ClassCost> = classes.into_iter().map(|(_, k)| k).collect();
+    all.extend(links);
+    StepCost {
+        batch,
+        tokens,
+        positions,
+        time_s: all.iter().map(|c| c.time_s).sum(),
+        energy_j: all.iter().map(|c| c.energy_j).sum(),
+        classes: all,
+    }
+}
+
+/// 1 / (query heads per xPU): the share of a layer's attention one head group is.
+fn head_fraction(w: &Workload, devices: u32) -> f64 {
+    let heads = (w.q_dim / w.head_dim.max(1)).max(1) as f64;
+    (devices as f64 / heads).min(1.0)
+}
