@@ -188,3 +188,49 @@ fn bad_input_exits_2_with_one_line_saying_what_to_do() {
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("s.toml") && e.contains("pim"), "{e}");
 }
+
+#[test]
+fn a_transformers_config_json_is_a_model() {
+    // Qwen2-7B's config.json (Qwen/Qwen2-7B): 7.62B parameters, 4 key/value heads.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.json");
+    std::fs::write(
+        &cfg,
+        r#"{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+            "intermediate_size": 18944, "num_attention_heads": 28, "num_hidden_layers": 28,
+            "num_key_value_heads": 4, "vocab_size": 152064, "torch_dtype": "bfloat16"}"#,
+    )
+    .unwrap();
+    let v = ok_json(&[
+        "llm",
+        cfg.to_str().unwrap(),
+        "--system",
+        "dgx-h100",
+        "--context",
+        "4096",
+        "--batch",
+        "1",
+        "--generate",
+        "2",
+        "--json",
+    ]);
+    let w = &v["workload"];
+    assert_eq!(
+        (
+            w["layers"].as_u64(),
+            w["kv_heads"].as_u64(),
+            w["head_dim"].as_u64()
+        ),
+        (Some(28), Some(4), Some(128))
+    );
+    let params = w["resident_elems"].as_f64().unwrap();
+    assert!((params / 7_615_616_512.0 - 1.0).abs() < 0.005, "{params}");
+    std::fs::write(&cfg, r#"{"model_type": "llama", "hidden_size": 64}"#).unwrap();
+    let o = pimkit(&["llm", cfg.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("config.json") && e.contains("num_hidden_layers"),
+        "{e}"
+    );
+}

@@ -18,7 +18,8 @@ fn no_fixed(o: &LoadOptions) -> bool {
     o.dims.is_empty() && o.input_shapes.is_empty() && o.bind.is_empty()
 }
 
-/// `spec` loaded as one decode step: zoo decoders shape-only (`weights=none`); files at
+/// `spec` loaded as one decode step: a transformers `config.json` as the zoo decoder of
+/// its shape ([`zoo_spec_of_config`]); zoo decoders shape-only (`weights=none`); files at
 /// the user's dims, or, when none are given, one new token after [`PROBE_CTX`] cached
 /// positions (batch 1).
 pub fn load_decoder(
@@ -26,6 +27,11 @@ pub fn load_decoder(
     opts: &LoadOptions,
     notes: &mut Vec<String>,
 ) -> Result<Graph, LoadError> {
+    if spec.ends_with(".json") {
+        let z = zoo_spec_of_config(spec).map_err(EngineError::input)?;
+        notes.push(format!("read as {z}"));
+        return load(&z, &[], &LoadOptions::default(), notes);
+    }
     if spec.starts_with("zoo:") {
         let extra = [("weights".to_string(), "none".to_string())];
         return load(spec, &extra, opts, notes);
@@ -98,4 +104,45 @@ pub fn analyze(
         workloads.push(w);
     }
     Ok(pimkit_llm::analysis::sweep(&workloads, &sys, opts))
+}
+
+/// A Hugging Face `config.json` as the zoo decoder of that shape (shape-only): the keys
+/// of LLaMA/Mistral/Qwen2 (`num_hidden_layers`, `hidden_size`, `num_attention_heads`,
+/// `num_key_value_heads`, `intermediate_size`), GPT-2/GPT-J (`n_layer`, `n_embd`,
+/// `n_head`, `n_inner`) and OPT (`ffn_dim`); `model_type` picks the style.
+pub fn zoo_spec_of_config(path: &str) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{path}: cannot read it ({e}); give a transformers config.json"))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{path}: not JSON ({e}); give a transformers config.json"))?;
+    let num = |keys: &[&str]| -> Option<u64> {
+        keys.iter().find_map(|k| v.get(*k).and_then(|x| x.as_u64()))
+    };
+    let need = |keys: &[&str]| -> Result<u64, String> {
+        num(keys).ok_or_else(|| {
+            format!(
+                "{path}: no '{}' (a positive integer); is this a decoder's config.json?",
+                keys[0]
+            )
+        })
+    };
+    let model_type = v
+        .get("model_type")
+        .and_then(|m| m.as_str())
+        .unwrap_or("llama");
+    let style = match model_type {
+        "gptj" => "gptj",
+        "opt" => "opt",
+        "gpt2" | "gpt_neox" | "gpt_bigcode" | "bloom" | "falcon" => "gpt3",
+        _ => "llama",
+    };
+    let layers = need(&["num_hidden_layers", "n_layer", "num_layers"])?;
+    let hidden = need(&["hidden_size", "n_embd", "d_model"])?;
+    let heads = need(&["num_attention_heads", "n_head"])?;
+    let kv = num(&["num_key_value_heads", "multi_query_group_num"]).unwrap_or(heads);
+    let ffn = num(&["intermediate_size", "n_inner", "ffn_dim"]).unwrap_or(4 * hidden);
+    let vocab = need(&["vocab_size"])?;
+    Ok(format!(
+        "zoo:decoder?layers={layers}&hidden={hidden}&heads={heads}&kv_heads={kv}&ffn={ffn}&vocab={vocab}&style={style}&weights=none&ctx=7"
+    ))
 }

@@ -338,6 +338,11 @@ fn after_softmax(g: &Graph, v: ValueId, depth: usize) -> bool {
     }
 }
 
+/// Does `g` carry a KV cache (is it a decoder step [`extract`] can read)?
+pub fn has_cache(g: &Graph) -> bool {
+    !caches(g).is_empty()
+}
+
 /// The operations of every node of `g` as [`extract`] counts them (no cache needed: a
 /// prefill graph whose empty-cache Concats were folded away still counts).
 pub fn graph_ops(g: &Graph) -> f64 {

@@ -120,3 +120,45 @@ fn gpt2_generates_onnxruntimes_tokens_with_its_own_cache() {
 fn llama_gqa_generates_onnxruntimes_tokens_with_its_own_cache() {
     check("llama");
 }
+
+/// The first decode step's outputs (logits and the grown cache) against onnxruntime's,
+/// on the exact inputs it was given.
+fn step1_matches(name: &str) {
+    let dir = data(name);
+    let mut inputs = std::collections::HashMap::new();
+    let mut shapes = std::collections::HashMap::new();
+    for e in std::fs::read_dir(dir.join("step1_inputs")).unwrap() {
+        let p = e.unwrap().path();
+        let t = pimkit_ir::npy::read_npy(&p).unwrap();
+        let n = p.file_stem().unwrap().to_string_lossy().to_string();
+        shapes.insert(n.clone(), t.shape.clone());
+        inputs.insert(n, t);
+    }
+    let opts = pimkit_onnx::LoadOptions {
+        input_shapes: shapes,
+        ..Default::default()
+    };
+    let g = pimkit_onnx::load_file_notes(&dir.join("model.onnx"), &opts)
+        .unwrap()
+        .graph;
+    let outs = pimkit_interp::run(&g, &inputs).unwrap();
+    for (o, t) in g.outputs.iter().zip(outs) {
+        let n = &g.value(*o).name;
+        let want =
+            pimkit_ir::npy::read_npy(&dir.join("step1_outputs").join(format!("{n}.npy"))).unwrap();
+        assert_eq!(t.shape, want.shape, "{name} {n}");
+        let (a, b) = (t.to_f32_vec(), want.to_f32_vec());
+        let err = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        assert!(err < 1e-4, "{name} {n}: max |pimkit - onnxruntime| = {err}");
+    }
+}
+
+#[test]
+fn first_decode_step_equals_onnxruntime_on_its_inputs() {
+    step1_matches("gpt2");
+    step1_matches("llama");
+}

@@ -183,6 +183,14 @@ impl Drop for Buffers {
 
 impl Buffers {
     fn new(p: &Program) -> Result<Buffers> {
+        // The kernel lets a large allocation succeed and kills the process when its pages
+        // are touched: check the whole program's buffers against what is available first.
+        let total = p
+            .allocs
+            .iter()
+            .fold(0u64, |t, a| t.saturating_add(a.bytes().max(64) as u64));
+        pimkit_ir::memory::check_fits(total, "the native run's buffers (weights, activations)")
+            .map_err(LoopsError::Input)?;
         let mut b = Buffers {
             ptrs: vec![],
             layouts: vec![],

@@ -300,14 +300,13 @@ fn axes_of(
     axes: &[(String, Vec<u64>)],
 ) -> Result<Vec<pimkit_xbar::cost::sweep::Axis>, EngineError> {
     use pimkit_xbar::cost::sweep::parse_axis;
-    Ok(axes
-        .iter()
+    axes.iter()
         .map(|(n, v)| {
             let vals: Vec<String> = v.iter().map(u64::to_string).collect();
             parse_axis(&format!("{n}={}", vals.join(",")))
         })
         .collect::<Result<Vec<_>, _>>()
-        .map_err(xerr)?)
+        .map_err(xerr)
 }
 
 /// `pimkit xbar cost --sweep NAME=V1,.. --json`: the design-space sweep (table counts).

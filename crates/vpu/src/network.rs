@@ -288,7 +288,19 @@ pub fn run_network_with(
             }
         })
     })
-    .map_err(|e| VpuError::Other(format!("reference interpreter: {e}")))?;
+    .map_err(|e| match e {
+        // The user's model or inputs: a shape-only graph, inputs that do not fit it, memory.
+        pimkit_interp::InterpError::ShapeOnly { .. }
+        | pimkit_interp::InterpError::MissingInput { .. }
+        | pimkit_interp::InterpError::UnknownInput { .. }
+        | pimkit_interp::InterpError::InputMismatch { .. }
+        | pimkit_interp::InterpError::OutOfMemory(_) => VpuError::Node {
+            node: g.name.clone(),
+            op: "reference run".into(),
+            msg: e.to_string(),
+        },
+        e => VpuError::Other(format!("reference interpreter: {e}")),
+    })?;
     for (i, v) in g.values.iter().enumerate() {
         if let pimkit_ir::ValueDef::Const(Some(t)) = &v.def {
             vals[i] = Some(t.clone());

@@ -32,6 +32,8 @@ pub enum Analysis {
     Accuracy,
     /// Hardware cost of the crossbar mapping (energy, area, TOPS/W on a component library).
     Cost,
+    /// LLM serving on xPU + DRAM-PIM (a decoder with its KV cache).
+    Llm,
 }
 
 impl Analysis {
@@ -47,6 +49,7 @@ impl Analysis {
             Analysis::Nas => "nas",
             Analysis::Accuracy => "accuracy",
             Analysis::Cost => "cost",
+            Analysis::Llm => "llm",
         }
     }
 }
@@ -62,6 +65,7 @@ pub const DEFAULT_SET: &[(Analysis, &str)] = &[
     (Analysis::Nas, "zoo:rnc_mobilenet_v3_small?weights=none"),
     (Analysis::Accuracy, "zoo:q_mobilenet_v2?res=64"),
     (Analysis::Cost, "zoo:resnet18?weights=none"),
+    (Analysis::Llm, "zoo:llama2_7b?weights=none"),
 ];
 
 /// Every analysis that takes a model, for the models a user names.
@@ -74,6 +78,7 @@ pub const PER_MODEL: &[Analysis] = &[
     Analysis::Vpu,
     Analysis::Accuracy,
     Analysis::Cost,
+    Analysis::Llm,
 ];
 
 /// The (analysis, model) jobs of a report on `models` (empty: the built-in set).
@@ -163,6 +168,12 @@ pub fn build_models(
             graphs.insert(spec.clone(), g?);
         }
     }
+    // LLM serving applies to decoders with a KV cache only: other models a user names get
+    // no LLM section (the built-in set names a decoder).
+    let jobs: Vec<(Analysis, String)> = jobs
+        .into_iter()
+        .filter(|(a, spec)| *a != Analysis::Llm || pimkit_llm::workload::has_cache(&graphs[spec]))
+        .collect();
     Ok(assemble(title(&names, &jobs), &jobs, &graphs, progress))
 }
 
@@ -237,19 +248,33 @@ mod tests {
             &mut notes,
         )
         .unwrap();
-        assert_eq!(r.sections.len(), PER_MODEL.len());
-        assert_eq!(r.summary.len(), PER_MODEL.len() - 1);
+        // Every analysis but LLM serving (an MLP has no KV cache).
+        let n = PER_MODEL.len() - 1;
+        assert_eq!(r.sections.len(), n);
+        assert_eq!(r.summary.len(), n - 1);
+        assert!(r.summary.iter().all(|s| s.engine != "llm"));
         assert_eq!(steps.first().map(|s| s.0), Some(0));
-        assert_eq!(
-            steps.last().map(|s| (s.0, s.1)),
-            Some((PER_MODEL.len(), PER_MODEL.len()))
-        );
+        assert_eq!(steps.last().map(|s| (s.0, s.1)), Some((n, n)));
         // An MLP maps onto crossbars and runs on PUMA: those rows have figures.
         for e in ["xbar", "puma"] {
             let row = r.summary.iter().find(|s| s.engine == e).unwrap();
             assert_eq!(row.status, "done", "{e}: {}", row.status);
             assert!(!row.figures.is_empty(), "{e}");
         }
+    }
+
+    #[test]
+    fn a_decoder_with_its_cache_gets_the_llm_section() {
+        let r = build(
+            &["zoo:decoder".to_string()],
+            &LoadOptions::default(),
+            &mut pimkit_engine::NoProgress,
+            &mut vec![],
+        )
+        .unwrap();
+        let row = r.summary.iter().find(|s| s.engine == "llm").unwrap();
+        assert_eq!(row.status, "done");
+        assert!(row.figures.iter().any(|(k, _)| k == "tokens/s"));
     }
 
     #[test]

@@ -26,7 +26,50 @@ pub fn section(analysis: Analysis, spec: &str, g: &Graph) -> Sectioned {
         Analysis::Nas => nas().map(|s| (s, None)),
         Analysis::Accuracy => accuracy(spec, g),
         Analysis::Cost => cost(g),
+        Analysis::Llm => llm(g),
     }
+}
+
+/// LLM serving of a decoder with its KV cache on DGX H100 with and without AttAcc's
+/// bank-level PIM: both systems' tables in one section, AttAcc's headline.
+fn llm(g: &Graph) -> Sectioned {
+    let opts = pimkit_llm::LlmOptions {
+        contexts: vec![1024, 4096, 16384],
+        batches: vec![1, 16, 64],
+        generate: 32,
+        ..Default::default()
+    };
+    let base = pimkit_llm::system::load("dgx-h100").map_err(EngineError::input)?;
+    let pim = pimkit_llm::system::load("dgx-h100-attacc-bank").map_err(EngineError::input)?;
+    let out_base = pimkit_llm::Llm::run(g, &base, &opts, &mut NoProgress)?;
+    let out_pim = pimkit_llm::Llm::run(g, &pim, &opts, &mut NoProgress)?;
+    let mut s = pimkit_llm::Llm::section(&out_pim);
+    let b = pimkit_llm::Llm::section(&out_base);
+    s.title = format!(
+        "LLM serving: {} on dgx-h100 and dgx-h100-attacc-bank",
+        g.name
+    );
+    s.text("The same decoder on DGX H100 alone (xpu):");
+    for block in b.blocks {
+        if let pimkit_report::Block::Svg { file, caption, svg } = block {
+            s.blocks.push(pimkit_report::Block::Svg {
+                file: file.replace("llm_", "llm_xpu_"),
+                caption: format!("{caption} (dgx-h100)"),
+                svg,
+            });
+        } else {
+            s.blocks.push(block);
+        }
+    }
+    s.json = serde_json::json!([
+        pimkit_llm::section::json(&out_pim),
+        pimkit_llm::section::json(&out_base)
+    ]);
+    s.note(
+        "A small grid (contexts 1024, 4096, 16384; batches 1, 16, 64; 32 generated tokens) to keep the \
+         report quick; `pimkit llm MODEL --system ...` runs any grid and system (docs/llm.md).",
+    );
+    Ok((s, Some(pimkit_llm::Llm::headline(&out_pim))))
 }
 
 /// Hardware cost of the crossbar mapping: ISAAC's component library on 128 x 128 arrays of
