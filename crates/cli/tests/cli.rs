@@ -727,3 +727,28 @@ fn xbar_cost_writes_its_files_and_bad_component_files_exit_2() {
     let o = pimkit(&["xbar", "cost", "zoo:lenet5", "--sweep", "adc=4"]);
     assert_user_error(&o, &["unknown parameter 'adc'"]);
 }
+
+#[test]
+fn puma_run_binds_symbolic_dims_from_its_input_files() {
+    // A CNN exported with symbolic batch, height and width: the file's [2, 3, 40, 24]
+    // binds them (before, every dim was set to 1 and the pooling window did not fit).
+    let d = format!(
+        "{}/../../tests/data/real-models/pt_symbolic_bhw_cnn_ts",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let model = format!("{d}/model.onnx");
+    for input in [format!("{d}/input_0.npy"), format!("x={d}/input_0.npy")] {
+        let o = pimkit(&["puma", "run", &model, "--input", &input, "--json"]);
+        assert!(o.status.success(), "{input}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(v["cycles"].as_u64().unwrap() > 0, "{input}");
+    }
+    let o = pimkit(&[
+        "puma",
+        "run",
+        &model,
+        "--input",
+        &format!("y={d}/input_0.npy"),
+    ]);
+    assert_user_error(&o, &["no such input", "inputs: x"]);
+}

@@ -91,6 +91,43 @@ impl CompileArgs {
     }
 }
 
+/// `--input` files with their input names: files given without a name go to the model's
+/// inputs in order (the names come from a first load of the model, only when needed).
+fn named_inputs(
+    model: &str,
+    load: &crate::model::LoadArgs,
+    given: Vec<(String, pimkit_ir::Tensor)>,
+) -> anyhow::Result<Vec<(String, pimkit_ir::Tensor)>> {
+    let bare = given.iter().filter(|(n, _)| n.is_empty()).count();
+    if bare == 0 || (bare == 1 && given.len() == 1) {
+        // Named, or one file for (what must be) a one-input model: bind_inputs checks.
+        return Ok(given);
+    }
+    if bare != given.len() {
+        return Err(user(
+            "--input: name every file (NAME=FILE.npy) or none (the model's inputs in order)",
+        ));
+    }
+    let probe = crate::model::load_model_full(model, &[], load, &[])?;
+    let names: Vec<String> = probe
+        .inputs
+        .iter()
+        .map(|&v| probe.value(v).name.clone())
+        .collect();
+    if names.len() != given.len() {
+        return Err(user(format!(
+            "--input: the model has {} inputs ({}); {} files given",
+            names.len(),
+            names.join(", "),
+            given.len()
+        )));
+    }
+    Ok(names
+        .into_iter()
+        .zip(given.into_iter().map(|(_, t)| t))
+        .collect())
+}
+
 /// Input tensors in graph-input order.
 fn read_inputs(
     g: &pimkit_ir::Graph,
@@ -157,8 +194,10 @@ pub enum PumaCmd {
     /// Compile and simulate MODEL, comparing with the reference interpreter.
     Run {
         model: String,
+        /// Input tensor as NAME=FILE.npy, or FILE.npy (files without a name go to the
+        /// model's inputs in order); the files' shapes bind the model's symbolic dims
         #[arg(long)]
-        input: Vec<PathBuf>,
+        input: Vec<String>,
         /// Write the outputs as DIR/<output name>.npy.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -310,13 +349,14 @@ pub fn run(c: PumaCmd) -> anyhow::Result<()> {
             json,
             load,
         } => {
-            let g = crate::model::load_static(&model, &[], &load, &[])?;
+            let given = named_inputs(&model, &load, crate::model::read_inputs(&input)?)?;
+            let g = crate::model::load_static(&model, &[], &load, &given)?;
             let a = arch.load()?;
             let opts = compile.options(&g)?;
-            let inputs = if input.is_empty() {
+            let inputs = if given.is_empty() {
                 None
             } else {
-                Some(read_inputs(&g, &input)?)
+                Some(crate::model::bind_inputs(&g, given, None)?)
             };
             let so = sim_options(bitserial, max_cycles, tolerance, ni)?;
             if per_layer && out.is_some() {
