@@ -98,7 +98,8 @@ def symbolic_dims(model, feeds):
             continue
         shape = feeds[vi.name].shape
         for k, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.HasField("dim_param") and d.dim_param:
+            # "?" (paddle2onnx) names no dim: each is its own, bound from its input.
+            if d.HasField("dim_param") and d.dim_param and d.dim_param != "?":
                 dims[d.dim_param] = int(shape[k])
     return dims
 

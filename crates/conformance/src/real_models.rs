@@ -189,8 +189,15 @@ pub fn load_case_with(
     };
     if bind_dims {
         opts.dims = case.dims.iter().map(|(k, &v)| (k.clone(), v)).collect();
+        // Unnamed dims ("?", -1, none) have no name to give: their inputs' shapes are
+        // given instead, as `--shape` would.
+        for ((name, anonymous), t) in input_decls(&model)?.into_iter().zip(&files) {
+            if anonymous {
+                opts.input_shapes.insert(name, t.shape.clone());
+            }
+        }
     } else {
-        for (name, t) in input_names(&model)?.into_iter().zip(&files) {
+        for ((name, _), t) in input_decls(&model)?.into_iter().zip(&files) {
             opts.input_shapes.insert(name, t.shape.clone());
         }
     }
@@ -276,6 +283,36 @@ pub fn compare_outputs(
 
 /// The model's graph inputs that are not initializers, in order (read from the file, so
 /// the bind cell can key the input shapes by name before pimkit imports it).
+/// The model's graph inputs (initializers excluded) and whether each has a dim without a
+/// name or value (paddle2onnx's "?", -1, or nothing).
+fn input_decls(model: &Path) -> Result<Vec<(String, bool)>, CaseError> {
+    use pimkit_onnx::proto::ModelProto;
+    use pimkit_onnx::proto::tensor_shape_proto::dimension::Value;
+    use pimkit_onnx::proto::type_proto;
+    use prost::Message;
+    let bytes = std::fs::read(model).map_err(|e| CaseError::Data(e.to_string()))?;
+    let m = ModelProto::decode(bytes.as_slice()).map_err(|e| CaseError::Data(e.to_string()))?;
+    let g = m.graph.unwrap_or_default();
+    let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    Ok(g.input
+        .iter()
+        .filter(|v| !inits.contains(v.name()))
+        .map(|v| {
+            let anonymous = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+                Some(type_proto::Value::TensorType(tt)) => tt.shape.as_ref().is_some_and(|s| {
+                    s.dim.iter().any(|d| match &d.value {
+                        Some(Value::DimValue(x)) => *x < 0,
+                        Some(Value::DimParam(p)) => p.is_empty() || p == "?",
+                        None => true,
+                    })
+                }),
+                _ => false,
+            };
+            (v.name().to_string(), anonymous)
+        })
+        .collect())
+}
+
 fn input_names(model: &Path) -> Result<Vec<String>, CaseError> {
     use pimkit_onnx::proto::ModelProto;
     use prost::Message;

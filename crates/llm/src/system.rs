@@ -102,8 +102,11 @@ pub const DGX_H100_ATTACC_BG: &str = include_str!("../../../arch/llm/dgx-h100-at
 pub const DGX_H100_ATTACC_BUFFER: &str =
     include_str!("../../../arch/llm/dgx-h100-attacc-buffer.toml");
 
+pub const DGX_H100_AIM: &str = include_str!("../../../arch/llm/dgx-h100-aim.toml");
+pub const DGX_H100_UPMEM: &str = include_str!("../../../arch/llm/dgx-h100-upmem.toml");
+
 /// (name, repository path, text) of every built-in system.
-pub const SYSTEMS: [(&str, &str, &str); 7] = [
+pub const SYSTEMS: [(&str, &str, &str); 9] = [
     ("dgx-a100", "arch/llm/dgx-a100.toml", DGX_A100),
     ("dgx-a100x2", "arch/llm/dgx-a100x2.toml", DGX_A100X2),
     (
@@ -126,6 +129,12 @@ pub const SYSTEMS: [(&str, &str, &str); 7] = [
         "dgx-h100-attacc-buffer",
         "arch/llm/dgx-h100-attacc-buffer.toml",
         DGX_H100_ATTACC_BUFFER,
+    ),
+    ("dgx-h100-aim", "arch/llm/dgx-h100-aim.toml", DGX_H100_AIM),
+    (
+        "dgx-h100-upmem",
+        "arch/llm/dgx-h100-upmem.toml",
+        DGX_H100_UPMEM,
     ),
 ];
 

@@ -196,3 +196,21 @@ fn bad_system_files_name_file_field_value_and_range() {
         .to_string();
     assert!(e.contains("no such file and no such system"), "{e}");
 }
+
+#[test]
+fn every_built_in_system_loads_and_gemv_pim_helps_batch_one() {
+    for (name, _, _) in pimkit_llm::system::SYSTEMS {
+        let s = pimkit_llm::system::load(name).unwrap();
+        assert_eq!(s.name, name);
+    }
+    // AiM's per-bank MACs stream a 7B model's weights faster and cheaper than the GPUs'
+    // HBM at batch 1 (what GEMV PIM is for); at batch 16 the GPUs reuse the weights.
+    let w = extract(&zoo("llama2_7b?weights=none")).unwrap();
+    let s = pimkit_llm::system::load("dgx-h100-aim").unwrap();
+    let x = sim::step(&w, &s, Policy::Xpu, &fp16(), 1, 1, 2048);
+    let f = sim::step(&w, &s, Policy::FcPim, &fp16(), 1, 1, 2048);
+    assert!(f.time_s < x.time_s && f.energy_j < 0.5 * x.energy_j);
+    let x16 = sim::step(&w, &s, Policy::Xpu, &fp16(), 16, 1, 2048);
+    let f16 = sim::step(&w, &s, Policy::FcPim, &fp16(), 16, 1, 2048);
+    assert!(f16.energy_j / 16.0 > x16.energy_j / 16.0);
+}

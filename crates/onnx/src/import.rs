@@ -153,7 +153,8 @@ pub fn load_model(
 }
 
 /// Element type and declared dims of a graph input (`None` = symbolic or unknown:
-/// `dim_param`, no value, or the old Paddle convention `dim_value: -1`).
+/// `dim_param`, no value, or the old Paddle conventions `dim_value: -1` and `dim_param:
+/// "?"`, the latter two independent of each other).
 fn declared_input(vi: &ValueInfoProto) -> Result<(DType, Vec<Option<i64>>, Vec<Option<String>>)> {
     let name = vi.name();
     let Some(type_proto::Value::TensorType(tt)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref())
@@ -177,7 +178,9 @@ fn declared_input(vi: &ValueInfoProto) -> Result<(DType, Vec<Option<i64>>, Vec<O
                 dims.push(Some(*v));
                 params.push(None);
             }
-            Some(dimension::Value::DimParam(p)) if !p.is_empty() => {
+            // paddle2onnx writes "?" for every unknown dim: each is its own dim (as
+            // onnxruntime treats it), not one symbol shared by all.
+            Some(dimension::Value::DimParam(p)) if !p.is_empty() && p != "?" => {
                 dims.push(None);
                 params.push(Some(p.clone()));
             }

@@ -359,6 +359,27 @@ fn symbolic_dims_and_io_outputs() {
 }
 
 #[test]
+fn paddles_repeated_question_mark_dims_are_independent() {
+    // paddle2onnx writes "?" for every unknown dim; onnxruntime binds each on its own.
+    use common::D;
+    let nodes = vec![
+        node("Relu", "", &["x"], &["y"], vec![]),
+        node("Relu", "", &["s"], &["t"], vec![]),
+    ];
+    let inputs = vec![
+        vi("x", 1, &[D::P("?"), D::V(3), D::P("?"), D::P("?")]),
+        vi("s", 1, &[D::P("?"), D::V(2)]),
+    ];
+    let m = model(nodes, inputs, &["y", "t"], vec![], 13);
+    let mut opts = LoadOptions::default();
+    opts.input_shapes.insert("x".into(), vec![1, 3, 320, 240]);
+    opts.input_shapes.insert("s".into(), vec![1, 2]);
+    let g = load_bytes(&bytes(&m), None, &opts).unwrap();
+    assert_eq!(g.ty(g.inputs[0]).shape, vec![1, 3, 320, 240]);
+    assert_eq!(g.ty(g.inputs[1]).shape, vec![1, 2]);
+}
+
+#[test]
 fn external_data_and_shape_only() {
     let dir = tempfile::tempdir().unwrap();
     let w: Vec<f32> = (0..6).map(|i| i as f32).collect();

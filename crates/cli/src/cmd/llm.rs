@@ -14,7 +14,8 @@ pub struct Args {
     #[arg(required = true)]
     models: Vec<String>,
     /// Systems, comma-separated: built-in names (dgx-a100, dgx-a100x2, dgx-a100-attacc, dgx-h100,
-    /// dgx-h100-attacc-bank, dgx-h100-attacc-bg, dgx-h100-attacc-buffer) or TOML files
+    /// dgx-h100-attacc-bank, dgx-h100-attacc-bg, dgx-h100-attacc-buffer, dgx-h100-aim,
+    /// dgx-h100-upmem) or TOML files
     #[arg(
         long,
         value_delimiter = ',',

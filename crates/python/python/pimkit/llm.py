@@ -27,6 +27,8 @@ SYSTEMS = [
     "dgx-h100-attacc-bank",
     "dgx-h100-attacc-bg",
     "dgx-h100-attacc-buffer",
+    "dgx-h100-aim",
+    "dgx-h100-upmem",
 ]
 
 
