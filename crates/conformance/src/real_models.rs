@@ -314,17 +314,7 @@ fn input_decls(model: &Path) -> Result<Vec<(String, bool)>, CaseError> {
 }
 
 fn input_names(model: &Path) -> Result<Vec<String>, CaseError> {
-    use pimkit_onnx::proto::ModelProto;
-    use prost::Message;
-    let bytes = std::fs::read(model).map_err(|e| CaseError::Data(e.to_string()))?;
-    let m = ModelProto::decode(bytes.as_slice()).map_err(|e| CaseError::Data(e.to_string()))?;
-    let g = m.graph.unwrap_or_default();
-    let inits: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
-    Ok(g.input
-        .iter()
-        .map(|v| v.name().to_string())
-        .filter(|n| !inits.contains(n.as_str()))
-        .collect())
+    Ok(input_decls(model)?.into_iter().map(|(n, _)| n).collect())
 }
 
 #[cfg(test)]

@@ -114,12 +114,7 @@ fn memory(w: &Workload, s: &System, policy: Policy, o: &LlmOptions) -> Memory {
     let weight_bytes = o.precision.weight_bytes(w.weight_elems)
         + (w.resident_elems - w.weight_elems).max(0.0) * o.precision.act_bits / 8.0;
     let kv = w.kv_elems_per_position * o.precision.kv_bits / 8.0;
-    let gib = 1024f64.powi(3);
-    let xpu = s.xpu.devices as f64 * s.xpu.memory_gib * gib;
-    let pim = s
-        .pim
-        .as_ref()
-        .map_or(0.0, |p| p.devices as f64 * p.memory_gib * gib);
+    let (xpu, pim) = (s.xpu_bytes(), s.pim_bytes());
     // Weights live where the FC layers run; the cache where attention runs. Unused PIM
     // memory is plain memory of the system (it holds what the xPUs read).
     let (wcap, kcap, shared) = match policy {

@@ -1,7 +1,7 @@
 //! Tables and plots of an LLM analysis: the terminal/HTML tables, CSV, SVG curves and the
 //! report's headline.
 
-use crate::analysis::LlmOutput;
+use crate::analysis::{DecodePoint, LlmOutput};
 use crate::sim::Place;
 use pimkit_engine::{Headline, Section};
 use pimkit_report::Table;
@@ -113,8 +113,13 @@ pub fn place_name(p: Place) -> &'static str {
     }
 }
 
-/// Tokens/s against context, one line per batch.
-pub fn throughput_svg(o: &LlmOutput) -> String {
+/// `value` of each fitting decode point against context, one line per batch.
+fn context_curves(
+    o: &LlmOutput,
+    what: &str,
+    y_label: &str,
+    value: fn(&DecodePoint) -> f64,
+) -> String {
     let series: Vec<Series> = o
         .options
         .batches
@@ -125,46 +130,29 @@ pub fn throughput_svg(o: &LlmOutput) -> String {
                 .decode
                 .iter()
                 .filter(|p| p.batch == b && p.fits)
-                .map(|p| (p.context as f64, p.tokens_per_s))
+                .map(|p| (p.context as f64, value(p)))
                 .collect(),
             line: true,
         })
         .collect();
     line_chart(
-        &format!("{}: decode throughput on {}", o.model, o.system.name),
+        &format!("{}: decode {what} on {}", o.model, o.system.name),
         "context length (positions)",
-        "tokens/s",
+        y_label,
         &series,
         true,
         true,
     )
 }
 
+/// Tokens/s against context, one line per batch.
+pub fn throughput_svg(o: &LlmOutput) -> String {
+    context_curves(o, "throughput", "tokens/s", |p| p.tokens_per_s)
+}
+
 /// J/token against context, one line per batch.
 pub fn energy_svg(o: &LlmOutput) -> String {
-    let series: Vec<Series> = o
-        .options
-        .batches
-        .iter()
-        .map(|&b| Series {
-            name: format!("batch {b}"),
-            points: o
-                .decode
-                .iter()
-                .filter(|p| p.batch == b && p.fits)
-                .map(|p| (p.context as f64, p.j_per_token))
-                .collect(),
-            line: true,
-        })
-        .collect();
-    line_chart(
-        &format!("{}: decode energy on {}", o.model, o.system.name),
-        "context length (positions)",
-        "J/token",
-        &series,
-        true,
-        true,
-    )
+    context_curves(o, "energy", "J/token", |p| p.j_per_token)
 }
 
 /// Roofline: each class of the breakdown step at its arithmetic intensity (ops/byte)

@@ -62,6 +62,14 @@ impl Policy {
     pub fn parse(s: &str) -> Option<Policy> {
         Policy::ALL.iter().copied().find(|p| p.name() == s)
     }
+    /// A front end's policy option (`flag` names it in the error): none is the default.
+    pub fn from_option(flag: &str, s: Option<&str>) -> Result<Option<Policy>, String> {
+        s.map(|p| {
+            Policy::parse(p)
+                .ok_or_else(|| format!("{flag} {p}: use xpu, attn-pim, fc-pim, all-pim or auto"))
+        })
+        .transpose()
+    }
 }
 
 /// Precisions of weights, KV cache and activations, bits.

@@ -171,16 +171,18 @@ impl ArchSpec for System {
     }
 }
 
+const GIB: f64 = (1u64 << 30) as f64;
+
 impl System {
-    /// Memory of the whole system (xPUs and PIM devices), bytes.
-    pub fn capacity_bytes(&self) -> f64 {
-        let gib = 1024f64.powi(3);
-        let x = self.xpu.devices as f64 * self.xpu.memory_gib * gib;
-        let p = self
-            .pim
+    /// Memory of all xPUs, bytes.
+    pub fn xpu_bytes(&self) -> f64 {
+        self.xpu.devices as f64 * self.xpu.memory_gib * GIB
+    }
+    /// Memory of all PIM devices (0 without PIM), bytes.
+    pub fn pim_bytes(&self) -> f64 {
+        self.pim
             .as_ref()
-            .map_or(0.0, |p| p.devices as f64 * p.memory_gib * gib);
-        x + p
+            .map_or(0.0, |p| p.devices as f64 * p.memory_gib * GIB)
     }
 }
 

@@ -31,14 +31,7 @@ pub fn llm_analyze(
     out: Option<PathBuf>,
 ) -> PyResult<String> {
     detached(py, || {
-        let policy = match &policy {
-            None => None,
-            Some(p) => Some(Policy::parse(p).ok_or_else(|| {
-                user(format!(
-                    "policy {p}: use xpu, attn-pim, fc-pim, all-pim or auto"
-                ))
-            })?),
-        };
+        let policy = Policy::from_option("policy", policy.as_deref()).map_err(user)?;
         let opts = LlmOptions {
             policy,
             prompt,

@@ -82,14 +82,7 @@ pub struct GenerateArgs {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let policy = match &a.policy {
-        None => None,
-        Some(p) => Some(Policy::parse(p).ok_or_else(|| {
-            user(format!(
-                "--policy {p}: use xpu, attn-pim, fc-pim, all-pim or auto"
-            ))
-        })?),
-    };
+    let policy = Policy::from_option("--policy", a.policy.as_deref()).map_err(user)?;
     let opts = LlmOptions {
         policy,
         prompt: a.prompt,
