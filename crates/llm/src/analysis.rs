@@ -108,6 +108,15 @@ pub struct LlmOutput {
     pub notes: Vec<String>,
 }
 
+impl Memory {
+    /// Do the weights and the caches of `batch` sequences at `positions` fit?
+    pub fn fits(&self, batch: usize, positions: usize) -> bool {
+        let kv = batch as f64 * positions as f64 * self.kv_bytes_per_position;
+        let beside = if self.shared { self.weight_bytes } else { 0.0 };
+        self.weight_bytes <= self.weight_capacity && beside + kv <= self.kv_capacity
+    }
+}
+
 fn memory(w: &Workload, s: &System, policy: Policy, o: &LlmOptions) -> Memory {
     // Resident: the streamed FC weights at their precision, every other constant
     // (embeddings, norms) at the activations'.
@@ -154,15 +163,6 @@ pub fn analyze(
         Policy::Xpu
     });
     let mem = memory(w, s, policy, o);
-    let fits = |batch: usize, positions: usize| {
-        mem.weight_bytes <= mem.weight_capacity
-            && if mem.shared {
-                mem.weight_bytes + batch as f64 * positions as f64 * mem.kv_bytes_per_position
-                    <= mem.kv_capacity
-            } else {
-                batch as f64 * positions as f64 * mem.kv_bytes_per_position <= mem.kv_capacity
-            }
-    };
     let p = &o.precision;
     let total = o.contexts.len() * o.batches.len() + o.batches.len();
     let mut done = 0;
@@ -171,7 +171,7 @@ pub fn analyze(
     for &l in &o.contexts {
         for &b in &o.batches {
             let st = sim::step(w, s, policy, p, b, 1, l);
-            let ok = fits(b, l);
+            let ok = mem.fits(b, l);
             decode.push(DecodePoint {
                 context: l,
                 batch: b,
@@ -209,7 +209,7 @@ pub fn analyze(
         let tokens = (b * o.generate.max(1)) as f64;
         generation.push(GenerationPoint {
             batch: b,
-            fits: fits(b, o.prompt + o.generate),
+            fits: mem.fits(b, o.prompt + o.generate),
             prefill_s: pre.time_s,
             decode_s: dt,
             time_per_token_s: dt / o.generate.max(1) as f64,
@@ -232,9 +232,15 @@ pub fn analyze(
         "best_batch": best.map(|g| g.batch),
         "j_per_token_at_best": best.map(|g| g.j_per_token),
     });
-    let mut notes = vec![format!(
-        "op classes run one after another; AttAcc's overlap of attention in PIM with FC layers on the xPU (its --pipeopt/--ffopt) is not modelled"
-    )];
+    let overlap = s
+        .pim
+        .as_ref()
+        .is_some_and(|p| p.head_pipelining || p.ffn_split);
+    let mut notes = vec![if overlap {
+        "op classes run one after another, except AttAcc's overlaps this system enables (head pipelining, FFN split; docs/llm.md)".to_string()
+    } else {
+        "op classes run one after another (no overlap between places)".to_string()
+    }];
     if mem.max_batch == 0 {
         notes.push(format!(
             "the weights ({:.1} GB) do not fit the {:.1} GB that holds them on {}",

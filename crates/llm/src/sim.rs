@@ -3,8 +3,8 @@
 //! Each class's work (operations, weight bytes, KV-cache bytes, activation bytes; from
 //! [`crate::workload`]) runs where the placement policy puts it, at the roofline of that
 //! place: time = max(operations / (peak · utilisation), bytes / (bandwidth ·
-//! utilisation)). Classes run one after another (no overlap between places: AttAcc's
-//! pipelining is not modelled, docs/llm.md). Tensor-parallel xPUs exchange each layer's
+//! utilisation)). Classes run one after another, except where the system enables AttAcc's
+//! head pipelining and FFN split (docs/llm.md). Tensor-parallel xPUs exchange each layer's
 //! activations twice (an all-reduce after attention and after the FFN) over their links;
 //! attention placed in PIM sends the queries to the PIM devices and the context back.
 //! Energy = operations · pJ/op + bytes read · pJ/byte at that place + bytes over links ·
@@ -97,7 +97,7 @@ impl Precision {
 /// One class in one step.
 #[derive(Clone, Debug, Serialize)]
 pub struct ClassCost {
-    /// The op class's name, or "link" for transfers between devices.
+    /// The op class's name, or "allreduce" / "to_pim" for transfers over links.
     pub class: &'static str,
     pub place: Place,
     pub ops: f64,
