@@ -101,6 +101,7 @@ pub fn analyze(
         let g = g?;
         let mut w = pimkit_llm::extract(&g).map_err(|e| EngineError::input(format!("{m}: {e}")))?;
         w.model = m.clone();
+        pimkit_llm::check_pipeline(opts, &w).map_err(EngineError::input)?;
         workloads.push(w);
     }
     Ok(pimkit_llm::analysis::sweep(&workloads, &sys, opts))

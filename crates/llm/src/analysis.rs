@@ -20,6 +20,9 @@ pub struct LlmOptions {
     pub contexts: Vec<usize>,
     pub batches: Vec<usize>,
     pub precision: Precision,
+    /// Pipeline stages (layers split evenly over groups of devices; 1: tensor parallelism
+    /// over every device). [`sim::pipelined`].
+    pub pipeline: usize,
 }
 
 impl Default for LlmOptions {
@@ -36,6 +39,7 @@ impl Default for LlmOptions {
                 act_bits: 16.0,
                 weight_group: 0,
             },
+            pipeline: 1,
         }
     }
 }
@@ -170,7 +174,7 @@ pub fn analyze(
     let mut breakdown: Option<StepCost> = None;
     for &l in &o.contexts {
         for &b in &o.batches {
-            let st = sim::step(w, s, policy, p, b, 1, l);
+            let st = sim::pipelined(w, s, o.pipeline, policy, p, b, 1, l);
             let ok = mem.fits(b, l);
             decode.push(DecodePoint {
                 context: l,
@@ -193,16 +197,16 @@ pub fn analyze(
     let mut generation = Vec::new();
     for &b in &o.batches {
         // Prefill: every prompt token attends to the prompt (the graph's full masked
-        // score matrix), on the xPUs unless the policy is `auto`.
-        let pre_policy = if policy == Policy::Auto {
-            Policy::Auto
-        } else {
-            Policy::Xpu
+        // score matrix), on the xPUs unless the policy is `auto` or `all-pim` (a system
+        // like CENT's has no xPU to prefill on).
+        let pre_policy = match policy {
+            Policy::Auto | Policy::AllPim => policy,
+            _ => Policy::Xpu,
         };
-        let pre = sim::step(w, s, pre_policy, p, b, o.prompt, o.prompt);
+        let pre = sim::pipelined(w, s, o.pipeline, pre_policy, p, b, o.prompt, o.prompt);
         let (mut dt, mut de) = (0.0, 0.0);
         for i in 0..o.generate {
-            let st = sim::step(w, s, policy, p, b, 1, o.prompt + i + 1);
+            let st = sim::pipelined(w, s, o.pipeline, policy, p, b, 1, o.prompt + i + 1);
             dt += st.time_s;
             de += st.energy_j;
         }
@@ -241,6 +245,17 @@ pub fn analyze(
     } else {
         "op classes run one after another (no overlap between places)".to_string()
     }];
+    if o.pipeline > 1 {
+        let d = sim::Devices::stage(s, o.pipeline);
+        notes.push(format!(
+            "{} pipeline stages of {} layers or fewer, each on {} PIM device(s) and {} xPU(s); a batch goes through them in micro-batches of ceil(batch / {}), so a step lasts one micro-batch's latency through every stage",
+            o.pipeline,
+            w.layers.div_ceil(o.pipeline),
+            sig3(d.pim),
+            sig3(d.xpu),
+            o.pipeline
+        ));
+    }
     if mem.max_batch == 0 {
         notes.push(format!(
             "the weights ({:.1} GB) do not fit the {:.1} GB that holds them on {}",
@@ -280,4 +295,13 @@ pub fn sweep(
         let (spec, sys) = &systems[s];
         analyze(&workloads[m], sys, spec, o, &mut pimkit_engine::NoProgress)
     })
+}
+
+/// A device count or share, short: 4, 0.333.
+fn sig3(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v}")
+    } else {
+        format!("{v:.3}")
+    }
 }

@@ -39,6 +39,7 @@ impl Engine for Llm {
     ) -> Result<LlmOutput, EngineError> {
         check_options(opts).map_err(EngineError::input)?;
         let w = extract(g).map_err(EngineError::input)?;
+        check_pipeline(opts, &w).map_err(EngineError::input)?;
         Ok(analyze(&w, arch, &arch.name, opts, progress))
     }
 
@@ -68,6 +69,9 @@ pub fn check_options(o: &LlmOptions) -> Result<(), String> {
     {
         return Err("--context/--batch/--prompt/--generate: values above 2^24 (2^20 generated tokens) are not supported".into());
     }
+    if o.pipeline == 0 || o.pipeline > 4096 {
+        return Err(format!("--pipeline {}: give 1..=4096 stages", o.pipeline));
+    }
     let p = &o.precision;
     for (name, v) in [
         ("--weight-bits", p.weight_bits),
@@ -77,6 +81,17 @@ pub fn check_options(o: &LlmOptions) -> Result<(), String> {
         if !(1.0..=32.0).contains(&v) {
             return Err(format!("{name} {v}: use 1..=32"));
         }
+    }
+    Ok(())
+}
+
+/// The pipeline must have a layer per stage at least.
+pub fn check_pipeline(o: &LlmOptions, w: &Workload) -> Result<(), String> {
+    if o.pipeline > w.layers {
+        return Err(format!(
+            "--pipeline {}: {} has {} layers; give at most {} stages",
+            o.pipeline, w.model, w.layers, w.layers
+        ));
     }
     Ok(())
 }

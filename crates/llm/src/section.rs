@@ -21,10 +21,18 @@ fn sig(v: f64) -> String {
     }
 }
 
+/// The policy, and the pipeline when there is one: "all-pim, 80 pipeline stages".
+pub fn setting(o: &LlmOutput) -> String {
+    match o.options.pipeline {
+        0 | 1 => o.policy.name().to_string(),
+        p => format!("{}, {p} pipeline stages", o.policy.name()),
+    }
+}
+
 /// The decode grid: one row per (context, batch).
 pub fn decode_table(o: &LlmOutput) -> Table {
     let mut t = Table::new(
-        format!("decode step on {} ({})", o.system.name, o.policy.name()),
+        format!("decode step on {} ({})", o.system.name, setting(o)),
         &[
             "context", "batch", "fits", "step ms", "tokens/s", "J/token", "xPU ms", "PIM ms",
             "link ms",
@@ -251,7 +259,7 @@ pub fn section(o: &LlmOutput) -> Section {
         o.memory.kv_bytes_per_position / 1e3,
         w.kv_heads,
         w.head_dim,
-        o.policy.name(),
+        setting(o),
         o.options.prompt,
         o.options.generate,
         o.memory.max_batch
@@ -337,7 +345,7 @@ pub fn summary_table(outs: &[LlmOutput]) -> Table {
         t.push(vec![
             o.model.clone(),
             o.system.name.clone(),
-            o.policy.name().into(),
+            setting(o),
             format!("{:.1}", o.memory.weight_bytes / 1e9),
             o.memory.max_batch.to_string(),
             best.map_or("-".into(), |g| sig(g.tokens_per_s)),

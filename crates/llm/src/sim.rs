@@ -138,9 +138,8 @@ struct Roof {
     pj_byte: f64,
 }
 
-fn xpu_roof(s: &System) -> Roof {
+fn xpu_roof(s: &System, n: f64) -> Roof {
     let x = &s.xpu;
-    let n = x.devices as f64;
     Roof {
         ops_per_s: n * x.tflops * 1e12 * x.compute_util,
         bytes_per_s: n * x.memory_gbs * 1e9 * x.memory_util,
@@ -149,11 +148,10 @@ fn xpu_roof(s: &System) -> Roof {
     }
 }
 
-fn pim_roof(p: &Pim) -> Roof {
-    let n = p.devices as f64;
+fn pim_roof(p: &Pim, n: f64, util: f64) -> Roof {
     Roof {
-        ops_per_s: n * p.tflops * 1e12 * p.util,
-        bytes_per_s: n * p.internal_gbs * 1e9 * p.util,
+        ops_per_s: n * p.tflops * 1e12 * util,
+        bytes_per_s: n * p.internal_gbs * 1e9 * util,
         pj_op: p.pj_per_op,
         pj_byte: p.pj_per_byte_memory,
     }
@@ -205,12 +203,68 @@ fn place_of(policy: Policy, c: OpClass, has_pim: bool) -> Option<Place> {
     })
 }
 
-/// A class on PIM: FC layers stream their weights once per sequence (the units hold no
-/// batch of activations: AttAcc's GEMV units, HBM-PIM, AiM), attention reads each
-/// sequence's own cache anyway.
-fn on_pim(r: &Roof, c: OpClass, ops: f64, bytes: f64, b: f64) -> ClassCost {
-    let bytes = if c.is_fc() { bytes * b } else { bytes };
-    on(r, c.name(), Place::Pim, ops, bytes)
+/// The PIM roofs: FC layers and the rest, attention (its own efficiency where the system
+/// gives one: `pim.attn_util`).
+struct PimRoofs {
+    fc: Roof,
+    attn: Roof,
+}
+
+/// A class on PIM: FC layers stream their weights once per token of each sequence (the
+/// units hold one input vector, not a batch: AttAcc's GEMV units, HBM-PIM, AiM; `bt` =
+/// sequences x new tokens), attention reads each sequence's own cache anyway.
+#[allow(clippy::too_many_arguments)]
+fn on_pim(
+    r: &PimRoofs,
+    w: &Workload,
+    p: &Precision,
+    c: OpClass,
+    ops: f64,
+    bytes: f64,
+    bt: f64,
+) -> ClassCost {
+    let bytes = if c.is_fc() {
+        bytes + (bt - 1.0).max(0.0) * p.weight_bytes(w.class(c).weight_elems)
+    } else {
+        bytes
+    };
+    let roof = if c.is_attention() { &r.attn } else { &r.fc };
+    on(roof, c.name(), Place::Pim, ops, bytes)
+}
+
+/// How many devices of each kind one step runs on: all of them, or a pipeline stage's
+/// share (fractional when several stages share a device).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Devices {
+    pub xpu: f64,
+    pub pim: f64,
+}
+
+impl Devices {
+    pub fn all(s: &System) -> Devices {
+        Devices {
+            xpu: s.xpu.devices as f64,
+            pim: s.pim.as_ref().map_or(0.0, |p| p.devices as f64),
+        }
+    }
+    /// One of `stages` pipeline stages: `floor(n / stages)` devices when there are at
+    /// least as many devices as stages, else `1 / ceil(stages / n)` of one (CENT's
+    /// assignment: a device holding k stages gives each 1/k of its channels).
+    pub fn stage(s: &System, stages: usize) -> Devices {
+        let share = |n: f64| {
+            let p = stages as f64;
+            if n >= p {
+                (n / p).floor()
+            } else {
+                1.0 / (p / n).ceil()
+            }
+        };
+        let a = Devices::all(s);
+        Devices {
+            xpu: share(a.xpu),
+            pim: if a.pim > 0.0 { share(a.pim) } else { 0.0 },
+        }
+    }
 }
 
 /// Cost of one step: `batch` sequences, `tokens` new tokens each, `positions` attended
@@ -224,9 +278,28 @@ pub fn step(
     tokens: usize,
     positions: usize,
 ) -> StepCost {
+    step_on(w, s, Devices::all(s), policy, p, batch, tokens, positions)
+}
+
+/// [`step`] of the whole model on `dev` devices (a pipeline stage's share: the time is
+/// then the latency of the batch through every stage).
+#[allow(clippy::too_many_arguments)]
+pub fn step_on(
+    w: &Workload,
+    s: &System,
+    dev: Devices,
+    policy: Policy,
+    p: &Precision,
+    batch: usize,
+    tokens: usize,
+    positions: usize,
+) -> StepCost {
     let (b, t, l) = (batch as f64, tokens as f64, positions as f64);
-    let xr = xpu_roof(s);
-    let pr = s.pim.as_ref().map(pim_roof);
+    let xr = xpu_roof(s, dev.xpu);
+    let pr = s.pim.as_ref().map(|pim| PimRoofs {
+        fc: pim_roof(pim, dev.pim, pim.util),
+        attn: pim_roof(pim, dev.pim, pim.attn_util.unwrap_or(pim.util)),
+    });
     let mut classes: Vec<(OpClass, ClassCost)> = Vec::new();
     for c in OpClass::ALL {
         let ops = w.ops(c, b, t, l);
@@ -236,9 +309,9 @@ pub fn step(
         }
         let on_x = on(&xr, c.name(), Place::Xpu, ops, bytes);
         let cost = match (place_of(policy, c, pr.is_some()), &pr) {
-            (Some(Place::Pim), Some(r)) => on_pim(r, c, ops, bytes, b),
+            (Some(Place::Pim), Some(r)) => on_pim(r, w, p, c, ops, bytes, b * t),
             (None, Some(r)) => {
-                let on_p = on_pim(r, c, ops, bytes, b);
+                let on_p = on_pim(r, w, p, c, ops, bytes, b * t);
                 if on_p.time_s < on_x.time_s {
                     on_p
                 } else {
@@ -250,7 +323,7 @@ pub fn step(
         classes.push((c, cost));
     }
     let xpu = &s.xpu;
-    let n = xpu.devices as f64;
+    let n = dev.xpu;
     let layers = w.layers as f64;
     // Element-wise kernels' fixed time per layer.
     if let Some((_, v)) = classes
@@ -289,10 +362,10 @@ pub fn step(
         let kv_dim = w.kv_elems_per_position / (2.0 * layers);
         let per_layer = b * t * (2.0 * w.q_dim as f64 + 2.0 * kv_dim) * act;
         let bytes = layers * per_layer;
-        let mut time = bytes / (pim.devices.min(xpu.devices) as f64 * pim.link_gbs * 1e9);
+        let mut time = bytes / (dev.pim.min(dev.xpu) * pim.link_gbs * 1e9);
         if pim.head_pipelining {
             // AttAcc's _pipeline: transfers overlap the attention of the previous heads.
-            let r = head_fraction(w, xpu.devices);
+            let r = head_fraction(w, dev.xpu);
             time = if t_attn > time {
                 time * r
             } else {
@@ -311,7 +384,7 @@ pub fn step(
         if pim.head_pipelining {
             // The QKV and output projections of one head group overlap the attention of
             // the previous one (AttAcc's _pipeline, r = 1 / heads per xPU).
-            let r = head_fraction(w, xpu.devices);
+            let r = head_fraction(w, dev.xpu);
             let tq = classes
                 .iter()
                 .find(|(c, _)| *c == OpClass::Qkv)
@@ -346,7 +419,7 @@ pub fn step(
         // finish together (PIM streams the weights once per sequence).
         for (c, k) in classes.iter_mut() {
             if *c == OpClass::Ffn && k.place == Place::Xpu {
-                let on_p = on_pim(r, *c, k.ops, k.bytes, b);
+                let on_p = on_pim(r, w, p, *c, k.ops, k.bytes, b * t);
                 k.time_s = 1.0 / (1.0 / k.time_s + 1.0 / on_p.time_s);
             }
         }
@@ -364,7 +437,57 @@ pub fn step(
 }
 
 /// 1 / (query heads per xPU): the share of a layer's attention one head group is.
-fn head_fraction(w: &Workload, devices: u32) -> f64 {
+fn head_fraction(w: &Workload, devices: f64) -> f64 {
     let heads = (w.q_dim / w.head_dim.max(1)).max(1) as f64;
-    (devices as f64 / heads).min(1.0)
+    (devices.max(1.0) / heads).min(1.0)
+}
+
+/// One step of `batch` sequences on a pipeline of `stages` stages (layers split evenly;
+/// each stage on [`Devices::stage`], tensor-parallel inside it). The batch is cut into
+/// micro-batches of `ceil(batch / stages)` that follow each other through the stages,
+/// so the step lasts one micro-batch's latency through all of them (CENT's model:
+/// throughput = in-flight sequences / token latency), plus one hop per stage over the
+/// PIM devices' links (`pim.link_latency_us` + bytes / `pim.link_gbs`); its energy is
+/// every micro-batch's. `stages = 1` is [`step`].
+#[allow(clippy::too_many_arguments)]
+pub fn pipelined(
+    w: &Workload,
+    s: &System,
+    stages: usize,
+    policy: Policy,
+    p: &Precision,
+    batch: usize,
+    tokens: usize,
+    positions: usize,
+) -> StepCost {
+    if stages <= 1 {
+        return step(w, s, policy, p, batch, tokens, positions);
+    }
+    let mb = batch.div_ceil(stages);
+    let n_mb = batch.div_ceil(mb) as f64;
+    let mut st = step_on(w, s, Devices::stage(s, stages), policy, p, mb, tokens, positions);
+    for c in &mut st.classes {
+        c.ops *= n_mb;
+        c.bytes *= n_mb;
+        c.energy_j *= n_mb;
+    }
+    let bytes = (mb * tokens * w.hidden) as f64 * p.act_bits / 8.0;
+    let (gbs, lat_us, pj) = match &s.pim {
+        Some(pim) => (pim.link_gbs, pim.link_latency_us, pim.pj_per_byte_link),
+        None => (s.xpu.link_gbs, s.xpu.allreduce_latency_us, s.xpu.pj_per_byte_link),
+    };
+    let hops = stages as f64;
+    st.classes.push(ClassCost {
+        class: "stage_hop",
+        place: Place::Link,
+        ops: 0.0,
+        bytes: hops * bytes * n_mb,
+        time_s: hops * (lat_us * 1e-6 + bytes / (gbs * 1e9)),
+        energy_j: hops * bytes * n_mb * pj * 1e-12,
+        bound: "memory",
+    });
+    st.batch = batch;
+    st.time_s = st.classes.iter().map(|c| c.time_s).sum();
+    st.energy_j = st.classes.iter().map(|c| c.energy_j).sum();
+    st
 }

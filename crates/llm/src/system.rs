@@ -78,6 +78,13 @@ pub struct Pim {
     pub link_gbs: f64,
     /// The fraction of internal bandwidth and compute a kernel reaches.
     pub util: f64,
+    /// The same for attention (score, softmax, context), where it differs from the FC
+    /// layers' (short rows, per-head passes); absent: `util`.
+    #[serde(default)]
+    pub attn_util: Option<f64>,
+    /// Fixed latency of one transfer over a device's link (a pipeline stage's hop), µs.
+    #[serde(default)]
+    pub link_latency_us: f64,
     /// Energy per operation, per byte read by the PIM units (cell to unit), per byte over
     /// the link to the xPU.
     pub pj_per_op: f64,
@@ -104,9 +111,10 @@ pub const DGX_H100_ATTACC_BUFFER: &str =
 
 pub const DGX_H100_AIM: &str = include_str!("../../../arch/llm/dgx-h100-aim.toml");
 pub const DGX_H100_UPMEM: &str = include_str!("../../../arch/llm/dgx-h100-upmem.toml");
+pub const CENT: &str = include_str!("../../../arch/llm/cent.toml");
 
 /// (name, repository path, text) of every built-in system.
-pub const SYSTEMS: [(&str, &str, &str); 9] = [
+pub const SYSTEMS: [(&str, &str, &str); 10] = [
     ("dgx-a100", "arch/llm/dgx-a100.toml", DGX_A100),
     ("dgx-a100x2", "arch/llm/dgx-a100x2.toml", DGX_A100X2),
     (
@@ -136,6 +144,7 @@ pub const SYSTEMS: [(&str, &str, &str); 9] = [
         "arch/llm/dgx-h100-upmem.toml",
         DGX_H100_UPMEM,
     ),
+    ("cent", "arch/llm/cent.toml", CENT),
 ];
 
 impl ArchSpec for System {
@@ -145,7 +154,8 @@ impl ArchSpec for System {
         let x = &self.xpu;
         c.int_in("xpu.devices", x.devices as u64, 1, 4096);
         c.positive("xpu.tflops", x.tflops, 1e6);
-        c.positive("xpu.memory_gib", x.memory_gib, 1e6);
+        // 0: processors without memory of their own (CENT's accelerators beside the PIM).
+        c.num_in("xpu.memory_gib", x.memory_gib, 0.0, 1e6);
         c.positive("xpu.memory_gbs", x.memory_gbs, 1e7);
         c.positive("xpu.link_gbs", x.link_gbs, 1e7);
         c.positive("xpu.compute_util", x.compute_util, 1.0);
@@ -164,6 +174,10 @@ impl ArchSpec for System {
             c.positive("pim.tflops", p.tflops, 1e6);
             c.positive("pim.link_gbs", p.link_gbs, 1e7);
             c.positive("pim.util", p.util, 1.0);
+            if let Some(a) = p.attn_util {
+                c.positive("pim.attn_util", a, 1.0);
+            }
+            c.num_in("pim.link_latency_us", p.link_latency_us, 0.0, 1e6);
             c.num_in("pim.pj_per_op", p.pj_per_op, 0.0, 1e4);
             c.num_in("pim.pj_per_byte_memory", p.pj_per_byte_memory, 0.0, 1e5);
             c.num_in("pim.pj_per_byte_link", p.pj_per_byte_link, 0.0, 1e5);

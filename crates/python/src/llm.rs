@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[pyfunction]
 #[pyo3(signature = (models, systems, policy=None, prompt=2048, generate=128,
     contexts=vec![512, 1024, 2048, 4096, 8192, 16384], batches=vec![1, 4, 16, 64, 256],
-    weight_bits=16.0, weight_group=0, kv_bits=16.0, act_bits=16.0, dims=None, out=None))]
+    weight_bits=16.0, weight_group=0, kv_bits=16.0, act_bits=16.0, pipeline=1, dims=None, out=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn llm_analyze(
     py: Python<'_>,
@@ -27,6 +27,7 @@ pub fn llm_analyze(
     weight_group: usize,
     kv_bits: f64,
     act_bits: f64,
+    pipeline: usize,
     dims: Option<std::collections::HashMap<String, usize>>,
     out: Option<PathBuf>,
 ) -> PyResult<String> {
@@ -44,6 +45,7 @@ pub fn llm_analyze(
                 act_bits,
                 weight_group,
             },
+            pipeline,
         };
         let lo = pimkit_onnx::LoadOptions {
             dims: dims.unwrap_or_default(),

@@ -15,7 +15,7 @@ pub struct Args {
     models: Vec<String>,
     /// Systems, comma-separated: built-in names (dgx-a100, dgx-a100x2, dgx-a100-attacc, dgx-h100,
     /// dgx-h100-attacc-bank, dgx-h100-attacc-bg, dgx-h100-attacc-buffer, dgx-h100-aim,
-    /// dgx-h100-upmem) or TOML files
+    /// dgx-h100-upmem, cent) or TOML files
     #[arg(
         long,
         value_delimiter = ',',
@@ -54,6 +54,11 @@ pub struct Args {
     /// Bits per activation element
     #[arg(long, default_value_t = 16.0)]
     act_bits: f64,
+    /// Pipeline stages: the layers split evenly over that many groups of devices, the
+    /// batch in micro-batches through them (CENT's pipeline parallelism; 1: tensor
+    /// parallelism over every device)
+    #[arg(long, default_value_t = 1)]
+    pipeline: usize,
     /// Print the result as JSON (one object for one model on one system, else a list)
     #[arg(long)]
     json: bool,
@@ -95,6 +100,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             act_bits: a.act_bits,
             weight_group: a.weight_group,
         },
+        pipeline: a.pipeline,
     };
     // Bad options and system files are found before anything is loaded or written.
     pimkit_llm::check_options(&opts).map_err(user)?;
@@ -154,7 +160,7 @@ fn print_one(o: &LlmOutput) {
         "{} on {} ({}): {:.3} GB of weights, {:.1} KB of KV cache per position, largest batch {} at {} + {} positions",
         o.model,
         o.system.name,
-        o.policy.name(),
+        pimkit_llm::section::setting(o),
         o.memory.weight_bytes / 1e9,
         o.memory.kv_bytes_per_position / 1e3,
         o.memory.max_batch,

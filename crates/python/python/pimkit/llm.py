@@ -29,16 +29,17 @@ SYSTEMS = [
     "dgx-h100-attacc-buffer",
     "dgx-h100-aim",
     "dgx-h100-upmem",
+    "cent",
 ]
 
 
 def _options(policy, prompt, generate, contexts, batches, weight_bits, weight_group, kv_bits,
-             act_bits, dims):
+             act_bits, pipeline, dims):
     return dict(
         policy=policy, prompt=int(prompt), generate=int(generate),
         contexts=[int(c) for c in contexts], batches=[int(b) for b in batches],
         weight_bits=float(weight_bits), weight_group=int(weight_group), kv_bits=float(kv_bits),
-        act_bits=float(act_bits), dims=None if dims is None else {str(k): int(v) for k, v in dims.items()},
+        act_bits=float(act_bits), pipeline=int(pipeline), dims=None if dims is None else {str(k): int(v) for k, v in dims.items()},
     )
 
 
@@ -55,6 +56,7 @@ def analyze(
     weight_group: int = 0,
     kv_bits: float = 16,
     act_bits: float = 16,
+    pipeline: int = 1,
     dims: Optional[Mapping[str, int]] = None,
     out: Optional[str] = None,
 ) -> Result:
@@ -63,9 +65,10 @@ def analyze(
     built-in name (:data:`SYSTEMS`) or a TOML file. ``result["decode"]`` holds the
     (context, batch) grid, ``result["generation"]`` prefill + ``generate`` tokens per batch,
     ``result["memory"]["max_batch"]`` the largest batch that fits, ``result["breakdown"]``
-    one decode step by op class and place. ``out`` writes result.json, CSV and SVG there."""
+    one decode step by op class and place. ``pipeline`` splits the layers over that many
+    stages of devices (CENT's pipeline parallelism; 1: tensor parallelism). ``out`` writes result.json, CSV and SVG there."""
     opts = _options(policy, prompt, generate, contexts, batches, weight_bits, weight_group,
-                    kv_bits, act_bits, dims)
+                    kv_bits, act_bits, pipeline, dims)
     js = _json.loads(_native.llm_analyze([str(model)], [str(system)], out=out, **opts))
     return Result(js[0])
 
@@ -89,6 +92,7 @@ def sweep(
     weight_group: int = 0,
     kv_bits: float = 16,
     act_bits: float = 16,
+    pipeline: int = 1,
     dims: Optional[Mapping[str, int]] = None,
     executor: distributed.ExecutorLike = None,
 ) -> List[Result]:
@@ -97,7 +101,7 @@ def sweep(
     CLI); ``"local"``, ``"ray"`` or an executor object runs each (model, system) as one
     work item: the results are identical."""
     opts = _options(policy, prompt, generate, contexts, batches, weight_bits, weight_group,
-                    kv_bits, act_bits, dims)
+                    kv_bits, act_bits, pipeline, dims)
     models = [str(m) for m in models]
     systems = [str(s) for s in systems]
     if executor is None or not models or not systems:
