@@ -12,6 +12,7 @@
 pub mod arch;
 mod error;
 pub mod jobs;
+pub mod offload_rule;
 mod progress;
 mod result;
 

@@ -200,7 +200,7 @@ pub fn analyze(
         // score matrix), on the xPUs unless the policy is `auto` or `all-pim` (a system
         // like CENT's has no xPU to prefill on).
         let pre_policy = match policy {
-            Policy::Auto | Policy::AllPim => policy,
+            Policy::Auto | Policy::TorchPim | Policy::AllPim => policy,
             _ => Policy::Xpu,
         };
         let pre = sim::pipelined(w, s, o.pipeline, pre_policy, p, b, o.prompt, o.prompt);
@@ -245,6 +245,31 @@ pub fn analyze(
     } else {
         "op classes run one after another (no overlap between places)".to_string()
     }];
+    if let Some(st) = breakdown.as_ref().filter(|st| !st.rule.is_empty()) {
+        let calls: Vec<String> = st
+            .rule
+            .iter()
+            .map(|r| {
+                let d = &r.decision;
+                let why = match d.rejected_at {
+                    0 => String::new(),
+                    1 => format!(
+                        " (work: C1 {} C2 {})",
+                        if d.c1 { "yes" } else { "no" },
+                        if d.c2 { "yes" } else { "no" }
+                    ),
+                    _ => format!(" (memory: read {:.0} GB/s, C3/C4 no)", d.bw_read_gbs),
+                };
+                format!("{} {}{why}", r.class, if d.offload { "pim" } else { "xpu" })
+            })
+            .collect();
+        notes.push(format!(
+            "Torch-PIM's rule at context {}, batch {}: {}",
+            st.positions,
+            st.batch,
+            calls.join(", ")
+        ));
+    }
     if o.pipeline > 1 {
         let d = sim::Devices::stage(s, o.pipeline);
         notes.push(format!(

@@ -12,6 +12,7 @@
 
 use crate::system::{Pim, System};
 use crate::workload::{OpClass, Workload};
+use pimkit_engine::offload_rule::Decision;
 use serde::Serialize;
 
 /// Where a class runs.
@@ -37,18 +38,21 @@ pub enum Policy {
     FcPim,
     /// Attention and FC layers in PIM.
     AllPim,
-    /// Each class at the place where it is faster (Torch-PIM's per-nest rule applied to
-    /// the op classes of each step).
+    /// Each class at the place where it is faster (an oracle: both places are costed).
     Auto,
+    /// Torch-PIM's two-stage rule (torch-pim.txt §4.4) applied to each op class of each
+    /// step, as the offload engine applies it to each loop nest: [`torch_pim_rule`].
+    TorchPim,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 5] = [
+    pub const ALL: [Policy; 6] = [
         Policy::Xpu,
         Policy::AttnPim,
         Policy::FcPim,
         Policy::AllPim,
         Policy::Auto,
+        Policy::TorchPim,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -57,6 +61,7 @@ impl Policy {
             Policy::FcPim => "fc-pim",
             Policy::AllPim => "all-pim",
             Policy::Auto => "auto",
+            Policy::TorchPim => "torch-pim",
         }
     }
     pub fn parse(s: &str) -> Option<Policy> {
@@ -65,8 +70,9 @@ impl Policy {
     /// A front end's policy option (`flag` names it in the error): none is the default.
     pub fn from_option(flag: &str, s: Option<&str>) -> Result<Option<Policy>, String> {
         s.map(|p| {
-            Policy::parse(p)
-                .ok_or_else(|| format!("{flag} {p}: use xpu, attn-pim, fc-pim, all-pim or auto"))
+            Policy::parse(p).ok_or_else(|| {
+                format!("{flag} {p}: use xpu, attn-pim, fc-pim, all-pim, auto or torch-pim")
+            })
         })
         .transpose()
     }
@@ -119,6 +125,9 @@ pub struct StepCost {
     pub time_s: f64,
     pub energy_j: f64,
     pub classes: Vec<ClassCost>,
+    /// Torch-PIM's rule per class (policy `torch-pim` only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rule: Vec<RuleCall>,
 }
 
 impl StepCost {
@@ -198,7 +207,7 @@ fn place_of(policy: Policy, c: OpClass, has_pim: bool) -> Option<Place> {
         Policy::AttnPim if attn => Place::Pim,
         Policy::FcPim if c.is_fc() => Place::Pim,
         Policy::AllPim if attn || c.is_fc() => Place::Pim,
-        Policy::Auto => return None,
+        Policy::Auto | Policy::TorchPim => return None,
         _ => Place::Xpu,
     })
 }
@@ -301,6 +310,7 @@ pub fn step_on(
         attn: pim_roof(pim, dev.pim, pim.attn_util.unwrap_or(pim.util)),
     });
     let mut classes: Vec<(OpClass, ClassCost)> = Vec::new();
+    let mut rule = Vec::new();
     for c in OpClass::ALL {
         let ops = w.ops(c, b, t, l);
         let bytes = class_bytes(w, c, p, b, t, l);
@@ -312,11 +322,15 @@ pub fn step_on(
             (Some(Place::Pim), Some(r)) => on_pim(r, w, p, c, ops, bytes, b * t),
             (None, Some(r)) => {
                 let on_p = on_pim(r, w, p, c, ops, bytes, b * t);
-                if on_p.time_s < on_x.time_s {
-                    on_p
+                let offload = if policy == Policy::TorchPim {
+                    let call = torch_pim_rule(w, s, dev, p, c, &on_x, b * t);
+                    let offload = call.decision.offload;
+                    rule.push(call);
+                    offload
                 } else {
-                    on_x
-                }
+                    on_p.time_s < on_x.time_s
+                };
+                if offload { on_p } else { on_x }
             }
             _ => on_x,
         };
@@ -433,7 +447,66 @@ pub fn step_on(
         time_s: all.iter().map(|c| c.time_s).sum(),
         energy_j: all.iter().map(|c| c.energy_j).sum(),
         classes: all,
+        rule,
     }
+}
+
+/// Torch-PIM's rule on one op class of a step ([`pimkit_engine::offload_rule::decide`]):
+/// the class is the region; T_cpu its time on the xPUs; N_total its operations (I_min = 1
+/// operation per iteration) on PIM units of one 32-byte column access per ns each
+/// (devices x internal_gbs / 32 units, the PIM's peak together); N_iter its independent
+/// outputs (operations / 2 / hidden: one dot product of the hidden size each); T_ctx
+/// moving its activations to PIM and back over the links (plus their latency); θ = 0.12 x
+/// the xPUs' memory bandwidth (the paper's 2.0 of 16.754 GB/s); C4 (store-bound above σ)
+/// holds for the KV append alone, whose bytes are all stores.
+fn torch_pim_rule(
+    w: &Workload,
+    s: &System,
+    dev: Devices,
+    p: &Precision,
+    c: OpClass,
+    on_x: &ClassCost,
+    bt: f64,
+) -> RuleCall {
+    use pimkit_engine::offload_rule::{RegionFacts, RuleParams, SIGMA, THETA_RATIO, decide};
+    let pim = s.pim.as_ref().expect("the rule runs on systems with PIM");
+    let units = (dev.pim * pim.internal_gbs / 32.0).max(1.0);
+    let peak_ops_per_ns = dev.pim * pim.tflops * 1e3;
+    let act = w.class(c).act_elems_per_token * bt * p.act_bits / 8.0;
+    let links = dev.pim.min(dev.xpu).max(1.0) * pim.link_gbs;
+    let facts = RegionFacts {
+        t_cpu_ns: on_x.time_s * 1e9,
+        n_total: on_x.ops.round() as u64,
+        n_iter: (on_x.ops / 2.0 / w.hidden.max(1) as f64).round() as u64,
+        read_bytes: on_x.bytes,
+        store_bound: if c == OpClass::KvAppend { 1.0 } else { 0.0 },
+    };
+    let k = RuleParams {
+        t_ctx_ns: pim.link_latency_us * 1e3 + 2.0 * act / links,
+        i_min: 1.0,
+        f_pim_ghz: peak_ops_per_ns / units,
+        theta_gbs: THETA_RATIO * dev.xpu * s.xpu.memory_gbs,
+        sigma: SIGMA,
+    };
+    let units = units.min(u32::MAX as f64) as u32;
+    RuleCall {
+        class: c.name(),
+        decision: decide(&facts, units, &k),
+        facts,
+        units,
+        params: k,
+    }
+}
+
+/// The rule's decision for one class (`--policy torch-pim`), with what it was given.
+#[derive(Clone, Debug, Serialize)]
+pub struct RuleCall {
+    pub class: &'static str,
+    pub decision: Decision,
+    pub facts: pimkit_engine::offload_rule::RegionFacts,
+    /// PIM units (the rule's N_core).
+    pub units: u32,
+    pub params: pimkit_engine::offload_rule::RuleParams,
 }
 
 /// 1 / (query heads per xPU): the share of a layer's attention one head group is.
@@ -465,7 +538,16 @@ pub fn pipelined(
     }
     let mb = batch.div_ceil(stages);
     let n_mb = batch.div_ceil(mb) as f64;
-    let mut st = step_on(w, s, Devices::stage(s, stages), policy, p, mb, tokens, positions);
+    let mut st = step_on(
+        w,
+        s,
+        Devices::stage(s, stages),
+        policy,
+        p,
+        mb,
+        tokens,
+        positions,
+    );
     for c in &mut st.classes {
         c.ops *= n_mb;
         c.bytes *= n_mb;
@@ -474,7 +556,11 @@ pub fn pipelined(
     let bytes = (mb * tokens * w.hidden) as f64 * p.act_bits / 8.0;
     let (gbs, lat_us, pj) = match &s.pim {
         Some(pim) => (pim.link_gbs, pim.link_latency_us, pim.pj_per_byte_link),
-        None => (s.xpu.link_gbs, s.xpu.allreduce_latency_us, s.xpu.pj_per_byte_link),
+        None => (
+            s.xpu.link_gbs,
+            s.xpu.allreduce_latency_us,
+            s.xpu.pj_per_byte_link,
+        ),
     };
     let hops = stages as f64;
     st.classes.push(ClassCost {

@@ -49,14 +49,25 @@ fn llama2_70b_decode_throughput_within_25_percent_of_cents_simulator() {
     ] {
         let out = analyze(&w, &s, "cent", &options(pp, vec![4096]), &mut NoProgress);
         let g = &out.generation[0];
-        assert!(g.fits, "PP={pp}: 80 sequences of 4096 positions fit 512 GiB");
-        within(&format!("PP={pp} decoding tokens/s"), g.decode_tokens_per_s, decode, 0.25);
+        assert!(
+            g.fits,
+            "PP={pp}: 80 sequences of 4096 positions fit 512 GiB"
+        );
+        within(
+            &format!("PP={pp} decoding tokens/s"),
+            g.decode_tokens_per_s,
+            decode,
+            0.25,
+        );
         let pre = (pp * 512) as f64 / g.prefill_s;
         within(&format!("PP={pp} prefill tokens/s"), pre, prefill, 0.25);
         // CENT's energy adds standby and refresh power, which pimkit does not model
         // (docs/llm.md): pimkit's is lower, by less than a third.
         let e = g.decode_j_per_token * 1e3;
-        assert!(e < mj && e > mj * 0.67, "PP={pp}: {e:.1} mJ vs CENT {mj:.1} mJ");
+        assert!(
+            e < mj && e > mj * 0.67,
+            "PP={pp}: {e:.1} mJ vs CENT {mj:.1} mJ"
+        );
     }
 }
 
@@ -64,10 +75,21 @@ fn llama2_70b_decode_throughput_within_25_percent_of_cents_simulator() {
 fn per_context_points_follow_cents_curve() {
     // simulation_results.csv, Llama2-70B PP=80 TP=1: tokens/s at one context length.
     let (w, s) = (llama70b(), cent());
-    let out = analyze(&w, &s, "cent", &options(80, vec![128, 2048, 4096]), &mut NoProgress);
+    let out = analyze(
+        &w,
+        &s,
+        "cent",
+        &options(80, vec![128, 2048, 4096]),
+        &mut NoProgress,
+    );
     for (l, want) in [(128, 1459.9875), (2048, 1179.6385), (4096, 973.8062)] {
         let p = out.decode.iter().find(|p| p.context == l).unwrap();
-        within(&format!("PP=80 context {l} tokens/s"), p.tokens_per_s, want, 0.25);
+        within(
+            &format!("PP=80 context {l} tokens/s"),
+            p.tokens_per_s,
+            want,
+            0.25,
+        );
     }
 }
 
@@ -83,7 +105,11 @@ fn pipeline_of_one_stage_is_tensor_parallelism_and_stages_trade_latency_for_thro
     let pp8 = pimkit_llm::sim::pipelined(&w, &s, 8, Policy::AllPim, &p, 8, 1, 1024);
     let tp8 = pimkit_llm::sim::step(&w, &s, Policy::AllPim, &p, 8, 1, 1024);
     let pim = |c: &pimkit_llm::sim::StepCost| {
-        c.classes.iter().filter(|k| k.place == pimkit_llm::Place::Pim).map(|k| k.energy_j).sum::<f64>()
+        c.classes
+            .iter()
+            .filter(|k| k.place == pimkit_llm::Place::Pim)
+            .map(|k| k.energy_j)
+            .sum::<f64>()
     };
     assert!((pim(&pp8) / pim(&tp8) - 1.0).abs() < 1e-9);
     // A lone sequence through 80 stages of a third of a device each takes longer than on

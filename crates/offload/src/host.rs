@@ -8,10 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// θ / B_cpu: the paper's 2.0 GB/s on its 16.754 GB/s host (torch-pim.txt §4.4).
-pub const THETA_RATIO: f64 = 0.12;
-/// σ: the most conservative TMA store-bound threshold (torch-pim.txt §4.4).
-pub const SIGMA: f64 = 0.4;
+pub use pimkit_engine::offload_rule::{SIGMA, THETA_RATIO};
 
 /// What the host calibration measured (or what a test fixes).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -22,7 +22,8 @@ pub struct Args {
         default_value = "dgx-h100,dgx-h100-attacc-bank"
     )]
     system: Vec<String>,
-    /// Placement: xpu | attn-pim (AttAcc) | fc-pim | all-pim | auto (default: attn-pim on a
+    /// Placement: xpu | attn-pim (AttAcc) | fc-pim | all-pim | auto (fastest place per op
+    /// class) | torch-pim (Torch-PIM's two-stage rule per op class) (default: attn-pim on a
     /// system with PIM, xpu on one without)
     #[arg(long)]
     policy: Option<String>,
