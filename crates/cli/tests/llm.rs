@@ -168,6 +168,53 @@ fn bad_input_exits_2_with_one_line_saying_what_to_do() {
         ),
         (vec!["llm", "no/such.onnx"], "no such file"),
         (
+            vec!["llm", "zoo:llama2_7b", "--context", "8192,16384"],
+            "--context 8192: zoo:llama2_7b was made for 4096 positions; give contexts of at most 4096",
+        ),
+        (
+            vec![
+                "llm",
+                "zoo:gpt3_175b",
+                "--prompt",
+                "2048",
+                "--context",
+                "1024",
+            ],
+            "= 2176 positions: zoo:gpt3_175b was made for 2048",
+        ),
+        (
+            vec!["llm", "zoo:llama2_70b", "--pipeline", "81"],
+            "zoo:llama2_70b has 80 layers; give at most 80 stages",
+        ),
+        (
+            vec![
+                "llm",
+                "zoo:llama2_7b",
+                "--batch",
+                "100000",
+                "--context",
+                "1024",
+            ],
+            "zoo:llama2_7b on dgx-h100: no requested batch fits: at most 1254 sequences of 1024 positions",
+        ),
+        (
+            vec![
+                "llm",
+                "zoo:gpt3_175b",
+                "--system",
+                "dgx-h100",
+                "--weight-bits",
+                "32",
+                "--prompt",
+                "8",
+                "--generate",
+                "8",
+                "--context",
+                "64",
+            ],
+            "the weights (699.5 GB) do not fit the 687.2 GB",
+        ),
+        (
             vec!["llm-generate", "zoo:decoder", "--prompt", "1,999"],
             "out of range",
         ),
@@ -232,5 +279,51 @@ fn a_transformers_config_json_is_a_model() {
     assert!(
         e.contains("config.json") && e.contains("num_hidden_layers"),
         "{e}"
+    );
+}
+
+#[test]
+fn limits_come_from_the_config_beside_an_export_and_can_be_lifted() {
+    // GPT-2's fixture has 64 learned positions (n_positions in its config.json, which
+    // Hugging Face exports ship beside model.onnx).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(data("gpt2/model.onnx"), dir.path().join("model.onnx")).unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        r#"{"model_type": "gpt2", "n_positions": 64}"#,
+    )
+    .unwrap();
+    let m = dir.path().join("model.onnx");
+    let args = |ctx: &'static str, extra: &[&'static str]| {
+        let mut a = vec![
+            "llm",
+            m.to_str().unwrap(),
+            "--system",
+            "dgx-h100",
+            "--prompt",
+            "8",
+            "--generate",
+            "8",
+            "--batch",
+            "1",
+            "--context",
+            ctx,
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| pimkit(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert_eq!(run(args("64", &[])).status.code(), Some(0));
+    let o = run(args("65", &[]));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("was made for 64 positions"), "{e}");
+    let o = run(args("65", &["--ignore-limits"]));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
     );
 }

@@ -101,10 +101,39 @@ pub fn analyze(
         let g = g?;
         let mut w = pimkit_llm::extract(&g).map_err(|e| EngineError::input(format!("{m}: {e}")))?;
         w.model = m.clone();
-        pimkit_llm::check_pipeline(opts, &w).map_err(EngineError::input)?;
+        if let Some(max) = declared_max_context(m) {
+            w.max_context = Some(max);
+        }
+        pimkit_llm::check_workload(opts, &w).map_err(EngineError::input)?;
         workloads.push(w);
     }
-    Ok(pimkit_llm::analysis::sweep(&workloads, &sys, opts))
+    let outs = pimkit_llm::analysis::sweep(&workloads, &sys, opts);
+    for o in &outs {
+        pimkit_llm::check_fit(o).map_err(EngineError::input)?;
+    }
+    Ok(outs)
+}
+
+/// The positions a model was made for, where its name or files say: a zoo preset's
+/// published context, a config.json's `max_position_embeddings` (`n_positions`, `n_ctx`),
+/// for an .onnx export the config.json beside it (Hugging Face exports ship one).
+fn declared_max_context(model: &str) -> Option<usize> {
+    if let Some(z) = model.strip_prefix("zoo:") {
+        return pimkit_zoo::max_positions(z.split('?').next().unwrap_or(z));
+    }
+    let config = if model.ends_with(".json") {
+        std::path::PathBuf::from(model)
+    } else {
+        std::path::Path::new(model).parent()?.join("config.json")
+    };
+    {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(config).ok()?).ok()?;
+        return ["max_position_embeddings", "n_positions", "n_ctx"]
+            .iter()
+            .find_map(|k| v.get(*k)?.as_u64())
+            .map(|n| n as usize);
+    }
 }
 
 /// A Hugging Face `config.json` as the zoo decoder of that shape (shape-only): the keys

@@ -23,13 +23,17 @@ pub struct LlmOptions {
     /// Pipeline stages (layers split evenly over groups of devices; 1: tensor parallelism
     /// over every device). [`sim::pipelined`].
     pub pipeline: usize,
+    /// Compute contexts beyond the model's and points whose weights or KV cache do not fit
+    /// (marked `fits = false`) instead of refusing them (simulators such as AttAcc's
+    /// enforce neither: its GPT-3 runs 2048 + 2048 positions).
+    pub ignore_limits: bool,
 }
 
 impl Default for LlmOptions {
     fn default() -> Self {
         LlmOptions {
             policy: None,
-            prompt: 2048,
+            prompt: 1024,
             generate: 128,
             contexts: vec![512, 1024, 2048, 4096, 8192, 16384],
             batches: vec![1, 4, 16, 64, 256],
@@ -40,6 +44,7 @@ impl Default for LlmOptions {
                 weight_group: 0,
             },
             pipeline: 1,
+            ignore_limits: false,
         }
     }
 }
@@ -166,13 +171,24 @@ pub fn analyze(
     } else {
         Policy::Xpu
     });
+    // Contexts beyond the positions the model was made for are left out (a note says so).
+    let beyond: Vec<usize> = match w.max_context {
+        Some(max) if !o.ignore_limits => o.contexts.iter().copied().filter(|&l| l > max).collect(),
+        _ => Vec::new(),
+    };
+    let contexts: Vec<usize> = o
+        .contexts
+        .iter()
+        .copied()
+        .filter(|l| !beyond.contains(l))
+        .collect();
     let mem = memory(w, s, policy, o);
     let p = &o.precision;
-    let total = o.contexts.len() * o.batches.len() + o.batches.len();
+    let total = contexts.len() * o.batches.len() + o.batches.len();
     let mut done = 0;
     let mut decode = Vec::new();
     let mut breakdown: Option<StepCost> = None;
-    for &l in &o.contexts {
+    for &l in &contexts {
         for &b in &o.batches {
             let st = sim::pipelined(w, s, o.pipeline, policy, p, b, 1, l);
             let ok = mem.fits(b, l);
@@ -245,6 +261,18 @@ pub fn analyze(
     } else {
         "op classes run one after another (no overlap between places)".to_string()
     }];
+    if !beyond.is_empty() {
+        notes.push(format!(
+            "contexts {} left out: {} was made for {} positions (--ignore-limits keeps them)",
+            beyond
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            w.model,
+            w.max_context.unwrap_or(0)
+        ));
+    }
     if let Some(st) = breakdown.as_ref().filter(|st| !st.rule.is_empty()) {
         let calls: Vec<String> = st
             .rule

@@ -39,8 +39,10 @@ impl Engine for Llm {
     ) -> Result<LlmOutput, EngineError> {
         check_options(opts).map_err(EngineError::input)?;
         let w = extract(g).map_err(EngineError::input)?;
-        check_pipeline(opts, &w).map_err(EngineError::input)?;
-        Ok(analyze(&w, arch, &arch.name, opts, progress))
+        check_workload(opts, &w).map_err(EngineError::input)?;
+        let out = analyze(&w, arch, &arch.name, opts, progress);
+        check_fit(&out).map_err(EngineError::input)?;
+        Ok(out)
     }
 
     fn section(out: &LlmOutput) -> Section {
@@ -85,13 +87,70 @@ pub fn check_options(o: &LlmOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// The pipeline must have a layer per stage at least.
-pub fn check_pipeline(o: &LlmOptions, w: &Workload) -> Result<(), String> {
+/// Options that must agree with the model: a layer per pipeline stage at least, contexts
+/// (and prompt + generated tokens) within the positions the model was made for.
+pub fn check_workload(o: &LlmOptions, w: &Workload) -> Result<(), String> {
     if o.pipeline > w.layers {
         return Err(format!(
             "--pipeline {}: {} has {} layers; give at most {} stages",
             o.pipeline, w.model, w.layers, w.layers
         ));
     }
+    if let Some(max) = w.max_context.filter(|_| !o.ignore_limits) {
+        // Contexts beyond the model's are left out of the grid (with a note); none left is
+        // an error.
+        if o.contexts.iter().all(|&l| l > max) {
+            let shortest = o.contexts.iter().copied().min().unwrap_or(0);
+            return Err(format!(
+                "--context {shortest}: {} was made for {max} positions; give contexts of at most {max}, or --ignore-limits",
+                w.model
+            ));
+        }
+        if o.prompt + o.generate > max {
+            return Err(format!(
+                "--prompt {} + --generate {} = {} positions: {} was made for {max}; give a prompt and generated tokens of at most {max} together, or --ignore-limits",
+                o.prompt,
+                o.generate,
+                o.prompt + o.generate,
+                w.model
+            ));
+        }
+    }
     Ok(())
+}
+
+/// Something requested must fit the system's memory (unless `ignore_limits`): the
+/// weights, and the KV cache of at least one requested batch at one requested context or
+/// at prompt + generated positions. The error says what fits.
+pub fn check_fit(out: &LlmOutput) -> Result<(), String> {
+    let o = &out.options;
+    if o.ignore_limits || out.decode.iter().any(|p| p.fits) || out.generation.iter().any(|g| g.fits)
+    {
+        return Ok(());
+    }
+    let m = &out.memory;
+    let what = format!("{} on {}", out.model, out.system.name);
+    let hint = "or --ignore-limits to compute it anyway";
+    if m.max_batch == 0 {
+        return Err(format!(
+            "{what}: the weights ({:.1} GB) do not fit the {:.1} GB that holds them (policy {}); use a system with more memory or fewer weight bits, {hint}",
+            m.weight_bytes / 1e9,
+            m.weight_capacity / 1e9,
+            out.policy.name()
+        ));
+    }
+    let shortest = o.contexts.iter().copied().min().unwrap_or(1);
+    let at = |l: usize| {
+        let beside = if m.shared { m.weight_bytes } else { 0.0 };
+        ((m.kv_capacity - beside) / (m.kv_bytes_per_position * l as f64))
+            .floor()
+            .max(0.0)
+    };
+    Err(format!(
+        "{what}: no requested batch fits: at most {} sequences of {shortest} positions (the shortest context) and {} of {} (prompt + generate) fit the {:.1} GB that holds the KV cache; give --batch within those, {hint}",
+        at(shortest),
+        m.max_batch,
+        o.prompt + o.generate,
+        m.kv_capacity / 1e9
+    ))
 }

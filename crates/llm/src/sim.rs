@@ -136,7 +136,8 @@ impl StepCost {
             .iter()
             .filter(|c| c.place == place)
             .map(|c| c.time_s)
-            .sum()
+            .sum::<f64>()
+            + 0.0 // an empty sum is -0.0, printed "-0.000"
     }
 }
 

@@ -113,6 +113,10 @@ pub struct Workload {
     pub hidden: usize,
     /// Query heads × head size (the attention context's width per token).
     pub q_dim: usize,
+    /// Positions the model was made for, where the front end knows them (a zoo preset's, a
+    /// config.json's `max_position_embeddings`, also the one beside an exported .onnx);
+    /// `None`: unknown (a graph bound to one step's shapes has its position table folded).
+    pub max_context: Option<usize>,
     /// Per class, in `OpClass::ALL` order (absent classes have zero work).
     pub classes: Vec<(OpClass, ClassWork)>,
     /// The binding the graph was read at.
@@ -481,6 +485,7 @@ pub fn extract(g: &Graph) -> Result<Workload, WorkloadError> {
             .map(|v| v.ty.numel() as f64)
             .sum(),
         hidden: hidden as usize,
+        max_context: None,
         q_dim: (q_elems / (found.len().div_ceil(2)) as f64).round() as usize,
         classes: OpClass::ALL
             .iter()

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 /// `pimkit llm MODEL... --json`: a list of results, one per (model, system), in
 /// model-major order; `out` writes each one's files (one folder per pair when several).
 #[pyfunction]
-#[pyo3(signature = (models, systems, policy=None, prompt=2048, generate=128,
+#[pyo3(signature = (models, systems, policy=None, prompt=1024, generate=128,
     contexts=vec![512, 1024, 2048, 4096, 8192, 16384], batches=vec![1, 4, 16, 64, 256],
-    weight_bits=16.0, weight_group=0, kv_bits=16.0, act_bits=16.0, pipeline=1, dims=None, out=None))]
+    weight_bits=16.0, weight_group=0, kv_bits=16.0, act_bits=16.0, pipeline=1, ignore_limits=false, dims=None, out=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn llm_analyze(
     py: Python<'_>,
@@ -28,6 +28,7 @@ pub fn llm_analyze(
     kv_bits: f64,
     act_bits: f64,
     pipeline: usize,
+    ignore_limits: bool,
     dims: Option<std::collections::HashMap<String, usize>>,
     out: Option<PathBuf>,
 ) -> PyResult<String> {
@@ -46,6 +47,7 @@ pub fn llm_analyze(
                 weight_group,
             },
             pipeline,
+            ignore_limits,
         };
         let lo = pimkit_onnx::LoadOptions {
             dims: dims.unwrap_or_default(),

@@ -16,6 +16,7 @@ mod decode;
 pub mod init;
 pub mod layers;
 mod llm;
+pub use llm::max_positions;
 mod params;
 mod puma;
 mod qkernels;

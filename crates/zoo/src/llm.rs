@@ -136,6 +136,18 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
+/// The context length preset `name` was trained for: its config.json's
+/// `max_position_embeddings` (LLaMA-2 4096, LLaMA-3 8192, OPT 2048), `n_positions` (GPT-J
+/// 2048), GPT-3's paper n_ctx 2048; `None` for `decoder` and unknown names.
+pub fn max_positions(name: &str) -> Option<usize> {
+    match name {
+        "llama2_7b" | "llama2_13b" | "llama2_70b" => Some(4096),
+        "llama3_8b" => Some(8192),
+        "gptj_6b" | "opt_30b" | "opt_66b" | "gpt3_175b" => Some(2048),
+        _ => None,
+    }
+}
+
 pub(crate) fn defs() -> Vec<Def> {
     PRESETS
         .iter()

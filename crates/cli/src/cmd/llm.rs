@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     policy: Option<String>,
     /// Prompt length (prefill tokens)
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = 1024)]
     prompt: usize,
     /// Tokens generated after the prompt (end-to-end figures)
     #[arg(long, default_value_t = 128)]
@@ -60,6 +60,10 @@ pub struct Args {
     /// parallelism over every device)
     #[arg(long, default_value_t = 1)]
     pipeline: usize,
+    /// Compute contexts beyond the model's and points whose weights or KV cache do not fit
+    /// (rows marked fits = no) instead of stopping (AttAcc's simulator enforces neither)
+    #[arg(long)]
+    ignore_limits: bool,
     /// Print the result as JSON (one object for one model on one system, else a list)
     #[arg(long)]
     json: bool,
@@ -102,6 +106,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             weight_group: a.weight_group,
         },
         pipeline: a.pipeline,
+        ignore_limits: a.ignore_limits,
     };
     // Bad options and system files are found before anything is loaded or written.
     pimkit_llm::check_options(&opts).map_err(user)?;

@@ -34,12 +34,12 @@ SYSTEMS = [
 
 
 def _options(policy, prompt, generate, contexts, batches, weight_bits, weight_group, kv_bits,
-             act_bits, pipeline, dims):
+             act_bits, pipeline, ignore_limits, dims):
     return dict(
         policy=policy, prompt=int(prompt), generate=int(generate),
         contexts=[int(c) for c in contexts], batches=[int(b) for b in batches],
         weight_bits=float(weight_bits), weight_group=int(weight_group), kv_bits=float(kv_bits),
-        act_bits=float(act_bits), pipeline=int(pipeline), dims=None if dims is None else {str(k): int(v) for k, v in dims.items()},
+        act_bits=float(act_bits), pipeline=int(pipeline), ignore_limits=bool(ignore_limits), dims=None if dims is None else {str(k): int(v) for k, v in dims.items()},
     )
 
 
@@ -48,7 +48,7 @@ def analyze(
     *,
     system: str = "dgx-h100",
     policy: Optional[str] = None,
-    prompt: int = 2048,
+    prompt: int = 1024,
     generate: int = 128,
     contexts: Sequence[int] = (512, 1024, 2048, 4096, 8192, 16384),
     batches: Sequence[int] = (1, 4, 16, 64, 256),
@@ -57,6 +57,7 @@ def analyze(
     kv_bits: float = 16,
     act_bits: float = 16,
     pipeline: int = 1,
+    ignore_limits: bool = False,
     dims: Optional[Mapping[str, int]] = None,
     out: Optional[str] = None,
 ) -> Result:
@@ -66,9 +67,12 @@ def analyze(
     (context, batch) grid, ``result["generation"]`` prefill + ``generate`` tokens per batch,
     ``result["memory"]["max_batch"]`` the largest batch that fits, ``result["breakdown"]``
     one decode step by op class and place. ``pipeline`` splits the layers over that many
-    stages of devices (CENT's pipeline parallelism; 1: tensor parallelism). ``out`` writes result.json, CSV and SVG there."""
+    stages of devices (CENT's pipeline parallelism; 1: tensor parallelism). A context beyond
+    the model's, or nothing requested fitting the memory, raises an ``InputError`` saying what
+    fits, unless ``ignore_limits``.
+    ``out`` writes result.json, CSV and SVG there."""
     opts = _options(policy, prompt, generate, contexts, batches, weight_bits, weight_group,
-                    kv_bits, act_bits, pipeline, dims)
+                    kv_bits, act_bits, pipeline, ignore_limits, dims)
     js = _json.loads(_native.llm_analyze([str(model)], [str(system)], out=out, **opts))
     return Result(js[0])
 
@@ -84,7 +88,7 @@ def sweep(
     systems: Sequence[str],
     *,
     policy: Optional[str] = None,
-    prompt: int = 2048,
+    prompt: int = 1024,
     generate: int = 128,
     contexts: Sequence[int] = (512, 1024, 2048, 4096, 8192, 16384),
     batches: Sequence[int] = (1, 4, 16, 64, 256),
@@ -93,6 +97,7 @@ def sweep(
     kv_bits: float = 16,
     act_bits: float = 16,
     pipeline: int = 1,
+    ignore_limits: bool = False,
     dims: Optional[Mapping[str, int]] = None,
     executor: distributed.ExecutorLike = None,
 ) -> List[Result]:
@@ -101,7 +106,7 @@ def sweep(
     CLI); ``"local"``, ``"ray"`` or an executor object runs each (model, system) as one
     work item: the results are identical."""
     opts = _options(policy, prompt, generate, contexts, batches, weight_bits, weight_group,
-                    kv_bits, act_bits, pipeline, dims)
+                    kv_bits, act_bits, pipeline, ignore_limits, dims)
     models = [str(m) for m in models]
     systems = [str(s) for s in systems]
     if executor is None or not models or not systems:
