@@ -126,14 +126,11 @@ fn declared_max_context(model: &str) -> Option<usize> {
     } else {
         std::path::Path::new(model).parent()?.join("config.json")
     };
-    {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(config).ok()?).ok()?;
-        return ["max_position_embeddings", "n_positions", "n_ctx"]
-            .iter()
-            .find_map(|k| v.get(*k)?.as_u64())
-            .map(|n| n as usize);
-    }
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(config).ok()?).ok()?;
+    ["max_position_embeddings", "n_positions", "n_ctx"]
+        .iter()
+        .find_map(|k| v.get(*k)?.as_u64())
+        .map(|n| n as usize)
 }
 
 /// A Hugging Face `config.json` as the zoo decoder of that shape (shape-only): the keys
