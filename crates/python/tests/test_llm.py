@@ -54,3 +54,22 @@ def test_llm_errors_are_input_errors():
         pimkit.llm.analyze("zoo:llama2_7b", system="nope")
     with pytest.raises(pimkit.InputError, match="batch"):
         pimkit.llm.analyze("zoo:llama2_7b", batches=[0])
+
+
+def test_llm_pipeline_policy_and_limits_match_cli(cli):
+    # CENT's GPU-free system, pipeline-parallel (docs/llm.md), and Torch-PIM's rule.
+    py = pimkit.llm.analyze("zoo:llama2_70b", system="cent", policy="all-pim", pipeline=80,
+                            prompt=512, generate=64, contexts=[4096], batches=[80])
+    c = cli("llm", "zoo:llama2_70b", "--system", "cent", "--policy", "all-pim", "--pipeline",
+            "80", "--prompt", "512", "--generate", "64", "--context", "4096", "--batch", "80",
+            "--json")
+    assert dict(py) == c
+    assert any(k["class"] == "stage_hop" for k in py["breakdown"]["classes"])
+    rule = pimkit.llm.analyze("zoo:llama2_7b", system="dgx-h100-attacc-bank", policy="torch-pim",
+                              contexts=[4096], batches=[1], generate=4)
+    assert {r["class"] for r in rule["breakdown"]["rule"]} >= {"qkv", "ffn", "attn_score"}
+    with pytest.raises(pimkit.InputError, match="made for 4096 positions"):
+        pimkit.llm.analyze("zoo:llama2_7b", contexts=[8192])
+    long = pimkit.llm.analyze("zoo:llama2_7b", contexts=[8192], batches=[1], generate=4,
+                              ignore_limits=True)
+    assert [p["context"] for p in long["decode"]] == [8192]
