@@ -15,6 +15,7 @@ mod upsample;
 // ONNX node-suite coverage (issue #16 item 4): decompositions into existing IR ops.
 mod attention;
 mod causal_conv;
+mod contrib;
 mod dec;
 mod grid;
 mod index;
@@ -84,6 +85,8 @@ pub(crate) fn registry() -> BTreeMap<(&'static str, &'static str), Converter> {
     normalize::register(&mut r);
     order::register(&mut r);
     signal::register(&mut r);
+    // onnxruntime's contrib ops (issue #35).
+    contrib::register(&mut r);
     r
 }
 

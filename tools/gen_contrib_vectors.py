@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""onnxruntime's contrib ops as its tools write them, and onnxruntime's outputs ->
+tests/data/ort-contrib/<case>/ (manifest.toml; crates/conformance/tests/ort_contrib.rs).
+
+- The fused ops of onnxruntime.transformers' optimizer: SkipLayerNormalization (with and
+  without beta/bias, the residual sum as output 3), SkipSimplifiedLayerNormalization,
+  SimplifiedLayerNormalization (default domain, as onnxruntime registers it), FastGelu
+  (with and without bias), BiasGelu, QuickGelu; single nodes with onnxruntime's schema
+  defaults, in f32 (and one f16 SimplifiedLayerNormalization).
+- MatMulNBits as onnxruntime.quantization.matmul_nbits_quantizer writes it: a float MLP
+  (MatMul + bias Add, Gelu, MatMul) quantized to 4 bits in blocks of 32 (asymmetric: packed
+  uint8 zero points; symmetric: none), 8 bits in blocks of 16, and K not a multiple of the
+  block (the last block padded).
+
+Usage: python3 tools/gen_contrib_vectors.py   (needs onnx, onnxruntime, onnx_ir)
+"""
+
+import os
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from _common import DATA, finalize_outputs, make_model, reset_dir, run_ort, save_case, write_manifest
+
+SUITE = os.path.join(DATA, "ort-contrib")
+RNG = np.random.default_rng(7)
+ENTRIES = []
+
+
+def f32(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def case(name, desc, model, feeds, outputs, check=True):
+    outs = run_ort(model, feeds)
+    if check:
+        finalize_outputs(model, outs)
+    else:  # onnx's checker has no schema for onnxruntime's default-domain extras
+        for vi_, a in zip(model.graph.output, outs):
+            vi_.type.tensor_type.shape.Clear()
+            for d in a.shape:
+                vi_.type.tensor_type.shape.dim.add().dim_value = d
+    save_case(SUITE, name, model, list(feeds.values()), outs)
+    ops = sorted({(f"{n.domain}." if n.domain else "") + n.op_type for n in model.graph.node})
+    ENTRIES.append({"name": name, "status": "pass", "desc": desc, "ops": ops})
+
+
+def single(name, desc, op, inputs, inits, outputs, **attrs):
+    """One contrib node: `inputs` graph inputs {name: array}, `inits` initializers; input
+    names in node order, "" for an absent optional one."""
+    order = attrs.pop("order")
+    domain = attrs.pop("domain", "com.microsoft")
+    node = helper.make_node(op, order, [o for o, _ in outputs], domain=domain, **attrs)
+    outs = [(o, d) for o, d in outputs if o]
+    m = make_model([node], inputs, inits, outs, ms=True)
+    case(name, desc, m, inputs, outs, check=domain != "")
+
+
+def fused_ops():
+    x, skip = f32(2, 5, 16), f32(2, 5, 16)
+    gamma, beta, bias = f32(16, scale=0.5) + 1, f32(16, scale=0.1), f32(16, scale=0.1)
+    f = np.float32
+    single("skip_layer_norm", "SkipLayerNormalization: input + skip + bias, LayerNorm with gamma/beta; output and the residual sum",
+           "SkipLayerNormalization", {"x": x, "skip": skip}, {"gamma": gamma, "beta": beta, "bias": bias},
+           [("y", f), ("", f), ("", f), ("sum", f)], order=["x", "skip", "gamma", "beta", "bias"], epsilon=1e-5)
+    single("skip_layer_norm_plain", "SkipLayerNormalization without beta and bias, default epsilon",
+           "SkipLayerNormalization", {"x": x, "skip": skip}, {"gamma": gamma},
+           [("y", f)], order=["x", "skip", "gamma"])
+    single("skip_simplified_layer_norm", "SkipSimplifiedLayerNormalization: RMSNorm(input + skip + bias) x gamma; output and the sum",
+           "SkipSimplifiedLayerNormalization", {"x": x, "skip": skip}, {"gamma": gamma, "bias": bias},
+           [("y", f), ("", f), ("", f), ("sum", f)], order=["x", "skip", "gamma", "bias"], epsilon=1e-6)
+    single("simplified_layer_norm", "SimplifiedLayerNormalization (default domain): RMSNorm over the last axis",
+           "SimplifiedLayerNormalization", {"x": x}, {"scale": gamma}, [("y", f)],
+           order=["x", "scale"], domain="", epsilon=1e-6)
+    h = np.float16
+    single("simplified_layer_norm_f16", "SimplifiedLayerNormalization in float16 (stash_type 1: computed in float)",
+           "SimplifiedLayerNormalization", {"x": x.astype(h)}, {"scale": gamma.astype(h)}, [("y", h)],
+           order=["x", "scale"], domain="", epsilon=1e-6)
+    big = f32(3, 7, 24, scale=2.0)
+    b24 = f32(24, scale=0.5)
+    single("fast_gelu_bias", "FastGelu (tanh approximation) of x + bias", "FastGelu",
+           {"x": big}, {"bias": b24}, [("y", f)], order=["x", "bias"])
+    single("fast_gelu", "FastGelu without bias", "FastGelu", {"x": big}, {}, [("y", f)], order=["x"])
+    single("bias_gelu", "BiasGelu: erf GELU of A + B", "BiasGelu", {"a": big}, {"b": b24}, [("y", f)],
+           order=["a", "b"])
+    single("quick_gelu", "QuickGelu: x sigmoid(1.702 x)", "QuickGelu", {"x": big}, {}, [("y", f)], order=["x"])
+    single("quick_gelu_alpha", "QuickGelu with alpha 1.0 (SiLU)", "QuickGelu", {"x": big}, {}, [("y", f)],
+           order=["x"], alpha=1.0)
+
+
+def mlp(k, hidden, n_out):
+    """A float MLP as torch.onnx.export writes one: MatMul + bias Add, Gelu, MatMul."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h0"]),
+        helper.make_node("Add", ["h0", "b1"], ["h1"]),
+        helper.make_node("Gelu", ["h1"], ["h2"]),
+        helper.make_node("MatMul", ["h2", "w2"], ["y"]),
+    ]
+    inits = {"w1": f32(k, hidden, scale=k ** -0.5), "b1": f32(hidden, scale=0.1),
+             "w2": f32(hidden, n_out, scale=hidden ** -0.5)}
+    x = f32(2, 3, k)
+    return make_model(nodes, {"x": x}, inits, [("y", np.float32)], opset=20), {"x": x}
+
+
+def nbits():
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    for name, k, bits, block, sym in [
+        ("matmul_nbits_4bit", 64, 4, 32, False),
+        ("matmul_nbits_4bit_sym", 64, 4, 32, True),
+        ("matmul_nbits_8bit", 64, 8, 16, False),
+        ("matmul_nbits_4bit_ragged", 40, 4, 32, False),
+    ]:
+        m, feeds = mlp(k, 48, 24)
+        q = MatMulNBitsQuantizer(m, bits=bits, block_size=block, is_symmetric=sym)
+        q.process()
+        qm = q.model.model
+        assert any(n.op_type == "MatMulNBits" for n in qm.graph.node), name
+        kind = "symmetric, no zero points" if sym else "asymmetric, packed uint8 zero points"
+        case(name, f"MatMulNBitsQuantizer(bits={bits}, block_size={block}, {kind}) of a float MLP, K = {k}",
+             qm, feeds, [])
+
+
+def main():
+    reset_dir(SUITE)
+    fused_ops()
+    nbits()
+    write_manifest(
+        SUITE,
+        "# Generated by tools/gen_contrib_vectors.py (onnxruntime outputs); do not edit.\n"
+        "# Float cases: the tolerance of docs/testing.md.\n",
+        ENTRIES,
+    )
+    print(f"{len(ENTRIES)} cases in {SUITE}")
+
+
+if __name__ == "__main__":
+    main()
