@@ -3,13 +3,14 @@
 //! are onnxruntime's CPU kernels'; tests/data/ort-contrib holds onnxruntime's outputs):
 //! SkipLayerNormalization and SkipSimplifiedLayerNormalization (residual add + LayerNorm /
 //! RMSNorm, optionally returning the sum), SimplifiedLayerNormalization (RMSNorm, registered
-//! by onnxruntime in the default domain), FastGelu, BiasGelu, QuickGelu, and MatMulNBits
-//! (2/4/8-bit block-quantized weights, dequantized to a float constant at import).
+//! by onnxruntime in the default domain), FastGelu, BiasGelu, QuickGelu, MatMulNBits
+//! (2/4/8-bit block-quantized weights, dequantized to a float constant at import), and
+//! BERT's EmbedLayerNormalization and Attention.
 
 use super::dec::Dec;
 use super::{Converter, Ctx, MS, NodeIn};
 use crate::error::Result;
-use pimkit_ir::{BinaryOp as B, DType, Op, ReduceKind, Tensor, UnaryOp, ValueId};
+use pimkit_ir::{BinaryOp as B, DType, Op, ReduceKind, SliceAxis, Tensor, UnaryOp, ValueId};
 use std::collections::BTreeMap;
 
 pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>) {
@@ -23,6 +24,8 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
     r.insert((MS, "BiasGelu"), bias_gelu);
     r.insert((MS, "QuickGelu"), quick_gelu);
     r.insert((MS, "MatMulNBits"), matmul_nbits);
+    r.insert((MS, "EmbedLayerNormalization"), embed_layer_norm);
+    r.insert((MS, "Attention"), attention);
 }
 
 /// input + skip (+ bias): the residual sum both skip norms start from.
@@ -286,5 +289,192 @@ fn matmul_nbits(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
             d.out(0, Op::MatMul, &[x, wt])?;
         }
     }
+    Ok(())
+}
+
+/// `x`[..] along `axis` from `start` to `end` (step 1).
+fn slice(d: &mut Dec, x: ValueId, axis: usize, start: usize, end: usize) -> Result<ValueId> {
+    d.op(
+        Op::Slice {
+            axes: vec![SliceAxis {
+                axis,
+                start: start as i64,
+                end: end as i64,
+                step: 1,
+            }],
+        },
+        &[x],
+    )
+}
+
+/// BERT's embeddings as onnxruntime's optimizer fuses them: LayerNorm(word[input_ids] +
+/// position[0..S or position_ids] + segment[segment_ids]) with gamma and beta; output 1
+/// (`mask_index`) is the number of ones in each row of the mask, what Attention's 1-D
+/// mask index reads; output 2 the sum before the norm.
+fn embed_layer_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let eps = n.attrs.float("epsilon", 1e-12)?;
+    let mut d = Dec::new(ctx, n);
+    let ids = d.ctx.value(n, 0)?;
+    let (word, pos) = (d.ctx.value(n, 2)?, d.ctx.value(n, 3)?);
+    let (gamma, beta) = (d.ctx.value(n, 5)?, d.ctx.opt_value(n, 6)?);
+    let shape = d.shape(ids);
+    let [_, seq] = shape[..] else {
+        return Err(d.ctx.err(
+            n,
+            format!("input_ids must be [batch, sequence], got {shape:?}"),
+        ));
+    };
+    let mut sum = d.op(Op::Gather { axis: 0 }, &[word, ids])?;
+    let positions = match d.ctx.opt_value(n, 8)? {
+        Some(p) => p,
+        None => d.i64s(vec![seq], (0..seq as i64).collect()),
+    };
+    let p = d.op(Op::Gather { axis: 0 }, &[pos, positions])?;
+    sum = d.bin(B::Add, sum, p)?;
+    if let (Some(segs), Some(table)) = (d.ctx.opt_value(n, 1)?, d.ctx.opt_value(n, 4)?) {
+        let s = d.op(Op::Gather { axis: 0 }, &[table, segs])?;
+        sum = d.bin(B::Add, sum, s)?;
+    }
+    let axis = d.ty(sum).rank() - 1;
+    let mut ins = vec![sum, gamma];
+    ins.extend(beta);
+    d.out(0, Op::LayerNorm { axis, epsilon: eps }, &ins)?;
+    if d.wants(1) && d.ctx.used.contains(n.outputs[1]) {
+        let Some(mask) = d.ctx.opt_value(n, 7)? else {
+            return Err(d.ctx.err(
+                n,
+                "output 1 (mask_index) is used but input 7 (mask) is absent; pimkit computes the mask index from the mask",
+            ));
+        };
+        let m = d.cast(mask, DType::I64)?;
+        let m = d.reduce(ReduceKind::Sum, m, vec![1], false)?;
+        d.out_node(1, false, Op::cast(DType::I32), &[m])?;
+    }
+    if d.wants(2) {
+        d.out_node(2, false, Op::Identity, &[sum])?;
+    }
+    Ok(())
+}
+
+/// BERT-style self-attention as onnxruntime's optimizer fuses it: QKV = input · weights +
+/// bias split in three equal parts, `num_heads` heads, scores · scale (default 1/√head
+/// size), keys masked with `mask_filter_value` (default −10000) beyond each sequence's
+/// length (1-D mask index [batch]) or where a 2-D [batch, keys] mask is 0, causal with
+/// `unidirectional`, softmax, · V, heads merged. The past/present cache, attention bias
+/// and unequal `qkv_hidden_sizes` are refused.
+fn attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let a = n.attrs;
+    let heads = a
+        .opt_int("num_heads")?
+        .filter(|&h| h > 0)
+        .ok_or_else(|| a.err("num_heads", "is required and must be positive"))?
+        as usize;
+    if let Some(sizes) = a.ints("qkv_hidden_sizes")?
+        && !(sizes.len() == 3 && sizes[0] == sizes[1] && sizes[1] == sizes[2])
+    {
+        return Err(a.err(
+            "qkv_hidden_sizes",
+            format!("{sizes:?}: only equal Q, K and V sizes are supported"),
+        ));
+    }
+    if a.int("do_rotary", 0)? != 0 {
+        return Err(a.err("do_rotary", "rotary attention is not supported"));
+    }
+    for (i, what) in [
+        (4, "past"),
+        (5, "attention_bias"),
+        (6, "past_sequence_length"),
+    ] {
+        if n.input(i).is_some() {
+            return Err(ctx.err(n, format!("input {i} ({what}) is not supported")));
+        }
+    }
+    ctx.require_unused(n, 1, "the present cache")?;
+    let causal = a.int("unidirectional", 0)? != 0;
+    let filter = a.float("mask_filter_value", -10000.0)?;
+    let mut d = Dec::new(ctx, n);
+    let x = d.ctx.value(n, 0)?;
+    let (w, bias) = (d.ctx.value(n, 1)?, d.ctx.opt_value(n, 2)?);
+    let xs = d.shape(x);
+    let [batch, seq, _] = xs[..] else {
+        return Err(d.ctx.err(
+            n,
+            format!("input must be [batch, sequence, hidden], got {xs:?}"),
+        ));
+    };
+    let three_h = *d.shape(w).last().unwrap_or(&0);
+    let hidden = three_h / 3;
+    if three_h % 3 != 0 || hidden % heads != 0 {
+        return Err(d.ctx.err(
+            n,
+            format!("weights' last dim {three_h} must be 3 x hidden with hidden divisible by num_heads {heads}"),
+        ));
+    }
+    let hd = hidden / heads;
+    let scale = match a.float("scale", 0.0)? {
+        s if s != 0.0 => s as f64,
+        _ => 1.0 / (hd as f64).sqrt(),
+    };
+    let dt = d.dtype(x);
+    let mut qkv = d.op(Op::MatMul, &[x, w])?;
+    if let Some(b) = bias {
+        qkv = d.bin(B::Add, qkv, b)?;
+    }
+    let qkv = d.reshape(qkv, vec![batch, seq, 3, heads, hd])?;
+    let qkv = d.transpose(qkv, vec![2, 0, 3, 1, 4])?;
+    let part = |d: &mut Dec, i: usize| -> Result<ValueId> {
+        let p = slice(d, qkv, 0, i, i + 1)?;
+        d.reshape(p, vec![batch, heads, seq, hd])
+    };
+    let (q, k, v) = (part(&mut d, 0)?, part(&mut d, 1)?, part(&mut d, 2)?);
+    let kt = d.transpose(k, vec![0, 1, 3, 2])?;
+    let s = d.op(Op::MatMul, &[q, kt])?;
+    let sc = d.scalar(dt, scale);
+    let mut s = d.bin(B::Mul, s, sc)?;
+    let masked = d.scalar(dt, filter as f64);
+    let zero = d.scalar(dt, 0.0);
+    if let Some(mask) = d.ctx.opt_value(n, 3)? {
+        let ms = d.shape(mask);
+        let keep = match ms[..] {
+            [b] if b == batch => {
+                let len = d.cast(mask, DType::I64)?;
+                let len = d.reshape(len, vec![batch, 1, 1, 1])?;
+                let iota = d.i64s(vec![1, 1, 1, seq], (0..seq as i64).collect());
+                d.bin(B::Less, iota, len)?
+            }
+            [b, l] if b == batch && l == seq => {
+                let m = d.cast(mask, DType::I64)?;
+                let m = d.reshape(m, vec![batch, 1, 1, seq])?;
+                let z = d.i64s(vec![], vec![0]);
+                let off = d.bin(B::Equal, m, z)?;
+                d.unary(UnaryOp::Not, off)?
+            }
+            _ => {
+                return Err(d.ctx.err(
+                    n,
+                    format!("mask_index {ms:?}: pimkit reads a [batch] sequence length or a [batch, {seq}] mask"),
+                ));
+            }
+        };
+        let add = d.op(Op::Where, &[keep, zero, masked])?;
+        s = d.bin(B::Add, s, add)?;
+    }
+    if causal {
+        let tri: Vec<f64> = (0..seq)
+            .flat_map(|i| (0..seq).map(move |j| if j <= i { 0.0 } else { filter as f64 }))
+            .collect();
+        let c = d.konst(Tensor::from_f64_as(dt, vec![seq, seq], &tri));
+        s = d.bin(B::Add, s, c)?;
+    }
+    let p = d.op(Op::Softmax { axis: 3 }, &[s])?;
+    let o = d.op(Op::MatMul, &[p, v])?;
+    let o = d.transpose(o, vec![0, 2, 1, 3])?;
+    d.out(
+        0,
+        Op::Reshape {
+            shape: vec![batch, seq, hidden],
+        },
+        &[o],
+    )?;
     Ok(())
 }
