@@ -404,7 +404,7 @@ fn attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     };
     let three_h = *d.shape(w).last().unwrap_or(&0);
     let hidden = three_h / 3;
-    if three_h % 3 != 0 || hidden % heads != 0 {
+    if !three_h.is_multiple_of(3) || !hidden.is_multiple_of(heads) {
         return Err(d.ctx.err(
             n,
             format!("weights' last dim {three_h} must be 3 x hidden with hidden divisible by num_heads {heads}"),
