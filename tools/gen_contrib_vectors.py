@@ -8,7 +8,9 @@ tests/data/ort-contrib/<case>/ (manifest.toml; crates/conformance/tests/ort_cont
   (with and without bias), BiasGelu, QuickGelu; single nodes with onnxruntime's schema
   defaults, in f32 (and one f16 SimplifiedLayerNormalization).
 - A BERT as onnxruntime.transformers.optimizer writes it (EmbedLayerNormalization,
-  Attention, SkipLayerNormalization, BiasGelu).
+  Attention, SkipLayerNormalization, BiasGelu); quantize_dynamic of the plain export and of
+  the optimized one (QAttention, QEmbedLayerNormalization); onnxruntime's own optimized
+  dump of the former (DynamicQuantizeMatMul, MatMulIntegerToFloat, FusedMatMul).
 - GroupQueryAttention (prefill, decode with a cache, rotary halves/interleaved, packed
   QKV) and RotaryEmbedding as onnxruntime-genai's model builder writes them.
 - MatMulNBits as onnxruntime.quantization.matmul_nbits_quantizer writes it: a float MLP
@@ -23,6 +25,7 @@ import os
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 from onnx import helper
 
 from _common import DATA, finalize_outputs, make_model, reset_dir, run_ort, save_case, write_manifest
@@ -169,6 +172,35 @@ def bert():
     assert {"Attention", "EmbedLayerNormalization"} <= fused, fused
     case("bert_optimized", "onnxruntime.transformers.optimizer output of a 2-layer BERT (EmbedLayerNormalization, Attention, SkipLayerNormalization, BiasGelu), one sequence padded",
          model, feeds, [])
+    # quantize_dynamic (int8 weights, activations quantized at run time) of the plain export
+    # and of the optimizer's output (QAttention, QEmbedLayerNormalization).
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = os.path.join(tmp, "plain.onnx")
+        torch.onnx.export(Wrap(m), (ids, mask, types), plain, opset_version=17, dynamo=False,
+                          input_names=["input_ids", "attention_mask", "token_type_ids"],
+                          output_names=["last_hidden_state", "pooler_output"])
+        for name, src, desc in [
+            ("bert_qdynamic", plain, "quantize_dynamic (QInt8 weights) of a 2-layer BERT export: DynamicQuantizeLinear, MatMulInteger"),
+            ("bert_optimized_qdynamic", None, "quantize_dynamic of the optimizer's BERT: QAttention, QEmbedLayerNormalization, DynamicQuantizeLinear, MatMulInteger"),
+        ]:
+            if src is None:
+                src = os.path.join(tmp, "opt.onnx")
+                onnx.save(model, src)
+            dst = os.path.join(tmp, name + ".onnx")
+            quantize_dynamic(src, dst, weight_type=QuantType.QInt8,
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            case(name, desc, onnx.load(dst), feeds, [])
+            if name == "bert_qdynamic":
+                # What onnxruntime's own graph optimizer writes for it (optimized_model_filepath):
+                # DynamicQuantizeMatMul, MatMulIntegerToFloat, FusedMatMul.
+                so = ort.SessionOptions()
+                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+                so.optimized_model_filepath = os.path.join(tmp, "ortopt.onnx")
+                ort.InferenceSession(dst, so, providers=["CPUExecutionProvider"])
+                case("bert_qdynamic_ort_optimized", "onnxruntime's optimized_model_filepath dump of bert_qdynamic: DynamicQuantizeMatMul, MatMulIntegerToFloat, FusedMatMul",
+                     onnx.load(so.optimized_model_filepath), feeds, [])
 
 
 def rope_caches(positions, half):

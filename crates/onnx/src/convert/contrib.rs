@@ -27,6 +27,11 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
     r.insert((MS, "MatMulNBits"), matmul_nbits);
     r.insert((MS, "EmbedLayerNormalization"), embed_layer_norm);
     r.insert((MS, "Attention"), attention);
+    r.insert((MS, "QAttention"), qattention);
+    r.insert((MS, "MatMulIntegerToFloat"), matmul_integer_to_float);
+    r.insert((MS, "QEmbedLayerNormalization"), qembed_layer_norm);
+    r.insert((MS, "DynamicQuantizeMatMul"), dynamic_quantize_matmul);
+    r.insert((MS, "FusedMatMul"), fused_matmul);
     r.insert((MS, "GroupQueryAttention"), group_query_attention);
     r.insert((MS, "RotaryEmbedding"), rotary_embedding);
 }
@@ -317,33 +322,59 @@ fn slice(d: &mut Dec, x: ValueId, axis: usize, start: usize, end: usize) -> Resu
 fn embed_layer_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let eps = n.attrs.float("epsilon", 1e-12)?;
     let mut d = Dec::new(ctx, n);
-    let ids = d.ctx.value(n, 0)?;
-    let (word, pos) = (d.ctx.value(n, 2)?, d.ctx.value(n, 3)?);
-    let (gamma, beta) = (d.ctx.value(n, 5)?, d.ctx.opt_value(n, 6)?);
-    let shape = d.shape(ids);
+    let e = Embeddings {
+        ids: d.ctx.value(n, 0)?,
+        segs: d.ctx.opt_value(n, 1)?,
+        word: d.ctx.value(n, 2)?,
+        pos: d.ctx.value(n, 3)?,
+        seg: d.ctx.opt_value(n, 4)?,
+        gamma: d.ctx.value(n, 5)?,
+        beta: d.ctx.opt_value(n, 6)?,
+        mask: d.ctx.opt_value(n, 7)?,
+        positions: d.ctx.opt_value(n, 8)?,
+    };
+    embed_sum_norm(&mut d, n, eps, e)
+}
+
+/// The values BERT's fused embedding reads.
+struct Embeddings {
+    ids: ValueId,
+    segs: Option<ValueId>,
+    word: ValueId,
+    pos: ValueId,
+    seg: Option<ValueId>,
+    gamma: ValueId,
+    beta: Option<ValueId>,
+    mask: Option<ValueId>,
+    positions: Option<ValueId>,
+}
+
+/// Outputs 0-2 of (Q)EmbedLayerNormalization from float tables.
+fn embed_sum_norm(d: &mut Dec, n: &NodeIn, eps: f32, e: Embeddings) -> Result<()> {
+    let shape = d.shape(e.ids);
     let [_, seq] = shape[..] else {
         return Err(d.ctx.err(
             n,
             format!("input_ids must be [batch, sequence], got {shape:?}"),
         ));
     };
-    let mut sum = d.op(Op::Gather { axis: 0 }, &[word, ids])?;
-    let positions = match d.ctx.opt_value(n, 8)? {
+    let mut sum = d.op(Op::Gather { axis: 0 }, &[e.word, e.ids])?;
+    let positions = match e.positions {
         Some(p) => p,
         None => d.i64s(vec![seq], (0..seq as i64).collect()),
     };
-    let p = d.op(Op::Gather { axis: 0 }, &[pos, positions])?;
+    let p = d.op(Op::Gather { axis: 0 }, &[e.pos, positions])?;
     sum = d.bin(B::Add, sum, p)?;
-    if let (Some(segs), Some(table)) = (d.ctx.opt_value(n, 1)?, d.ctx.opt_value(n, 4)?) {
+    if let (Some(segs), Some(table)) = (e.segs, e.seg) {
         let s = d.op(Op::Gather { axis: 0 }, &[table, segs])?;
         sum = d.bin(B::Add, sum, s)?;
     }
     let axis = d.ty(sum).rank() - 1;
-    let mut ins = vec![sum, gamma];
-    ins.extend(beta);
+    let mut ins = vec![sum, e.gamma];
+    ins.extend(e.beta);
     d.out(0, Op::LayerNorm { axis, epsilon: eps }, &ins)?;
     if d.wants(1) && d.ctx.used.contains(n.outputs[1]) {
-        let Some(mask) = d.ctx.opt_value(n, 7)? else {
+        let Some(mask) = e.mask else {
             return Err(d.ctx.err(
                 n,
                 "output 1 (mask_index) is used but input 7 (mask) is absent; pimkit computes the mask index from the mask",
@@ -366,6 +397,77 @@ fn embed_layer_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
 /// `unidirectional`, softmax, · V, heads merged. The past/present cache, attention bias
 /// and unequal `qkv_hidden_sizes` are refused.
 fn attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    for (i, what) in [
+        (4, "past"),
+        (5, "attention_bias"),
+        (6, "past_sequence_length"),
+    ] {
+        if n.input(i).is_some() {
+            return Err(ctx.err(n, format!("input {i} ({what}) is not supported")));
+        }
+    }
+    let mut d = Dec::new(ctx, n);
+    let x = d.ctx.value(n, 0)?;
+    let (w, bias) = (d.ctx.value(n, 1)?, d.ctx.opt_value(n, 2)?);
+    let mut qkv = d.op(Op::MatMul, &[x, w])?;
+    if let Some(b) = bias {
+        qkv = d.bin(B::Add, qkv, b)?;
+    }
+    attention_core(&mut d, n, qkv, 3)
+}
+
+/// onnxruntime's QAttention (`quantize_dynamic` of the optimizer's Attention): QKV =
+/// (input − input_zp) · (weight − weight_zp) in int32, times input_scale · weight_scale,
+/// plus bias; then Attention's heads, mask (input 5) and softmax.
+fn qattention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    if n.input(8).is_some() {
+        return Err(ctx.err(n, "input 8 (past) is not supported"));
+    }
+    let mut d = Dec::new(ctx, n);
+    let qkv = integer_matmul_to_float(&mut d, n, [0, 1, 6, 7], [3, 4], Some(2))?;
+    attention_core(&mut d, n, qkv, 5)
+}
+
+/// float(MatMulInteger(a, b, a_zp, b_zp)) · (a_scale · b_scale) + bias, inputs by index
+/// ([a, b, a_zp, b_zp], [a_scale, b_scale], bias), as onnxruntime's kernels compute it.
+fn integer_matmul_to_float(
+    d: &mut Dec,
+    n: &NodeIn,
+    [a, b, azp, bzp]: [usize; 4],
+    [ascale, bscale]: [usize; 2],
+    bias: Option<usize>,
+) -> Result<ValueId> {
+    let ins = [
+        Some(d.ctx.value(n, a)?),
+        Some(d.ctx.value(n, b)?),
+        d.ctx.opt_value(n, azp)?,
+        d.ctx.opt_value(n, bzp)?,
+    ];
+    let (sa, sb) = (d.ctx.value(n, ascale)?, d.ctx.value(n, bscale)?);
+    let acc = d.op_opt(Op::MatMulInteger, ins.to_vec())?;
+    let dt = d.dtype(sa);
+    let acc = d.cast(acc, dt)?;
+    let scale = d.bin(B::Mul, sa, sb)?;
+    let mut y = d.bin(B::Mul, acc, scale)?;
+    if let Some(i) = bias
+        && let Some(bv) = d.ctx.opt_value(n, i)?
+    {
+        y = d.bin(B::Add, y, bv)?;
+    }
+    Ok(y)
+}
+
+/// onnxruntime's MatMulIntegerToFloat (its fusion of a dynamically quantized MatMul).
+fn matmul_integer_to_float(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let mut d = Dec::new(ctx, n);
+    let y = integer_matmul_to_float(&mut d, n, [0, 1, 4, 5], [2, 3], Some(6))?;
+    d.out(0, Op::Identity, &[y])?;
+    Ok(())
+}
+
+/// Attention from the projected `qkv` [B, S, 3·hidden]: the heads, the mask at input
+/// `mask_input`, the causal mask with `unidirectional`, softmax, · V, heads merged.
+fn attention_core(d: &mut Dec, n: &NodeIn, qkv: ValueId, mask_input: usize) -> Result<()> {
     let a = n.attrs;
     let heads = a
         .opt_int("num_heads")?
@@ -383,29 +485,16 @@ fn attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     if a.int("do_rotary", 0)? != 0 {
         return Err(a.err("do_rotary", "rotary attention is not supported"));
     }
-    for (i, what) in [
-        (4, "past"),
-        (5, "attention_bias"),
-        (6, "past_sequence_length"),
-    ] {
-        if n.input(i).is_some() {
-            return Err(ctx.err(n, format!("input {i} ({what}) is not supported")));
-        }
-    }
-    ctx.require_unused(n, 1, "the present cache")?;
+    d.ctx.require_unused(n, 1, "the present cache")?;
     let causal = a.int("unidirectional", 0)? != 0;
     let filter = a.float("mask_filter_value", -10000.0)?;
-    let mut d = Dec::new(ctx, n);
-    let x = d.ctx.value(n, 0)?;
-    let (w, bias) = (d.ctx.value(n, 1)?, d.ctx.opt_value(n, 2)?);
-    let xs = d.shape(x);
-    let [batch, seq, _] = xs[..] else {
+    let qs = d.shape(qkv);
+    let [batch, seq, three_h] = qs[..] else {
         return Err(d.ctx.err(
             n,
-            format!("input must be [batch, sequence, hidden], got {xs:?}"),
+            format!("input must be [batch, sequence, hidden], got QKV {qs:?}"),
         ));
     };
-    let three_h = *d.shape(w).last().unwrap_or(&0);
     let hidden = three_h / 3;
     if !three_h.is_multiple_of(3) || !hidden.is_multiple_of(heads) {
         return Err(d.ctx.err(
@@ -418,25 +507,21 @@ fn attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         s if s != 0.0 => s as f64,
         _ => 1.0 / (hd as f64).sqrt(),
     };
-    let dt = d.dtype(x);
-    let mut qkv = d.op(Op::MatMul, &[x, w])?;
-    if let Some(b) = bias {
-        qkv = d.bin(B::Add, qkv, b)?;
-    }
+    let dt = d.dtype(qkv);
     let qkv = d.reshape(qkv, vec![batch, seq, 3, heads, hd])?;
     let qkv = d.transpose(qkv, vec![2, 0, 3, 1, 4])?;
     let part = |d: &mut Dec, i: usize| -> Result<ValueId> {
         let p = slice(d, qkv, 0, i, i + 1)?;
         d.reshape(p, vec![batch, heads, seq, hd])
     };
-    let (q, k, v) = (part(&mut d, 0)?, part(&mut d, 1)?, part(&mut d, 2)?);
+    let (q, k, v) = (part(d, 0)?, part(d, 1)?, part(d, 2)?);
     let kt = d.transpose(k, vec![0, 1, 3, 2])?;
     let s = d.op(Op::MatMul, &[q, kt])?;
     let sc = d.scalar(dt, scale);
     let mut s = d.bin(B::Mul, s, sc)?;
     let masked = d.scalar(dt, filter as f64);
     let zero = d.scalar(dt, 0.0);
-    if let Some(mask) = d.ctx.opt_value(n, 3)? {
+    if let Some(mask) = d.ctx.opt_value(n, mask_input)? {
         let ms = d.shape(mask);
         let keep = match ms[..] {
             [b] if b == batch => {
@@ -823,6 +908,152 @@ fn rotary_embedding(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         d.out(0, Op::Reshape { shape: xs.clone() }, &[y])?;
     } else {
         d.out(0, Op::Identity, &[y])?;
+    }
+    Ok(())
+}
+
+/// onnxruntime's QEmbedLayerNormalization (`quantize_dynamic` of the optimizer's
+/// EmbedLayerNormalization): every table, gamma and beta stored as 8-bit codes with a
+/// scale and zero point, dequantized here ((q − zp) · scale) into float constants, then
+/// EmbedLayerNormalization's sum, norm and mask index.
+fn qembed_layer_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let eps = n.attrs.float("epsilon", 1e-12)?;
+    // (quantized input, scale input, zero-point input) per table, gamma and beta.
+    let parts = [
+        (2, 8, 13),
+        (3, 9, 14),
+        (4, 10, 15),
+        (5, 11, 16),
+        (6, 12, 17),
+    ];
+    // Initializers, possibly already used by another node (quantize_dynamic also leaves a
+    // DequantizeLinear of gamma and beta for the SkipLayerNormalizations).
+    let mut data = |i: usize| -> Result<Option<Tensor>> {
+        let Some(name) = n.input(i) else {
+            return Ok(None);
+        };
+        match ctx.const_data(name)? {
+            Some(t) => Ok(Some(t.clone())),
+            None => Err(ctx.err(
+                n,
+                format!("input {i} ('{name}') must be a constant initializer"),
+            )),
+        }
+    };
+    let mut deq = Vec::new();
+    for (q, sc, zp) in parts {
+        let Some(t) = data(q)? else {
+            deq.push(None);
+            continue;
+        };
+        let (Some(s), Some(z)) = (data(sc)?, data(zp)?) else {
+            return Err(ctx.err(
+                n,
+                format!("input {q} needs its scale (input {sc}) and zero point (input {zp})"),
+            ));
+        };
+        if s.numel() != 1 || z.numel() != 1 {
+            return Err(ctx.err(
+                n,
+                format!(
+                    "inputs {sc} and {zp} must be scalars (one scale and zero point per table)"
+                ),
+            ));
+        }
+        let (s, z) = (s.to_f64_vec()[0], z.to_f64_vec()[0]);
+        let v: Vec<f64> = t.to_f64_vec().iter().map(|&x| (x - z) * s).collect();
+        deq.push(Some(Tensor::from_f64_as(DType::F32, t.shape.clone(), &v)));
+    }
+    let mut d = Dec::new(ctx, n);
+    let mut table = |d: &mut Dec, i: usize, what: &str| -> Result<ValueId> {
+        match deq[i].take() {
+            Some(t) => Ok(d.konst(t)),
+            None => Err(d.ctx.err(n, format!("the {what} is required"))),
+        }
+    };
+    let e = Embeddings {
+        word: table(&mut d, 0, "word embedding")?,
+        pos: table(&mut d, 1, "position embedding")?,
+        seg: table(&mut d, 2, "segment embedding").ok(),
+        gamma: table(&mut d, 3, "gamma")?,
+        beta: Some(table(&mut d, 4, "beta")?),
+        ids: d.ctx.value(n, 0)?,
+        segs: d.ctx.opt_value(n, 1)?,
+        mask: d.ctx.opt_value(n, 7)?,
+        positions: None,
+    };
+    embed_sum_norm(&mut d, n, eps, e)
+}
+
+/// onnxruntime's DynamicQuantizeMatMul: A quantized at run time as DynamicQuantizeLinear
+/// does (u8, scale and zero point from A's range), then MatMulIntegerToFloat with B.
+fn dynamic_quantize_matmul(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let a = ctx.value(n, 0)?;
+    let base = n.outputs.first().copied().unwrap_or(n.name);
+    let names: Vec<String> = ["q", "scale", "zp"]
+        .iter()
+        .map(|s| format!("{base}/dql_{s}"))
+        .collect();
+    let outs = ctx
+        .g
+        .add_node_named(
+            format!("{}/dql", n.name),
+            Op::DynamicQuantizeLinear,
+            vec![Some(a)],
+            names.clone(),
+        )
+        .map_err(|e| Ctx::ir_err(n, e))?;
+    for (name, id) in names.iter().zip(&outs) {
+        ctx.bind(n, name, *id)?;
+    }
+    let (b, bscale) = (ctx.value(n, 1)?, ctx.value(n, 2)?);
+    let (bzp, bias) = (ctx.opt_value(n, 3)?, ctx.opt_value(n, 4)?);
+    let mut d = Dec::new(ctx, n);
+    let acc = d.op_opt(
+        Op::MatMulInteger,
+        vec![Some(outs[0]), Some(b), Some(outs[2]), bzp],
+    )?;
+    let dt = d.dtype(bscale);
+    let acc = d.cast(acc, dt)?;
+    let scale = d.bin(B::Mul, outs[1], bscale)?;
+    let y = d.bin(B::Mul, acc, scale)?;
+    match bias {
+        Some(bv) => d.out(0, Op::Binary(B::Add), &[y, bv])?,
+        None => d.out(0, Op::Identity, &[y])?,
+    };
+    Ok(())
+}
+
+/// onnxruntime's FusedMatMul: alpha · op(A) · op(B), op transposing the last two axes
+/// where `transA` / `transB` say (the batch-transposing variants are refused).
+fn fused_matmul(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let at = n.attrs;
+    for name in ["transBatchA", "transBatchB"] {
+        if at.int(name, 0)? != 0 {
+            return Err(at.err(name, "batch transposition is not supported"));
+        }
+    }
+    let alpha = at.float("alpha", 1.0)?;
+    let (ta, tb) = (at.int("transA", 0)? != 0, at.int("transB", 0)? != 0);
+    let mut d = Dec::new(ctx, n);
+    let mut ab = [d.ctx.value(n, 0)?, d.ctx.value(n, 1)?];
+    for (v, t) in ab.iter_mut().zip([ta, tb]) {
+        let r = d.ty(*v).rank();
+        if t {
+            if r < 2 {
+                return Err(d.ctx.err(n, "a transposed operand needs rank 2 or more"));
+            }
+            let mut perm: Vec<usize> = (0..r).collect();
+            perm.swap(r - 2, r - 1);
+            *v = d.transpose(*v, perm)?;
+        }
+    }
+    if alpha == 1.0 {
+        d.out(0, Op::MatMul, &ab)?;
+    } else {
+        let y = d.op(Op::MatMul, &ab)?;
+        let s = d.scalar(d.dtype(y), alpha as f64);
+        d.out(0, Op::Binary(B::Mul), &[y, s])?;
     }
     Ok(())
 }

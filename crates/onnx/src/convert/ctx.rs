@@ -332,6 +332,18 @@ impl<'m> Ctx<'m> {
         op: Op,
         inputs: &[ValueId],
     ) -> Result<ValueId> {
+        let ins: Vec<Option<ValueId>> = inputs.iter().map(|&v| Some(v)).collect();
+        self.emit_tmp_opt(n, suffix, op, ins)
+    }
+
+    /// [`Ctx::emit_tmp`] with optional (absent) inputs.
+    pub fn emit_tmp_opt(
+        &mut self,
+        n: &NodeIn,
+        suffix: &str,
+        op: Op,
+        inputs: Vec<Option<ValueId>>,
+    ) -> Result<ValueId> {
         let base = n.outputs.first().copied().unwrap_or(n.name);
         let vname = format!("{base}/{suffix}");
         let outs = self
@@ -339,7 +351,7 @@ impl<'m> Ctx<'m> {
             .add_node_named(
                 format!("{}/{suffix}", n.name),
                 op,
-                inputs.iter().map(|&v| Some(v)).collect(),
+                inputs,
                 vec![vname.clone()],
             )
             .map_err(|e| Self::ir_err(n, e))?;

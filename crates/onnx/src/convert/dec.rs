@@ -35,6 +35,13 @@ impl<'c, 'm, 'a> Dec<'c, 'm, 'a> {
         self.ctx.emit_tmp(self.n, &suffix, op, ins)
     }
 
+    /// An intermediate node with one output and optional inputs.
+    pub fn op_opt(&mut self, op: Op, ins: Vec<Option<ValueId>>) -> Result<ValueId> {
+        self.k += 1;
+        let suffix = format!("{}{}", op.name().to_lowercase(), self.k);
+        self.ctx.emit_tmp_opt(self.n, &suffix, op, ins)
+    }
+
     /// A constant made by the decomposition.
     pub fn konst(&mut self, t: Tensor) -> ValueId {
         self.k += 1;
