@@ -12,7 +12,8 @@ tests/data/ort-contrib/<case>/ (manifest.toml; crates/conformance/tests/ort_cont
   the optimized one (QAttention, QEmbedLayerNormalization); onnxruntime's own optimized
   dump of the former (DynamicQuantizeMatMul, MatMulIntegerToFloat, FusedMatMul).
 - GroupQueryAttention (prefill, decode with a cache, rotary halves/interleaved, packed
-  QKV) and RotaryEmbedding as onnxruntime-genai's model builder writes them.
+  QKV) and RotaryEmbedding as onnxruntime-genai's model builder writes them;
+  MultiHeadAttention (cross attention with bias and padding mask, causal with a bias).
 - MatMulNBits as onnxruntime.quantization.matmul_nbits_quantizer writes it: a float MLP
   (MatMul + bias Add, Gelu, MatMul) quantized to 4 bits in blocks of 32 (asymmetric: packed
   uint8 zero points; symmetric: none), 8 bits in blocks of 16, and K not a multiple of the
@@ -252,6 +253,20 @@ def genai_ops():
                "RotaryEmbedding", {"x": f32(2, 5, 64), "position_ids": pos},
                {"cos_cache": cos, "sin_cache": sin}, [("y", f)],
                order=["x", "position_ids", "cos_cache", "sin_cache"], num_heads=4, interleaved=inter)
+
+    # MultiHeadAttention (the optimizer's form for encoder-decoder and diffusion models):
+    # cross attention with bias and a key padding mask, causal self attention with an
+    # attention bias.
+    q, k, v = f32(2, 3, 32), f32(2, 6, 32), f32(2, 6, 48)
+    single("mha_cross_bias_mask", "MultiHeadAttention: cross attention (3 queries, 6 keys), bias, [B, L] key padding mask, value width 48",
+           "MultiHeadAttention", {"query": q, "key": k, "value": v, "key_padding_mask": np.array([[1] * 6, [1] * 4 + [0] * 2], np.int32)},
+           {"bias": f32(32 + 32 + 48, scale=0.1)}, [("y", f)],
+           order=["query", "key", "value", "bias", "key_padding_mask"], num_heads=4)
+    qs = f32(2, 5, 32)
+    single("mha_causal_attn_bias", "MultiHeadAttention: causal self attention with an attention bias [1, 4, 5, 5] and key lengths [B]",
+           "MultiHeadAttention", {"query": qs, "key": f32(2, 5, 32), "value": f32(2, 5, 32), "key_padding_mask": i32(5, 3)},
+           {"attention_bias": f32(1, 4, 5, 5, scale=0.5)}, [("y", f)],
+           order=["query", "key", "value", "", "key_padding_mask", "attention_bias"], num_heads=4, unidirectional=1)
 
 
 def main():

@@ -32,6 +32,7 @@ pub(super) fn register(r: &mut BTreeMap<(&'static str, &'static str), Converter>
     r.insert((MS, "QEmbedLayerNormalization"), qembed_layer_norm);
     r.insert((MS, "DynamicQuantizeMatMul"), dynamic_quantize_matmul);
     r.insert((MS, "FusedMatMul"), fused_matmul);
+    r.insert((MS, "MultiHeadAttention"), multi_head_attention);
     r.insert((MS, "GroupQueryAttention"), group_query_attention);
     r.insert((MS, "RotaryEmbedding"), rotary_embedding);
 }
@@ -1055,5 +1056,152 @@ fn fused_matmul(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         let s = d.scalar(d.dtype(y), alpha as f64);
         d.out(0, Op::Binary(B::Mul), &[y, s])?;
     }
+    Ok(())
+}
+
+/// The additive mask of a key padding mask: [B] key lengths or [B, L] with 0 for padding,
+/// as [B, 1, 1, L] of 0 and `filter`.
+fn key_padding(
+    d: &mut Dec,
+    n: &NodeIn,
+    mask: ValueId,
+    batch: usize,
+    keys: usize,
+    dt: DType,
+    filter: f32,
+) -> Result<ValueId> {
+    let ms = d.shape(mask);
+    let keep = match ms[..] {
+        [b] if b == batch => {
+            let len = d.cast(mask, DType::I64)?;
+            let len = d.reshape(len, vec![batch, 1, 1, 1])?;
+            let iota = d.i64s(vec![1, 1, 1, keys], (0..keys as i64).collect());
+            d.bin(B::Less, iota, len)?
+        }
+        [b, l] if b == batch && l == keys => {
+            let m = d.cast(mask, DType::I64)?;
+            let m = d.reshape(m, vec![batch, 1, 1, keys])?;
+            let z = d.i64s(vec![], vec![0]);
+            let off = d.bin(B::Equal, m, z)?;
+            d.unary(UnaryOp::Not, off)?
+        }
+        _ => {
+            return Err(d.ctx.err(
+                n,
+                format!("mask {ms:?}: pimkit reads a [batch] key length or a [batch, {keys}] mask"),
+            ));
+        }
+    };
+    let zero = d.scalar(dt, 0.0);
+    let masked = d.scalar(dt, filter as f64);
+    d.op(Op::Where, &[keep, zero, masked])
+}
+
+/// onnxruntime's MultiHeadAttention with separate 3-D query [B, S, D], key [B, L, D] and
+/// value [B, L, Dv]: the optional bias [D + D + Dv] added to each, `num_heads` heads,
+/// scores · scale (default 1/√head size) + attention_bias (broadcast to [B, N, S, L]),
+/// keys masked with `mask_filter_value` by the key padding mask, causal with
+/// `unidirectional` (query s sees keys up to L − S + s), softmax, · V. Packed QKV, the
+/// past/present cache and cache indirection are refused.
+fn multi_head_attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+    let a = n.attrs;
+    let heads = a
+        .opt_int("num_heads")?
+        .filter(|&h| h > 0)
+        .ok_or_else(|| a.err("num_heads", "is required and must be positive"))?
+        as usize;
+    for (i, what) in [
+        (6, "past_key"),
+        (7, "past_value"),
+        (8, "past_sequence_length"),
+        (9, "cache_indirection"),
+    ] {
+        if n.input(i).is_some() {
+            return Err(ctx.err(n, format!("input {i} ({what}) is not supported")));
+        }
+    }
+    ctx.require_unused(n, 1, "the present cache or the QK scores")?;
+    let causal = a.int("unidirectional", 0)? != 0;
+    let filter = a.float("mask_filter_value", -10000.0)?;
+    let mut d = Dec::new(ctx, n);
+    let (Some(k), Some(v)) = (d.ctx.opt_value(n, 1)?, d.ctx.opt_value(n, 2)?) else {
+        return Err(d.ctx.err(
+            n,
+            "packed QKV (no key and value inputs) is not supported; give query, key and value",
+        ));
+    };
+    let q = d.ctx.value(n, 0)?;
+    let (qs, ks, vs) = (d.shape(q), d.shape(k), d.shape(v));
+    let (&[b, s, dq], &[_, l, dk], &[_, _, dv]) = (&qs[..], &ks[..], &vs[..]) else {
+        return Err(d.ctx.err(
+            n,
+            format!("query, key and value must be 3-D [B, S, D]; got {qs:?}, {ks:?}, {vs:?}"),
+        ));
+    };
+    if dq != dk
+        || !dq.is_multiple_of(heads)
+        || !dv.is_multiple_of(heads)
+        || ks[0] != b
+        || vs[0] != b
+        || vs[1] != l
+    {
+        return Err(d.ctx.err(
+            n,
+            format!("query {qs:?}, key {ks:?} and value {vs:?} do not form {heads} heads"),
+        ));
+    }
+    let (mut q, mut k, mut v) = (q, k, v);
+    if let Some(bias) = d.ctx.opt_value(n, 3)? {
+        if d.ty(bias).numel() != dq + dk + dv {
+            return Err(d.ctx.err(
+                n,
+                format!("bias must hold {} values (Q, K and V)", dq + dk + dv),
+            ));
+        }
+        let parts = [(0, dq), (dq, dq + dk), (dq + dk, dq + dk + dv)];
+        let mut out = [q, k, v];
+        for (x, (lo, hi)) in out.iter_mut().zip(parts) {
+            let bp = slice(&mut d, bias, 0, lo, hi)?;
+            *x = d.bin(B::Add, *x, bp)?;
+        }
+        [q, k, v] = out;
+    }
+    let (hq, hv) = (dq / heads, dv / heads);
+    let q = heads_first(&mut d, q, b, s, heads, hq)?;
+    let k = heads_first(&mut d, k, b, l, heads, hq)?;
+    let v = heads_first(&mut d, v, b, l, heads, hv)?;
+    let dt = d.dtype(q);
+    let scale = match a.float("scale", 0.0)? {
+        x if x != 0.0 => x as f64,
+        _ => 1.0 / (hq as f64).sqrt(),
+    };
+    let kt = d.transpose(k, vec![0, 1, 3, 2])?;
+    let sc = d.op(Op::MatMul, &[q, kt])?;
+    let f = d.scalar(dt, scale);
+    let mut sc = d.bin(B::Mul, sc, f)?;
+    if let Some(ab) = d.ctx.opt_value(n, 5)? {
+        sc = d.bin(B::Add, sc, ab)?;
+    }
+    if let Some(mask) = d.ctx.opt_value(n, 4)? {
+        let add = key_padding(&mut d, n, mask, b, l, dt, filter)?;
+        sc = d.bin(B::Add, sc, add)?;
+    }
+    if causal {
+        let tri: Vec<f64> = (0..s)
+            .flat_map(|i| (0..l).map(move |j| if j + s <= l + i { 0.0 } else { filter as f64 }))
+            .collect();
+        let c = d.konst(Tensor::from_f64_as(dt, vec![s, l], &tri));
+        sc = d.bin(B::Add, sc, c)?;
+    }
+    let p = d.op(Op::Softmax { axis: 3 }, &[sc])?;
+    let o = d.op(Op::MatMul, &[p, v])?;
+    let o = d.transpose(o, vec![0, 2, 1, 3])?;
+    d.out(
+        0,
+        Op::Reshape {
+            shape: vec![b, s, dv],
+        },
+        &[o],
+    )?;
     Ok(())
 }
