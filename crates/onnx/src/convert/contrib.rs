@@ -621,9 +621,20 @@ fn rotate(
     }
 }
 
+/// The columns of a [positions, half] cos/sin cache.
+fn cache_half(d: &Dec, table: ValueId) -> Result<usize> {
+    match d.shape(table)[..] {
+        [_, half] if half > 0 => Ok(half),
+        ref s => Err(d.ctx.err(
+            d.n,
+            format!("cos/sin caches must be [positions, rotary_dim / 2], got {s:?}"),
+        )),
+    }
+}
+
 /// `table` [positions, half] rows at `pos` [B, S] (i64), as [B, 1, S, half].
 fn rows_at(d: &mut Dec, table: ValueId, pos: ValueId, batch: usize, seq: usize) -> Result<ValueId> {
-    let half = d.shape(table)[1];
+    let half = cache_half(d, table)?;
     let t = d.op(Op::Gather { axis: 0 }, &[table, pos])?;
     d.reshape(t, vec![batch, 1, seq, half])
 }
@@ -753,7 +764,7 @@ fn group_query_attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
                 .ctx
                 .err(n, "do_rotary needs inputs 7 and 8 (cos_cache, sin_cache)"));
         };
-        let half = d.shape(cos)[1..].iter().product::<usize>();
+        let half = cache_half(&d, cos)?;
         if 2 * half > hd {
             return Err(d.ctx.err(
                 n,
@@ -846,7 +857,7 @@ fn rotary_embedding(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let mut d = Dec::new(ctx, n);
     let x = d.ctx.value(n, 0)?;
     let (ids, cos, sin) = (d.ctx.value(n, 1)?, d.ctx.value(n, 2)?, d.ctx.value(n, 3)?);
-    let half = d.shape(cos)[1..].iter().product::<usize>();
+    let half = cache_half(&d, cos)?;
     let rot_dim = match a.int("rotary_embedding_dim", 0)? {
         0 => 2 * half,
         v if v as usize == 2 * half => v as usize,
