@@ -139,6 +139,35 @@ CASES = {
     "ir_version_negative.onnx": model([relu], [X], [Y], ir=-1),
     "ir_version_huge.onnx": model([relu], [X], [Y], ir=1 << 40),
 }
+
+
+def contrib(op, inputs, inits, domain="com.microsoft", **attrs):
+    """One onnxruntime contrib node with a broken shape or attribute: `inputs` {name:
+    shape} (graph inputs), `inits` {name: array}; input order is inputs then inits."""
+    names = list(inputs) + list(inits)
+    node = helper.make_node(op, names, ["y"], name=op, domain=domain, **attrs)
+    ins = [vi(k, T.FLOAT, v) for k, v in inputs.items()]
+    from onnx import numpy_helper
+    return model([node], ins, [vi("y", T.FLOAT, None)],
+                 [numpy_helper.from_array(v, k) for k, v in inits.items()], domains=[("com.microsoft", 1)])
+
+
+CASES.update({
+    # onnxruntime's contrib ops with shapes or attributes their kernels would refuse.
+    "contrib_rotary_scalar_cache.onnx": contrib(
+        "RotaryEmbedding", {"x": [1, 2, 8]},
+        {"position_ids": np.array([[0, 1]], np.int64), "cos_cache": np.array(1, np.float32),
+         "sin_cache": np.array(1, np.float32)}, num_heads=2),
+    "contrib_mha_2d_key.onnx": contrib("MultiHeadAttention", {"q": [1, 3, 4], "k": [1, 2], "v": [1, 3, 4]}, {}, num_heads=2),
+    "contrib_attention_no_heads.onnx": contrib("Attention", {"x": [1, 3, 4]}, {"w": np.ones((4, 12), np.float32)}, num_heads=0),
+    "contrib_matmulnbits_huge.onnx": contrib(
+        "MatMulNBits", {"a": [1, 8]}, {"b": np.zeros((3, 1, 8), np.uint8), "s": np.ones(3, np.float32)},
+        K=1 << 31, N=1 << 31, block_size=16, bits=4),
+    "contrib_matmulnbits_3bit.onnx": contrib(
+        "MatMulNBits", {"a": [1, 16]}, {"b": np.zeros((3, 1, 6), np.uint8), "s": np.ones(3, np.float32)},
+        K=16, N=3, block_size=16, bits=3),
+    "contrib_fusedmatmul_rank1.onnx": contrib("FusedMatMul", {"a": [3], "b": [3]}, {}, transA=1),
+})
 # helper.make_node keeps attributes in a dict: add the second alpha by hand.
 CASES["duplicate_attribute.onnx"].graph.node[0].attribute.append(helper.make_attribute("alpha", 0.5))
 
