@@ -316,6 +316,32 @@ fn slice(d: &mut Dec, x: ValueId, axis: usize, start: usize, end: usize) -> Resu
     )
 }
 
+/// Attention scores q · kᵀ · scale of [B, N, S, H] and [B, N, L, H].
+fn scores(d: &mut Dec, q: ValueId, k: ValueId, scale: f64) -> Result<ValueId> {
+    let kt = d.transpose(k, vec![0, 1, 3, 2])?;
+    let s = d.op(Op::MatMul, &[q, kt])?;
+    let f = d.scalar(d.dtype(s), scale);
+    d.bin(B::Mul, s, f)
+}
+
+/// The causal mask of `s` queries over `l` keys (query i sees keys up to l − s + i), 0 or
+/// `filter`.
+fn causal_mask(d: &mut Dec, s: usize, l: usize, dt: DType, filter: f32) -> ValueId {
+    let tri: Vec<f64> = (0..s)
+        .flat_map(|i| (0..l).map(move |j| if j + s <= l + i { 0.0 } else { filter as f64 }))
+        .collect();
+    d.konst(Tensor::from_f64_as(dt, vec![s, l], &tri))
+}
+
+/// softmax(scores) · v, heads merged into ONNX output 0 of shape `out`.
+fn attend(d: &mut Dec, s: ValueId, v: ValueId, out: Vec<usize>) -> Result<()> {
+    let p = d.op(Op::Softmax { axis: 3 }, &[s])?;
+    let o = d.op(Op::MatMul, &[p, v])?;
+    let o = d.transpose(o, vec![0, 2, 1, 3])?;
+    d.out(0, Op::Reshape { shape: out }, &[o])?;
+    Ok(())
+}
+
 /// BERT's embeddings as onnxruntime's optimizer fuses them: LayerNorm(word[input_ids] +
 /// position[0..S or position_ids] + segment[segment_ids]) with gamma and beta; output 1
 /// (`mask_index`) is the number of ones in each row of the mask, what Attention's 1-D
@@ -516,56 +542,16 @@ fn attention_core(d: &mut Dec, n: &NodeIn, qkv: ValueId, mask_input: usize) -> R
         d.reshape(p, vec![batch, heads, seq, hd])
     };
     let (q, k, v) = (part(d, 0)?, part(d, 1)?, part(d, 2)?);
-    let kt = d.transpose(k, vec![0, 1, 3, 2])?;
-    let s = d.op(Op::MatMul, &[q, kt])?;
-    let sc = d.scalar(dt, scale);
-    let mut s = d.bin(B::Mul, s, sc)?;
-    let masked = d.scalar(dt, filter as f64);
-    let zero = d.scalar(dt, 0.0);
+    let mut s = scores(d, q, k, scale)?;
     if let Some(mask) = d.ctx.opt_value(n, mask_input)? {
-        let ms = d.shape(mask);
-        let keep = match ms[..] {
-            [b] if b == batch => {
-                let len = d.cast(mask, DType::I64)?;
-                let len = d.reshape(len, vec![batch, 1, 1, 1])?;
-                let iota = d.i64s(vec![1, 1, 1, seq], (0..seq as i64).collect());
-                d.bin(B::Less, iota, len)?
-            }
-            [b, l] if b == batch && l == seq => {
-                let m = d.cast(mask, DType::I64)?;
-                let m = d.reshape(m, vec![batch, 1, 1, seq])?;
-                let z = d.i64s(vec![], vec![0]);
-                let off = d.bin(B::Equal, m, z)?;
-                d.unary(UnaryOp::Not, off)?
-            }
-            _ => {
-                return Err(d.ctx.err(
-                    n,
-                    format!("mask_index {ms:?}: pimkit reads a [batch] sequence length or a [batch, {seq}] mask"),
-                ));
-            }
-        };
-        let add = d.op(Op::Where, &[keep, zero, masked])?;
+        let add = key_padding(d, n, mask, batch, seq, dt, filter)?;
         s = d.bin(B::Add, s, add)?;
     }
     if causal {
-        let tri: Vec<f64> = (0..seq)
-            .flat_map(|i| (0..seq).map(move |j| if j <= i { 0.0 } else { filter as f64 }))
-            .collect();
-        let c = d.konst(Tensor::from_f64_as(dt, vec![seq, seq], &tri));
+        let c = causal_mask(d, seq, seq, dt, filter);
         s = d.bin(B::Add, s, c)?;
     }
-    let p = d.op(Op::Softmax { axis: 3 }, &[s])?;
-    let o = d.op(Op::MatMul, &[p, v])?;
-    let o = d.transpose(o, vec![0, 2, 1, 3])?;
-    d.out(
-        0,
-        Op::Reshape {
-            shape: vec![batch, seq, hidden],
-        },
-        &[o],
-    )?;
-    Ok(())
+    attend(d, s, v, vec![batch, seq, hidden])
 }
 
 /// Rotary embedding of `x` [B, N, S, H] over its first `2 · half` channels (the rest pass
@@ -816,10 +802,7 @@ fn group_query_attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         s if s != 0.0 => s as f64,
         _ => 1.0 / (hd as f64).sqrt(),
     };
-    let kt = d.transpose(kr, vec![0, 1, 3, 2])?;
-    let s = d.op(Op::MatMul, &[q, kt])?;
-    let sc = d.scalar(dt, scale);
-    let s = d.bin(B::Mul, s, sc)?;
+    let s = scores(&mut d, q, kr, scale)?;
     // Key j is seen by the query at position p when j <= p.
     let keys = d.i64s(vec![1, 1, 1, total], (0..total as i64).collect());
     let p4 = d.reshape(pos, vec![batch, 1, seq, 1])?;
@@ -828,17 +811,7 @@ fn group_query_attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let low = d.scalar(dt, f32::MIN as f64);
     let add = d.op(Op::Where, &[keep, zero, low])?;
     let s = d.bin(B::Add, s, add)?;
-    let p = d.op(Op::Softmax { axis: 3 }, &[s])?;
-    let o = d.op(Op::MatMul, &[p, vr])?;
-    let o = d.transpose(o, vec![0, 2, 1, 3])?;
-    d.out(
-        0,
-        Op::Reshape {
-            shape: vec![batch, seq, nq * hd],
-        },
-        &[o],
-    )?;
-    Ok(())
+    attend(&mut d, s, vr, vec![batch, seq, nq * hd])
 }
 
 /// onnxruntime's RotaryEmbedding: `input` [B, S, N·H] (`num_heads`, else H from the
@@ -1186,10 +1159,7 @@ fn multi_head_attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         x if x != 0.0 => x as f64,
         _ => 1.0 / (hq as f64).sqrt(),
     };
-    let kt = d.transpose(k, vec![0, 1, 3, 2])?;
-    let sc = d.op(Op::MatMul, &[q, kt])?;
-    let f = d.scalar(dt, scale);
-    let mut sc = d.bin(B::Mul, sc, f)?;
+    let mut sc = scores(&mut d, q, k, scale)?;
     if let Some(ab) = d.ctx.opt_value(n, 5)? {
         sc = d.bin(B::Add, sc, ab)?;
     }
@@ -1198,21 +1168,8 @@ fn multi_head_attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         sc = d.bin(B::Add, sc, add)?;
     }
     if causal {
-        let tri: Vec<f64> = (0..s)
-            .flat_map(|i| (0..l).map(move |j| if j + s <= l + i { 0.0 } else { filter as f64 }))
-            .collect();
-        let c = d.konst(Tensor::from_f64_as(dt, vec![s, l], &tri));
+        let c = causal_mask(&mut d, s, l, dt, filter);
         sc = d.bin(B::Add, sc, c)?;
     }
-    let p = d.op(Op::Softmax { axis: 3 }, &[sc])?;
-    let o = d.op(Op::MatMul, &[p, v])?;
-    let o = d.transpose(o, vec![0, 2, 1, 3])?;
-    d.out(
-        0,
-        Op::Reshape {
-            shape: vec![b, s, dv],
-        },
-        &[o],
-    )?;
-    Ok(())
+    attend(&mut d, sc, v, vec![b, s, dv])
 }
