@@ -170,8 +170,9 @@ fn group_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
 }
 
 /// y = x / sqrt(mean(x², axes [axis..)) + eps) · scale, computed in f32 for f16/bf16
-/// inputs (stash_type 1, as the ONNX function body does).
-fn rms_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
+/// inputs (stash_type 1, as the ONNX function body does). Also onnxruntime's
+/// SimplifiedLayerNormalization (contrib/norm.rs), whose semantics are the same.
+pub(super) fn rms_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let a = n.attrs;
     let eps = a.float("epsilon", 1e-5)?;
     let stash_f32 = a.int("stash_type", 1)? == 1;
@@ -183,6 +184,22 @@ fn rms_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let axis = norm_axis(ax, ty.rank())
         .filter(|&v| v < ty.rank())
         .ok_or_else(|| a.err("axis", format!("{ax} out of range for rank {}", ty.rank())))?;
+    let y = rms(&mut d, x, axis, eps, stash_f32)?;
+    d.out(0, Op::Binary(B::Mul), &[y, scale])?;
+    Ok(())
+}
+
+/// x / sqrt(mean(x², axes [axis..)) + eps), in f32 for f16/bf16 inputs when `stash_f32`
+/// (the ONNX function body's stash_type; onnxruntime's kernels accumulate in float too),
+/// cast back to x's type.
+pub(super) fn rms(
+    d: &mut Dec,
+    x: pimkit_ir::ValueId,
+    axis: usize,
+    eps: f32,
+    stash_f32: bool,
+) -> Result<pimkit_ir::ValueId> {
+    let ty = d.ty(x);
     let work = if stash_f32 && matches!(ty.dtype, DType::F16 | DType::Bf16) {
         DType::F32
     } else {
@@ -195,9 +212,7 @@ fn rms_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let m = d.bin(B::Add, m, e)?;
     let r = d.unary(UnaryOp::Sqrt, m)?;
     let y = d.bin(B::Div, xs, r)?;
-    let y = d.cast(y, ty.dtype)?;
-    d.out(0, Op::Binary(B::Mul), &[y, scale])?;
-    Ok(())
+    d.cast(y, ty.dtype)
 }
 
 /// The ONNX function body: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over `axes`.

@@ -81,11 +81,7 @@ pub(super) fn attention_core(
     mask_input: usize,
 ) -> Result<()> {
     let a = n.attrs;
-    let heads = a
-        .opt_int("num_heads")?
-        .filter(|&h| h > 0)
-        .ok_or_else(|| a.err("num_heads", "is required and must be positive"))?
-        as usize;
+    let heads = num_heads(&a)?;
     if let Some(sizes) = a.ints("qkv_hidden_sizes")?
         && !(sizes.len() == 3 && sizes[0] == sizes[1] && sizes[1] == sizes[2])
     {
@@ -185,11 +181,7 @@ pub(super) fn key_padding(
 /// past/present cache and cache indirection are refused.
 pub(super) fn multi_head_attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
     let a = n.attrs;
-    let heads = a
-        .opt_int("num_heads")?
-        .filter(|&h| h > 0)
-        .ok_or_else(|| a.err("num_heads", "is required and must be positive"))?
-        as usize;
+    let heads = num_heads(&a)?;
     for (i, what) in [
         (6, "past_key"),
         (7, "past_value"),
@@ -268,4 +260,12 @@ pub(super) fn multi_head_attention(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
         sc = d.bin(B::Add, sc, c)?;
     }
     attend(&mut d, sc, v, vec![b, s, dv])
+}
+
+/// The required, positive `num_heads` attribute.
+fn num_heads(a: &crate::attr::Attrs) -> Result<usize> {
+    a.opt_int("num_heads")?
+        .filter(|&h| h > 0 && h <= 1 << 16)
+        .map(|h| h as usize)
+        .ok_or_else(|| a.err("num_heads", "is required and must be positive"))
 }

@@ -4,7 +4,7 @@
 use super::super::dec::Dec;
 use super::super::{Ctx, NodeIn};
 use crate::error::Result;
-use pimkit_ir::{BinaryOp as B, DType, Op, ReduceKind, UnaryOp, ValueId};
+use pimkit_ir::{BinaryOp as B, Op, UnaryOp, ValueId};
 
 /// input + skip (+ bias): the residual sum both skip norms start from.
 pub(super) fn skip_sum(d: &mut Dec, n: &NodeIn, bias_input: usize) -> Result<ValueId> {
@@ -60,55 +60,17 @@ pub(super) fn skip_simplified_layer_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()
     let sum = skip_sum(&mut d, n, 3)?;
     let axis = d.ty(sum).rank().saturating_sub(1);
     let gamma = d.ctx.value(n, 2)?;
-    let y = rms(&mut d, sum, axis, eps, true)?;
+    let y = super::super::normalize::rms(&mut d, sum, axis, eps, true)?;
     d.out(0, Op::Binary(B::Mul), &[y, gamma])?;
     finish_sum(&mut d, n, sum)
 }
 
 /// onnxruntime's SimplifiedLayerNormalization: RMSNormalization's semantics (axis,
-/// epsilon, stash_type), from the default domain where onnxruntime registers it.
+/// epsilon, stash_type), from the default domain where onnxruntime registers it; its
+/// inverse standard deviation output must be unused.
 pub(super) fn simplified_layer_norm(ctx: &mut Ctx, n: &NodeIn) -> Result<()> {
-    let a = n.attrs;
-    let eps = a.float("epsilon", 1e-5)?;
-    let stash_f32 = a.int("stash_type", 1)? == 1;
-    let mut d = Dec::new(ctx, n);
-    d.ctx
-        .require_unused(n, 1, "the inverse standard deviation")?;
-    let x = d.ctx.value(n, 0)?;
-    let scale = d.ctx.value(n, 1)?;
-    let rank = d.ty(x).rank();
-    let ax = a.int("axis", -1)?;
-    let axis = crate::attr::norm_axis(ax, rank)
-        .filter(|&v| v < rank)
-        .ok_or_else(|| a.err("axis", format!("{ax} out of range for rank {rank}")))?;
-    let y = rms(&mut d, x, axis, eps, stash_f32)?;
-    d.out(0, Op::Binary(B::Mul), &[y, scale])?;
-    Ok(())
-}
-
-/// x / sqrt(mean(x², axes [axis..)) + eps), in f32 for f16/bf16 inputs when `stash_f32`
-/// (onnxruntime's kernels accumulate in float), cast back to x's type.
-pub(super) fn rms(
-    d: &mut Dec,
-    x: ValueId,
-    axis: usize,
-    eps: f32,
-    stash_f32: bool,
-) -> Result<ValueId> {
-    let ty = d.ty(x);
-    let work = if stash_f32 && matches!(ty.dtype, DType::F16 | DType::Bf16) {
-        DType::F32
-    } else {
-        ty.dtype
-    };
-    let xs = d.cast(x, work)?;
-    let sq = d.bin(B::Mul, xs, xs)?;
-    let m = d.reduce(ReduceKind::Mean, sq, (axis..ty.rank()).collect(), true)?;
-    let e = d.scalar(work, eps as f64);
-    let m = d.bin(B::Add, m, e)?;
-    let r = d.unary(UnaryOp::Sqrt, m)?;
-    let y = d.bin(B::Div, xs, r)?;
-    d.cast(y, ty.dtype)
+    ctx.require_unused(n, 1, "the inverse standard deviation")?;
+    super::super::normalize::rms_norm(ctx, n)
 }
 
 /// x (+ bias) through `gelu`.
