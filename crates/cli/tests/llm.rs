@@ -327,3 +327,71 @@ fn limits_come_from_the_config_beside_an_export_and_can_be_lifted() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn a_matmulnbits_decoder_runs_exactly_and_is_costed_at_its_own_bits() {
+    // tools/make_decoder_nbits.py: the LLaMA fixture's MatMuls quantized to 4 bits in
+    // blocks of 16 by onnxruntime's MatMulNBitsQuantizer; onnxruntime's step-1 logits.
+    let m = data("llama-nbits/model.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = vec!["exec".into(), m.to_str().unwrap().into()];
+    for e in std::fs::read_dir(data("llama/step1_inputs")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_stem().unwrap().to_str().unwrap().to_string();
+        args.push("--input".into());
+        args.push(format!("{name}={}", p.display()));
+    }
+    args.extend(["-o".into(), dir.path().join("o").to_str().unwrap().into()]);
+    let o = pimkit(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let got = pimkit_ir::npy::read_npy(&dir.path().join("o/logits.npy")).unwrap();
+    let want = pimkit_ir::npy::read_npy(&data("llama-nbits/expected_logits.npy")).unwrap();
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    let range =
+        w.iter().cloned().fold(f64::MIN, f64::max) - w.iter().cloned().fold(f64::MAX, f64::min);
+    let err = g
+        .iter()
+        .zip(&w)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(err <= 1e-3 * range, "max |error| {err} of range {range}");
+    // pimkit llm reads the bits and block size from the file.
+    let args = [
+        "llm",
+        m.to_str().unwrap(),
+        "--system",
+        "dgx-h100",
+        "--context",
+        "64",
+        "--batch",
+        "1",
+        "--prompt",
+        "8",
+        "--generate",
+        "2",
+        "--json",
+    ];
+    let q = ok_json(&args);
+    assert_eq!(q["options"]["precision"]["weight_bits"], 4.0);
+    assert_eq!(q["options"]["precision"]["weight_group"], 16);
+    assert_eq!(q["workload"]["weight_quant"]["layers"], 15);
+    let full = data("llama/model.onnx");
+    let mut fargs = args;
+    fargs[1] = full.to_str().unwrap();
+    let f = ok_json(&fargs);
+    let (wq, wf) = (
+        q["memory"]["weight_bytes"].as_f64().unwrap(),
+        f["memory"]["weight_bytes"].as_f64().unwrap(),
+    );
+    assert!(wq < 0.6 * wf, "4-bit weights {wq} B vs 16-bit {wf} B");
+    // Explicit options win.
+    let mut e = args.to_vec();
+    e.extend(["--weight-bits", "8"]);
+    let x = ok_json(&e);
+    assert_eq!(x["options"]["precision"]["weight_bits"], 8.0);
+}

@@ -104,6 +104,7 @@ pub fn analyze(
         if let Some(max) = declared_max_context(m) {
             w.max_context = Some(max);
         }
+        w.weight_quant = matmul_nbits_quant(m);
         pimkit_llm::check_workload(opts, &w).map_err(EngineError::input)?;
         workloads.push(w);
     }
@@ -112,6 +113,25 @@ pub fn analyze(
         pimkit_llm::check_fit(o).map_err(EngineError::input)?;
     }
     Ok(outs)
+}
+
+/// How an .onnx export stores its weights when its FC layers are MatMulNBits (the most
+/// common bits and block size among them; the importer dequantizes them).
+fn matmul_nbits_quant(model: &str) -> Option<pimkit_llm::WeightQuant> {
+    if !model.ends_with(".onnx") {
+        return None;
+    }
+    let layers = pimkit_onnx::matmul_nbits_layers(std::path::Path::new(model));
+    let mut counts: std::collections::BTreeMap<(i64, i64), usize> = Default::default();
+    for l in &layers {
+        *counts.entry(*l).or_default() += 1;
+    }
+    let ((bits, block), _) = counts.into_iter().max_by_key(|(_, c)| *c)?;
+    Some(pimkit_llm::WeightQuant {
+        bits: bits as f64,
+        group: block.max(0) as usize,
+        layers: layers.len(),
+    })
 }
 
 /// The positions a model was made for, where its name or files say: a zoo preset's

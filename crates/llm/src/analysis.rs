@@ -166,6 +166,23 @@ pub fn analyze(
     o: &LlmOptions,
     progress: &mut dyn pimkit_engine::Progress,
 ) -> LlmOutput {
+    // A model that stores its weights quantized (MatMulNBits) is costed at its own bits
+    // unless the options ask for others.
+    let with_model_bits;
+    let o = match &w.weight_quant {
+        Some(q) if o.precision.weight_bits == 16.0 && o.precision.weight_group == 0 => {
+            with_model_bits = LlmOptions {
+                precision: Precision {
+                    weight_bits: q.bits,
+                    weight_group: q.group,
+                    ..o.precision
+                },
+                ..o.clone()
+            };
+            &with_model_bits
+        }
+        _ => o,
+    };
     let policy = o.policy.unwrap_or(if s.pim.is_some() {
         Policy::AttnPim
     } else {
@@ -261,6 +278,17 @@ pub fn analyze(
     } else {
         "op classes run one after another (no overlap between places)".to_string()
     }];
+    if let Some(q) = &w.weight_quant {
+        notes.push(format!(
+            "the model stores {} FC layers at {} bits in blocks of {} (MatMulNBits); weights costed at {} bits, groups of {} ({})",
+            q.layers,
+            q.bits,
+            q.group,
+            o.precision.weight_bits,
+            o.precision.weight_group,
+            if o.precision.weight_bits == q.bits { "the model's" } else { "--weight-bits given" }
+        ));
+    }
     if !beyond.is_empty() {
         notes.push(format!(
             "contexts {} left out: {} was made for {} positions (--ignore-limits keeps them)",

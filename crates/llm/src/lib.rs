@@ -17,7 +17,7 @@ pub mod workload;
 pub use analysis::{LlmOptions, LlmOutput, analyze};
 pub use sim::{Place, Policy, Precision};
 pub use system::{Placement, System};
-pub use workload::{OpClass, Workload, WorkloadError, extract};
+pub use workload::{OpClass, WeightQuant, Workload, WorkloadError, extract};
 
 use pimkit_engine::{Engine, EngineError, Headline, Progress, Section};
 use pimkit_ir::Graph;

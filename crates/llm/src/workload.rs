@@ -117,10 +117,23 @@ pub struct Workload {
     /// config.json's `max_position_embeddings`, also the one beside an exported .onnx);
     /// `None`: unknown (a graph bound to one step's shapes has its position table folded).
     pub max_context: Option<usize>,
+    /// How the model itself stores its FC weights, where the front end knows (an export's
+    /// MatMulNBits layers, dequantized at import); `None`: as the graph holds them.
+    pub weight_quant: Option<WeightQuant>,
     /// Per class, in `OpClass::ALL` order (absent classes have zero work).
     pub classes: Vec<(OpClass, ClassWork)>,
     /// The binding the graph was read at.
     pub binding: Binding,
+}
+
+/// Weight-only quantization of a model's FC layers (MatMulNBits).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct WeightQuant {
+    pub bits: f64,
+    /// Weights per scale (the block size).
+    pub group: usize,
+    /// Layers stored this way.
+    pub layers: usize,
 }
 
 /// The graph's own batch, new tokens and cached positions.
@@ -486,6 +499,7 @@ pub fn extract(g: &Graph) -> Result<Workload, WorkloadError> {
             .sum(),
         hidden: hidden as usize,
         max_context: None,
+        weight_quant: None,
         q_dim: (q_elems / (found.len().div_ceil(2)) as f64).round() as usize,
         classes: OpClass::ALL
             .iter()

@@ -41,6 +41,32 @@ pub struct Loaded {
     pub notes: Vec<String>,
 }
 
+/// (bits, block_size) of each com.microsoft MatMulNBits node in the main graph of the ONNX
+/// file at `path` (weight-only quantized layers; the importer dequantizes them, so the
+/// graph no longer says how they are stored). Empty when there are none or the file does
+/// not parse (the import reports that).
+pub fn matmul_nbits_layers(path: &Path) -> Vec<(i64, i64)> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(model) = ModelProto::decode(&bytes[..]) else {
+        return Vec::new();
+    };
+    let attr = |n: &crate::proto::NodeProto, name: &str, default: i64| {
+        n.attribute
+            .iter()
+            .find(|a| a.name() == name)
+            .map_or(default, |a| a.i())
+    };
+    model
+        .graph
+        .iter()
+        .flat_map(|g| &g.node)
+        .filter(|n| n.op_type() == "MatMulNBits" && n.domain() == crate::convert::MS)
+        .map(|n| (attr(n, "bits", 4), attr(n, "block_size", 0)))
+        .collect()
+}
+
 pub fn load(path: &Path) -> Result<Graph> {
     load_with(path, &LoadOptions::default())
 }

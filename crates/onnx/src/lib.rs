@@ -29,7 +29,7 @@ pub use error::{OnnxError, Result};
 pub use export::{export, save, to_model_proto};
 pub use import::{
     LoadOptions, Loaded, load, load_bytes, load_file_collect, load_file_notes, load_model,
-    load_model_collect, load_model_notes, load_with,
+    load_model_collect, load_model_notes, load_with, matmul_nbits_layers,
 };
 
 /// Every (domain, op type) the importer accepts; domain "" is ai.onnx.
