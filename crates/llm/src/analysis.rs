@@ -124,6 +124,16 @@ impl Memory {
         let beside = if self.shared { self.weight_bytes } else { 0.0 };
         self.weight_bytes <= self.weight_capacity && beside + kv <= self.kv_capacity
     }
+    /// The largest batch whose KV cache fits at `positions` (0: the weights alone do not
+    /// fit).
+    pub fn max_batch_at(&self, positions: usize) -> usize {
+        if self.weight_bytes > self.weight_capacity {
+            return 0;
+        }
+        let beside = if self.shared { self.weight_bytes } else { 0.0 };
+        let n = (self.kv_capacity - beside) / (self.kv_bytes_per_position * positions as f64);
+        n.floor().clamp(0.0, 1e12) as usize
+    }
 }
 
 fn memory(w: &Workload, s: &System, policy: Policy, o: &LlmOptions) -> Memory {
@@ -140,22 +150,16 @@ fn memory(w: &Workload, s: &System, policy: Policy, o: &LlmOptions) -> Memory {
         Policy::FcPim if pim > 0.0 => (pim, xpu, false),
         _ => (xpu + pim, xpu + pim, true),
     };
-    let positions = (o.prompt + o.generate) as f64;
-    let max_batch = if shared {
-        ((wcap - weight_bytes) / (kv * positions)).floor()
-    } else if weight_bytes <= wcap {
-        (kcap / (kv * positions)).floor()
-    } else {
-        0.0
-    };
-    Memory {
+    let mut m = Memory {
         weight_bytes,
         kv_bytes_per_position: kv,
         weight_capacity: wcap,
         kv_capacity: kcap,
         shared,
-        max_batch: max_batch.clamp(0.0, 1e12) as usize,
-    }
+        max_batch: 0,
+    };
+    m.max_batch = m.max_batch_at(o.prompt + o.generate);
+    m
 }
 
 /// Evaluate `w` on `s`.

@@ -140,15 +140,9 @@ pub fn check_fit(out: &LlmOutput) -> Result<(), String> {
         ));
     }
     let shortest = o.contexts.iter().copied().min().unwrap_or(1);
-    let at = |l: usize| {
-        let beside = if m.shared { m.weight_bytes } else { 0.0 };
-        ((m.kv_capacity - beside) / (m.kv_bytes_per_position * l as f64))
-            .floor()
-            .max(0.0)
-    };
     Err(format!(
         "{what}: no requested batch fits: at most {} sequences of {shortest} positions (the shortest context) and {} of {} (prompt + generate) fit the {:.1} GB that holds the KV cache; give --batch within those, {hint}",
-        at(shortest),
+        m.max_batch_at(shortest),
         m.max_batch,
         o.prompt + o.generate,
         m.kv_capacity / 1e9

@@ -24,6 +24,10 @@ struct Preset {
     kv_heads: usize,
     ffn: usize,
     vocab: usize,
+    /// The context length it was trained for: its config.json's `max_position_embeddings`
+    /// (LLaMA-2 4096, LLaMA-3 8192, OPT 2048), `n_positions` (GPT-J 2048), GPT-3's paper
+    /// n_ctx 2048; 0: none (the runnable `decoder`).
+    max_positions: usize,
     style: &'static str,
 }
 
@@ -42,6 +46,7 @@ const PRESETS: &[Preset] = &[
         kv_heads: 32,
         ffn: 11008,
         vocab: 32000,
+        max_positions: 4096,
         style: "llama",
     },
     Preset {
@@ -53,6 +58,7 @@ const PRESETS: &[Preset] = &[
         kv_heads: 40,
         ffn: 13824,
         vocab: 32000,
+        max_positions: 4096,
         style: "llama",
     },
     Preset {
@@ -64,6 +70,7 @@ const PRESETS: &[Preset] = &[
         kv_heads: 8,
         ffn: 28672,
         vocab: 32000,
+        max_positions: 4096,
         style: "llama",
     },
     Preset {
@@ -75,6 +82,7 @@ const PRESETS: &[Preset] = &[
         kv_heads: 8,
         ffn: 14336,
         vocab: 128256,
+        max_positions: 8192,
         style: "llama",
     },
     Preset {
@@ -86,6 +94,7 @@ const PRESETS: &[Preset] = &[
         kv_heads: 16,
         ffn: 16384,
         vocab: 50400,
+        max_positions: 2048,
         style: "gptj",
     },
     Preset {
@@ -97,6 +106,7 @@ const PRESETS: &[Preset] = &[
         kv_heads: 56,
         ffn: 28672,
         vocab: 50272,
+        max_positions: 2048,
         style: "opt",
     },
     Preset {
@@ -108,6 +118,7 @@ const PRESETS: &[Preset] = &[
         kv_heads: 72,
         ffn: 36864,
         vocab: 50272,
+        max_positions: 2048,
         style: "opt",
     },
     Preset {
@@ -119,6 +130,7 @@ const PRESETS: &[Preset] = &[
         kv_heads: 96,
         ffn: 49152,
         vocab: 50257,
+        max_positions: 2048,
         style: "gpt3",
     },
     // A tiny model with random weights that runs in the interpreter (tests, examples).
@@ -132,20 +144,19 @@ const PRESETS: &[Preset] = &[
         kv_heads: 2,
         ffn: 128,
         vocab: 256,
+        max_positions: 0,
         style: "llama",
     },
 ];
 
-/// The context length preset `name` was trained for: its config.json's
-/// `max_position_embeddings` (LLaMA-2 4096, LLaMA-3 8192, OPT 2048), `n_positions` (GPT-J
-/// 2048), GPT-3's paper n_ctx 2048; `None` for `decoder` and unknown names.
+/// The context length preset `name` was trained for (`None` for `decoder` and unknown
+/// names).
 pub fn max_positions(name: &str) -> Option<usize> {
-    match name {
-        "llama2_7b" | "llama2_13b" | "llama2_70b" => Some(4096),
-        "llama3_8b" => Some(8192),
-        "gptj_6b" | "opt_30b" | "opt_66b" | "gpt3_175b" => Some(2048),
-        _ => None,
-    }
+    PRESETS
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.max_positions)
+        .filter(|&n| n > 0)
 }
 
 pub(crate) fn defs() -> Vec<Def> {
